@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -16,12 +15,17 @@
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to serve gRPC on, host:port. Port 0 picks a free port.");
 ABSL_FLAG(std::string, state_dir, "breakerd-state",
-          "Directory holding the persistent breaker state; created when missing.");
+          "Directory holding the persistent breaker state (breakerd.db); created when missing. "
+          "One breakerd per directory, one directory per chain.");
+ABSL_FLAG(std::string, config, "",
+          "Configuration file: a text-format breaker.v1.Config (see "
+          "examples/breakerd.textproto). Empty: the defaults for mainnet. Re-read by the "
+          "Admin.ReloadConfig rpc.");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "breakerd: the staking pool's shared builder circuit breaker.\n"
-      "Usage: breakerd [--listen=HOST:PORT] [--state_dir=DIR]");
+      "Usage: breakerd [--listen=HOST:PORT] [--state_dir=DIR] [--config=FILE]");
   absl::ParseCommandLine(argc, argv);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
@@ -42,9 +46,10 @@ int main(int argc, char** argv) {
   breaker::service::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
+  options.config_path = absl::GetFlag(FLAGS_config);
   auto server = breaker::service::Server::Start(options);
   if (!server.ok()) {
-    LOG(ERROR) << server.status().message();
+    LOG(ERROR) << "breakerd cannot start: " << server.status();
     return 1;
   }
 

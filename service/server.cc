@@ -1,8 +1,12 @@
 #include "service/server.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -12,53 +16,130 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "service/config_file.h"
+#include "service/sqlite_state_store.h"
 
 namespace breaker::service {
 namespace {
+
+constexpr char kNodeServiceName[] = "breaker.v1.Breaker";
+constexpr char kAdminServiceName[] = "breaker.v1.Admin";
 
 absl::Status EnsureDirectory(const std::string& path) {
   if (mkdir(path.c_str(), 0750) == 0 || errno == EEXIST) {
     struct stat info;
     if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) return absl::OkStatus();
-    return absl::InvalidArgumentError(
-        absl::StrCat("state directory '", path, "' exists but is not a directory; pass ",
-                     "--state_dir with a directory path"));
+    return absl::InvalidArgumentError(absl::StrCat("state directory '", path,
+                                                   "' exists but is not a directory; pass ",
+                                                   "--state_dir with a directory path"));
   }
   return absl::InvalidArgumentError(absl::StrCat("cannot create state directory '", path,
                                                  "': ", std::strerror(errno),
                                                  "; pass --state_dir with a writable path"));
 }
 
+// Holds an exclusive lock on <state_dir>/LOCK for the process's lifetime: two breakerd writing
+// one journal would corrupt it.
+absl::StatusOr<int> LockStateDirectory(const std::string& path) {
+  const std::string lock_path = path + "/LOCK";
+  const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot open '", lock_path, "': ", std::strerror(errno)));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat("another breakerd is using the state directory '", path,
+                     "'; stop it, or pass --state_dir with another directory"));
+  }
+  return fd;
+}
+
+void SetServing(grpc::Server& server, bool serving) {
+  grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService();
+  health->SetServingStatus(serving);
+  health->SetServingStatus(kNodeServiceName, serving);
+  health->SetServingStatus(kAdminServiceName, serving);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  core::Config config;
+  if (!options.config_path.empty()) {
+    absl::StatusOr<core::Config> loaded = LoadConfigFile(options.config_path);
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
   if (absl::Status status = EnsureDirectory(options.state_dir); !status.ok()) return status;
+  std::unique_ptr<Server> server(new Server());
+  absl::StatusOr<int> lock = LockStateDirectory(options.state_dir);
+  if (!lock.ok()) return lock.status();
+  server->lock_fd_ = *lock;
+  absl::StatusOr<std::unique_ptr<SqliteStateStore>> store =
+      SqliteStateStore::Open(options.state_dir);
+  if (!store.ok()) return store.status();
+
+  Fleet::Options fleet_options;
+  fleet_options.config = std::move(config);
+  fleet_options.config_path = options.config_path;
+  fleet_options.store = *std::move(store);
+  fleet_options.clock = options.clock;
+  fleet_options.run_ticker = options.run_ticker;
+  absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Open(std::move(fleet_options));
+  if (!fleet.ok()) return fleet.status();
+  server->fleet_ = *std::move(fleet);
+  server->node_service_ = std::make_unique<NodeService>(server->fleet_.get());
+  server->admin_service_ = std::make_unique<AdminService>(server->fleet_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default: a second breakerd on the same port would then start
   // "successfully" and split the fleet's streams between two states.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Streams live for days: find dead peers with pings, and let clients ping every 10 s.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   int port = 0;
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(), &port);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
+  builder.RegisterService(server->node_service_.get());
+  builder.RegisterService(server->admin_service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen_address,
                                                "': address in use or invalid; pass --listen ",
                                                "with a free host:port"));
   }
+  server->port_ = port;
+  SetServing(*server->server_, true);
   LOG(INFO) << "breakerd listening on " << options.listen_address << " (port " << port
-            << "), state in " << options.state_dir;
-  return std::unique_ptr<Server>(new Server(std::move(server), port));
+            << "), network " << server->fleet_->network() << ", state in " << options.state_dir
+            << ", policy version " << server->fleet_->policy()->policy.version;
+  return server;
 }
-
-Server::Server(std::unique_ptr<grpc::Server> server, int port)
-    : server_(std::move(server)), port_(port) {}
 
 Server::~Server() { Shutdown(); }
 
-void Server::Shutdown() { server_->Shutdown(); }
+void Server::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ != nullptr) {
+    SetServing(*server_, false);
+    node_service_->Shutdown();
+    admin_service_->Shutdown();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  }
+  if (fleet_ != nullptr) {
+    fleet_.reset();  // applies what was submitted and writes a final snapshot
+    LOG(INFO) << "breakerd stopped";
+  }
+  if (lock_fd_ >= 0) close(lock_fd_);  // releases the state directory
+  lock_fd_ = -1;
+}
 
 }  // namespace breaker::service

@@ -10,6 +10,15 @@ _GRPC_PLUGIN = "/usr/bin/grpc_cpp_plugin"
 def _stem(src):
     return src[:-len(".proto")]
 
+def _protoc(args, srcs):
+    # Import paths are relative to the package: `import "breaker/v1/x.proto"`.
+    return "%s -I%s %s %s" % (
+        _PROTOC,
+        native.package_name(),
+        args,
+        " ".join(["$(location %s)" % s for s in srcs]),
+    )
+
 def breaker_proto_library(name, srcs, deps = [], grpc = False, visibility = None):
     """Declares `<name>_proto`, `<name>_descriptor_set`, `<name>_cc_proto` and, with
     grpc = True, `<name>_cc_grpc`.
@@ -19,7 +28,7 @@ def breaker_proto_library(name, srcs, deps = [], grpc = False, visibility = None
 
     Args:
       name: base name; the targets are derived from it.
-      srcs: .proto files in this package.
+      srcs: .proto files, relative to this package, which is the import root.
       deps: base names of other breaker_proto_library targets whose .proto files these import.
       grpc: also generate gRPC service stubs and mocks.
       visibility: visibility of the generated targets.
@@ -35,10 +44,7 @@ def breaker_proto_library(name, srcs, deps = [], grpc = False, visibility = None
         name = name + "_descriptor_set",
         srcs = srcs + proto_deps,
         outs = [name + ".protoset"],
-        cmd = "%s -I. --include_source_info --include_imports --descriptor_set_out=$@ %s" % (
-            _PROTOC,
-            " ".join(["$(location %s)" % s for s in srcs]),
-        ),
+        cmd = _protoc("--include_source_info --include_imports --descriptor_set_out=$@", srcs),
         visibility = visibility,
     )
 
@@ -48,15 +54,13 @@ def breaker_proto_library(name, srcs, deps = [], grpc = False, visibility = None
         name = name + "_cc_proto_gen",
         srcs = srcs + proto_deps,
         outs = pb_hdrs + pb_srcs,
-        cmd = "%s -I. --cpp_out=$(GENDIR) %s" % (
-            _PROTOC,
-            " ".join(["$(location %s)" % s for s in srcs]),
-        ),
+        cmd = _protoc("--cpp_out=$(GENDIR)/" + native.package_name(), srcs),
     )
     native.cc_library(
         name = name + "_cc_proto",
         srcs = pb_srcs,
         hdrs = pb_hdrs,
+        includes = ["."],
         deps = [d + "_cc_proto" for d in deps] + ["//third_party:protobuf"],
         visibility = visibility,
     )
@@ -69,16 +73,17 @@ def breaker_proto_library(name, srcs, deps = [], grpc = False, visibility = None
             name = name + "_cc_grpc_gen",
             srcs = srcs + proto_deps,
             outs = grpc_hdrs + grpc_mocks + grpc_srcs,
-            cmd = "%s -I. --plugin=protoc-gen-grpc=%s --grpc_out=generate_mock_code=true:$(GENDIR) %s" % (
-                _PROTOC,
-                _GRPC_PLUGIN,
-                " ".join(["$(location %s)" % s for s in srcs]),
+            cmd = _protoc(
+                "--plugin=protoc-gen-grpc=%s --grpc_out=generate_mock_code=true:$(GENDIR)/%s" %
+                (_GRPC_PLUGIN, native.package_name()),
+                srcs,
             ),
         )
         native.cc_library(
             name = name + "_cc_grpc",
             srcs = grpc_srcs,
             hdrs = grpc_hdrs + grpc_mocks,
+            includes = ["."],
             deps = [name + "_cc_proto", "//third_party:grpc"],
             visibility = visibility,
         )

@@ -1,0 +1,233 @@
+#include "core/config.h"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/relay_id.h"
+
+namespace breaker::core {
+
+bool operator==(const MissedSlotRules& a, const MissedSlotRules& b) {
+  return a.preset == b.preset && a.latched_rule == b.latched_rule &&
+         a.max_allowed_missing_slots == b.max_allowed_missing_slots &&
+         a.max_consecutive_missed_slots == b.max_consecutive_missed_slots &&
+         a.max_missed_slots_in_window == b.max_missed_slots_in_window &&
+         a.window_slots == b.window_slots &&
+         a.max_epochs_since_finalization == b.max_epochs_since_finalization;
+}
+
+absl::StatusOr<MissedSlotRules> MissedSlotRulesForPreset(absl::string_view preset) {
+  // Every preset starts from "no rule" and turns on only its own, so that no default of the
+  // struct leaks into a preset that does not mention it.
+  MissedSlotRules rules;
+  rules.preset = std::string(preset);
+  rules.latched_rule = false;
+  rules.max_allowed_missing_slots = 0;
+  rules.max_consecutive_missed_slots = 0;
+  rules.max_missed_slots_in_window = 0;
+  rules.window_slots = 32;
+  rules.max_epochs_since_finalization = 0;
+
+  if (preset == "mevboost") {
+    rules.latched_rule = true;
+    rules.max_allowed_missing_slots = 5;
+  } else if (preset == "prysm") {
+    rules.max_consecutive_missed_slots = 3;
+    rules.max_missed_slots_in_window = 5;
+  } else if (preset == "lighthouse") {
+    rules.max_consecutive_missed_slots = 3;
+    rules.max_missed_slots_in_window = 8;
+    rules.max_epochs_since_finalization = 3;
+  } else if (preset == "teku") {
+    rules.max_consecutive_missed_slots = 3;
+    rules.max_missed_slots_in_window = 5;
+  } else if (preset != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown missed-slot preset \"", preset,
+                     "\"; known presets: mevboost, prysm, lighthouse, teku, off"));
+  }
+  return rules;
+}
+
+namespace {
+
+// "<field> is <value>; accepted: <accepted>", the shape of every message below.
+template <typename T>
+absl::Status Invalid(absl::string_view field, const T& value, absl::string_view accepted) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " is ", value, "; accepted: ", accepted));
+}
+
+template <typename T>
+absl::Status CheckAtLeastOne(absl::string_view field, T value) {
+  if (value >= 1) return absl::OkStatus();
+  return Invalid(field, value, "at least 1");
+}
+
+template <typename T>
+absl::Status CheckRange(absl::string_view field, T value, T min, T max) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return Invalid(field, value, absl::StrCat(min, "..", max));
+}
+
+// The self-build index stands for the proposer itself, which the breaker never tracks: listing
+// it is a mistake (most likely a -1 that wrapped), not a way to trust or ban self-building.
+absl::Status CheckNotSelfBuild(const std::vector<BuilderIndex>& indices, absl::string_view field) {
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] == kSelfBuild) {
+      return Invalid(absl::StrCat(field, "[", i, "]"), indices[i],
+                     "any builder index but the self-build index 18446744073709551615 "
+                     "(kSelfBuild), which is never tracked");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Runs the checks in the order they are written and returns the first failure.
+#define BREAKER_RETURN_IF_ERROR(expr)  \
+  do {                                 \
+    absl::Status status_ = (expr);     \
+    if (!status_.ok()) return status_; \
+  } while (false)
+
+absl::Status ValidateBuilderLists(const Config& config) {
+  BREAKER_RETURN_IF_ERROR(CheckNotSelfBuild(config.trusted_builders, "trusted_builders"));
+  BREAKER_RETURN_IF_ERROR(CheckNotSelfBuild(config.blacklisted_builders, "blacklisted_builders"));
+  for (size_t r = 0; r < config.relays.size(); ++r) {
+    BREAKER_RETURN_IF_ERROR(
+        CheckNotSelfBuild(config.relays[r].indices, absl::StrCat("relays[", r, "].indices")));
+  }
+
+  // Trusted means listed in trusted_builders or configured for a trusted relay. A trusted
+  // index on the blacklist is a contradiction the operator should resolve, not something for
+  // the engine to settle silently.
+  absl::flat_hash_map<BuilderIndex, std::string> trusted;
+  for (size_t i = 0; i < config.trusted_builders.size(); ++i) {
+    trusted.try_emplace(config.trusted_builders[i], absl::StrCat("trusted_builders[", i, "]"));
+  }
+  for (size_t r = 0; r < config.relays.size(); ++r) {
+    if (!config.relays[r].trusted) continue;
+    const std::vector<BuilderIndex>& indices = config.relays[r].indices;
+    for (size_t i = 0; i < indices.size(); ++i) {
+      trusted.try_emplace(indices[i],
+                          absl::StrCat("relays[", r, "].indices[", i, "] (a trusted relay)"));
+    }
+  }
+  for (size_t i = 0; i < config.blacklisted_builders.size(); ++i) {
+    const BuilderIndex index = config.blacklisted_builders[i];
+    if (auto it = trusted.find(index); it != trusted.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "blacklisted_builders[", i, "] is ", index, ", which is also trusted as ", it->second,
+          "; accepted: an index that is not trusted (remove it from one of the lists)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRelays(const Config& config) {
+  // Normalized identifier -> position of the relay that first used it.
+  absl::flat_hash_map<std::string, size_t> seen;
+  for (size_t r = 0; r < config.relays.size(); ++r) {
+    const std::string field = absl::StrCat("relays[", r, "].identifier");
+    absl::StatusOr<std::string> normalized = NormalizeRelayId(config.relays[r].identifier);
+    if (!normalized.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": ", normalized.status().message()));
+    }
+    auto [it, inserted] = seen.try_emplace(*normalized, r);
+    if (!inserted) {
+      // Two entries for one endpoint would disagree on its trust and indices.
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " is \"", config.relays[r].identifier, "\", the same endpoint (", *normalized,
+          ") as relays[", it->second, "].identifier \"", config.relays[it->second].identifier,
+          "\"; accepted: each endpoint listed once"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateConfig(const Config& config) {
+  BREAKER_RETURN_IF_ERROR(ValidateChainSpec(config.chain));
+
+  // --- Per-builder failure tracking ---
+  if (config.critical_failures <= config.allowed_failures) {
+    return Invalid("critical_failures", config.critical_failures,
+                   absl::StrCat("more than allowed_failures (", config.allowed_failures,
+                                "); otherwise the first ban would already be critical"));
+  }
+  BREAKER_RETURN_IF_ERROR(
+      CheckAtLeastOne("blacklist_period_epochs", config.blacklist_period_epochs));
+  BREAKER_RETURN_IF_ERROR(CheckAtLeastOne("backoff_period_epochs", config.backoff_period_epochs));
+  // Written so that NaN fails too: every comparison with NaN is false.
+  if (!(std::isfinite(config.attestation_threshold) && config.attestation_threshold >= 0.0 &&
+        config.attestation_threshold < 1.0)) {
+    return Invalid("attestation_threshold", config.attestation_threshold,
+                   "a fraction in [0, 1); at 1 no block could ever count as a failure");
+  }
+
+  // --- Systemic fallback ---
+  BREAKER_RETURN_IF_ERROR(
+      CheckAtLeastOne("critical_failed_builders", config.critical_failed_builders));
+  BREAKER_RETURN_IF_ERROR(CheckAtLeastOne("critical_failed_untrusted_builders",
+                                          config.critical_failed_untrusted_builders));
+
+  // --- Operator lists ---
+  BREAKER_RETURN_IF_ERROR(ValidateBuilderLists(config));
+  BREAKER_RETURN_IF_ERROR(ValidateRelays(config));
+
+  // --- Relays and memory caps ---
+  BREAKER_RETURN_IF_ERROR(
+      CheckAtLeastOne("relay_blacklist_period_epochs", config.relay_blacklist_period_epochs));
+  BREAKER_RETURN_IF_ERROR(
+      CheckAtLeastOne("relay_association_ttl_epochs", config.relay_association_ttl_epochs));
+  BREAKER_RETURN_IF_ERROR(CheckRange<uint32_t>("max_relays", config.max_relays, 1, 1024));
+  BREAKER_RETURN_IF_ERROR(
+      CheckRange<uint32_t>("max_indices_per_relay", config.max_indices_per_relay, 1, 1024));
+  BREAKER_RETURN_IF_ERROR(
+      CheckRange<uint32_t>("max_tracked_builders", config.max_tracked_builders, 16, 10'000'000));
+  // Configured relays and their indices never expire, so a cap below them could not hold.
+  if (config.relays.size() > config.max_relays) {
+    return absl::InvalidArgumentError(absl::StrCat("relays lists ", config.relays.size(),
+                                                   " relays; accepted: at most max_relays (",
+                                                   config.max_relays, ")"));
+  }
+  for (size_t r = 0; r < config.relays.size(); ++r) {
+    if (config.relays[r].indices.size() > config.max_indices_per_relay) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("relays[", r, "].indices lists ", config.relays[r].indices.size(),
+                       " indices; accepted: at most max_indices_per_relay (",
+                       config.max_indices_per_relay, ")"));
+    }
+  }
+
+  // --- Pre-Gloas missed-slot breaker ---
+  BREAKER_RETURN_IF_ERROR(
+      CheckRange<uint64_t>("missed_slots.window_slots", config.missed_slots.window_slots, 1, 64));
+  if (config.missed_slots.latched_rule && config.missed_slots.max_allowed_missing_slots == 0) {
+    return Invalid("missed_slots.max_allowed_missing_slots",
+                   config.missed_slots.max_allowed_missing_slots,
+                   "at least 1 when missed_slots.latched_rule is on (0 would latch on the first "
+                   "missed slot); turn latched_rule off to disable the rule");
+  }
+
+  // --- Fleet aggregation ---
+  BREAKER_RETURN_IF_ERROR(CheckAtLeastOne("min_reporting_nodes", config.min_reporting_nodes));
+  // A slot is judged at the end of the next one, so a verdict needs two slots of history.
+  BREAKER_RETURN_IF_ERROR(
+      CheckRange<uint64_t>("amendment_window_slots", config.amendment_window_slots, 2, 128));
+  if (config.max_future_slots > 8) {
+    return Invalid("max_future_slots", config.max_future_slots,
+                   "0..8 (more than 8 slots of clock skew means a broken clock)");
+  }
+  return absl::OkStatus();
+}
+
+#undef BREAKER_RETURN_IF_ERROR
+
+}  // namespace breaker::core

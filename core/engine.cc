@@ -1,0 +1,865 @@
+#include "core/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/chain_time.h"
+#include "core/relay_id.h"
+
+namespace breaker::core {
+namespace {
+
+// Votes kept per slot of the amendment window; bounds memory when a node reports many roots.
+constexpr size_t kMaxVotesPerSlot = 64;
+
+// Names at most this many builders in a reason, then "and N more".
+constexpr size_t kMaxNamedInReason = 10;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+std::string NameList(std::vector<BuilderIndex> builders) {
+  std::sort(builders.begin(), builders.end());
+  std::string names;
+  for (size_t i = 0; i < builders.size() && i < kMaxNamedInReason; ++i) {
+    absl::StrAppend(&names, i == 0 ? "" : ", ", builders[i]);
+  }
+  if (builders.size() > kMaxNamedInReason) {
+    absl::StrAppend(&names, " and ", builders.size() - kMaxNamedInReason, " more");
+  }
+  return names;
+}
+
+// Adds `ban` to `bans[key]`. A key banned for several causes reports the first kind (the one
+// that counts toward the modes) and stays banned until every cause has lifted.
+template <typename Key>
+void MergeBan(absl::flat_hash_map<Key, Ban>& bans, const Key& key, Ban ban) {
+  // A ban until reset has no end epoch: the policy says 0, whatever epoch a cause also had.
+  if (ban.until_reset) ban.until_epoch = 0;
+  auto [it, inserted] = bans.try_emplace(key, ban);
+  if (inserted) return;
+  Ban& merged = it->second;
+  // The reason shown must not depend on hash-map iteration order: policies are compared across
+  // restarts. Among causes of the same kind, the longest-lasting one explains the ban.
+  const bool outlasts = std::make_tuple(ban.until_reset, ban.until_epoch, merged.reason) >
+                        std::make_tuple(merged.until_reset, merged.until_epoch, ban.reason);
+  if (ban.kind < merged.kind || (ban.kind == merged.kind && outlasts)) {
+    merged.kind = ban.kind;
+    merged.reason = std::move(ban.reason);
+  }
+  merged.until_reset = merged.until_reset || ban.until_reset;
+  merged.until_epoch = merged.until_reset ? 0 : std::max(merged.until_epoch, ban.until_epoch);
+}
+
+}  // namespace
+
+absl::StatusOr<Engine> Engine::Create(Config config, Slot current_slot) {
+  if (absl::Status status = ValidateConfig(config); !status.ok()) return status;
+  Engine engine(std::move(config), current_slot);
+  engine.RefreshPolicy();
+  return engine;
+}
+
+absl::StatusOr<Engine> Engine::Import(Config config, EngineState state) {
+  if (absl::Status status = ValidateConfig(config); !status.ok()) return status;
+  for (const auto& [node, sequence] : state.node_sequences) {
+    if (node.empty() || sequence == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state holds node '", node, "' with sequence ", sequence,
+                       "; node ids are not empty and sequences start at 1"));
+    }
+  }
+  for (const auto& [relay, record] : state.relays) {
+    absl::StatusOr<std::string> normalized = NormalizeRelayId(relay);
+    if (!normalized.ok() || *normalized != relay) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state holds relay '", relay, "', which is not a normalized identifier"));
+    }
+  }
+  if (state.builders.contains(kSelfBuild)) {
+    return absl::InvalidArgumentError("state holds a record for the self-build index");
+  }
+  Engine engine(std::move(config), state.current_slot);
+  engine.policy_ = std::move(state.policy);
+  engine.builders_ = std::move(state.builders);
+  for (auto& [relay, record] : state.relays) engine.relays_[relay] = std::move(record);
+  engine.votes_ = std::move(state.votes);
+  engine.node_sequences_ = std::move(state.node_sequences);
+  engine.operator_bans_ = std::move(state.operator_bans);
+  engine.builder_trust_overrides_ = std::move(state.builder_trust_overrides);
+  engine.relay_trust_overrides_ = std::move(state.relay_trust_overrides);
+  engine.missed_slots_ = MissedSlotTracker::Import(state.missed_slots);
+  return engine;
+}
+
+Engine::Engine(Config config, Slot current_slot)
+    : config_(std::move(config)), current_slot_(current_slot), missed_slots_(current_slot) {
+  DeriveFromConfig();
+}
+
+void Engine::DeriveFromConfig() {
+  configured_relays_.clear();
+  for (const RelayConfig& relay : config_.relays) {
+    // ValidateConfig has checked that every identifier normalizes.
+    std::string id = NormalizeRelayId(relay.identifier).value();
+    ConfiguredRelay& configured = configured_relays_[id];
+    configured.trusted = relay.trusted;
+    configured.indices.insert(relay.indices.begin(), relay.indices.end());
+    relays_.try_emplace(id);
+  }
+  configured_trusted_ = {config_.trusted_builders.begin(), config_.trusted_builders.end()};
+  configured_blacklist_ = {config_.blacklisted_builders.begin(),
+                           config_.blacklisted_builders.end()};
+}
+
+Epoch Engine::current_epoch() const { return EpochOf(current_slot_, config_.chain); }
+
+// ---------------------------------------------------------------------------------------------
+// Observations
+
+absl::Status Engine::ValidateObservation(const Observation& observation) const {
+  const Slot slot = observation.slot;
+  if (slot > current_slot_ + config_.max_future_slots) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "observation slot ", slot, " is ", slot - current_slot_,
+        " slots ahead of the current slot ", current_slot_, " (at most max_future_slots = ",
+        config_.max_future_slots, "); check the node's clock and the network's genesis time"));
+  }
+  if (slot + config_.amendment_window_slots < current_slot_) {
+    return absl::OutOfRangeError(
+        absl::StrCat("observation slot ", slot, " is older than the amendment window (",
+                     config_.amendment_window_slots, " slots before the current slot ",
+                     current_slot_, "); it can no longer change a verdict, drop it"));
+  }
+  auto builder_needed = [](BuilderIndex builder, absl::string_view what) -> absl::Status {
+    if (builder != kSelfBuild) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " names the self-build index (2^64-1), which is never tracked; report only ",
+        "blocks whose bid names an external builder"));
+  };
+  auto relay_needed = [](absl::string_view relay) -> absl::Status {
+    absl::StatusOr<std::string> normalized = NormalizeRelayId(relay);
+    return normalized.ok() ? absl::OkStatus() : normalized.status();
+  };
+  return std::visit(
+      Overloaded{
+          [&](const BidSeen& bid) -> absl::Status {
+            if (absl::Status s = builder_needed(bid.builder, "bid_seen.builder"); !s.ok()) {
+              return s;
+            }
+            return bid.relay.empty() || relays_.contains(bid.relay) ? absl::OkStatus()
+                                                                    : relay_needed(bid.relay);
+          },
+          [&](const PayloadMissing& missing) -> absl::Status {
+            if (absl::Status s = builder_needed(missing.builder, "payload_missing.builder");
+                !s.ok()) {
+              return s;
+            }
+            if (!std::isfinite(missing.attested_fraction) || missing.attested_fraction < 0 ||
+                missing.attested_fraction > 1) {
+              return absl::InvalidArgumentError(absl::StrCat(
+                  "payload_missing.attested_fraction is ", missing.attested_fraction,
+                  "; it is the attesting fraction of the committee weight, in [0, 1]"));
+            }
+            auto vote = votes_.find(missing.root);
+            if (vote != votes_.end() &&
+                (vote->second.builder != missing.builder || !vote->second.relay.empty())) {
+              return absl::InvalidArgumentError(absl::StrCat(
+                  "block ", missing.root.ShortHex(), " is already reported for ",
+                  vote->second.relay.empty() ? absl::StrCat("builder ", vote->second.builder)
+                                             : absl::StrCat("relay ", vote->second.relay),
+                  ", not builder ", missing.builder));
+            }
+            return absl::OkStatus();
+          },
+          [&](const PayloadDelivered& delivered) -> absl::Status {
+            if (absl::Status s = builder_needed(delivered.builder, "payload_delivered.builder");
+                !s.ok()) {
+              return s;
+            }
+            auto vote = votes_.find(delivered.root);
+            if (vote != votes_.end() &&
+                (vote->second.builder != delivered.builder || !vote->second.relay.empty())) {
+              return absl::InvalidArgumentError(absl::StrCat(
+                  "block ", delivered.root.ShortHex(), " is already reported for ",
+                  vote->second.relay.empty() ? absl::StrCat("builder ", vote->second.builder)
+                                             : absl::StrCat("relay ", vote->second.relay),
+                  ", not builder ", delivered.builder));
+            }
+            return absl::OkStatus();
+          },
+          [&](const BlocksSeen&) -> absl::Status { return absl::OkStatus(); },
+          [&](const Finalized& finalized) -> absl::Status {
+            if (finalized.epoch <= EpochOf(slot, config_.chain)) return absl::OkStatus();
+            return absl::InvalidArgumentError(absl::StrCat(
+                "finalized.epoch ", finalized.epoch, " is after the epoch of the observation's ",
+                "slot ", slot, "; a node cannot finalize the future"));
+          },
+          [&](const BuilderExited& exited) -> absl::Status {
+            return builder_needed(exited.builder, "builder_exited.builder");
+          },
+          [&](const RelayRevealMissing& missing) -> absl::Status {
+            absl::StatusOr<std::string> relay = NormalizeRelayId(missing.relay);
+            if (!relay.ok()) return relay.status();
+            auto vote = votes_.find(missing.root);
+            if (vote != votes_.end() && vote->second.relay != *relay) {
+              return absl::InvalidArgumentError(absl::StrCat(
+                  "block ", missing.root.ShortHex(), " is already reported for ",
+                  vote->second.relay.empty() ? absl::StrCat("builder ", vote->second.builder)
+                                             : absl::StrCat("relay ", vote->second.relay),
+                  ", not relay ", *relay));
+            }
+            return absl::OkStatus();
+          },
+      },
+      observation.event);
+}
+
+absl::StatusOr<ObserveOutcome> Engine::Observe(const Observation& observation) {
+  if (observation.node.empty()) {
+    return absl::InvalidArgumentError(
+        "observation.node is empty; every observation names the node that saw it");
+  }
+  if (observation.sequence == 0) {
+    return absl::InvalidArgumentError(
+        "observation.sequence is 0; each node numbers its observations from 1");
+  }
+  auto known = node_sequences_.find(observation.node);
+  if (known != node_sequences_.end() && observation.sequence <= known->second) {
+    return ObserveOutcome::kDuplicate;
+  }
+  // The node's number is taken even when the observation is refused below: it was handled
+  // and acknowledged, and a resend under the same number is a replay.
+  node_sequences_[observation.node] = observation.sequence;
+  if (absl::Status status = ValidateObservation(observation); !status.ok()) return status;
+  const bool is_failure = std::holds_alternative<PayloadMissing>(observation.event) ||
+                          std::holds_alternative<RelayRevealMissing>(observation.event);
+  if (is_failure && votes_.size() >= config_.amendment_window_slots * kMaxVotesPerSlot) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "too many block roots under vote (", votes_.size(),
+        ") in the amendment window; a node is reporting more roots than the chain has"));
+  }
+  if (is_failure && std::holds_alternative<PayloadMissing>(observation.event)) {
+    const auto& missing = std::get<PayloadMissing>(observation.event);
+    if (!builders_.contains(missing.builder) && builders_.size() >= config_.max_tracked_builders &&
+        std::none_of(builders_.begin(), builders_.end(), [&](const auto& entry) {
+          return !entry.second.failures.Banned(current_epoch());
+        })) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("max_tracked_builders (", config_.max_tracked_builders,
+                       ") builders are tracked and every one holds an active ban; raise the cap"));
+    }
+  }
+  return ApplyEvent(observation);
+}
+
+void Engine::MarkHandled(const std::string& node, uint64_t sequence) {
+  if (node.empty() || sequence == 0) return;
+  uint64_t& highest = node_sequences_[node];
+  highest = std::max(highest, sequence);
+}
+
+ObserveOutcome Engine::ApplyEvent(const Observation& observation) {
+  const Slot slot = observation.slot;
+  return std::visit(
+      Overloaded{
+          [&](const BidSeen& bid) { return OnBid(slot, bid); },
+          [&](const PayloadMissing& missing) {
+            // Below the threshold the block was untimely: an honest builder may withhold.
+            if (missing.attested_fraction <= config_.attestation_threshold) {
+              return ObserveOutcome::kNoEffect;
+            }
+            return OnFailureReport(observation, missing.root, missing.builder, "");
+          },
+          [&](const PayloadDelivered& delivered) { return OnDelivered(slot, delivered); },
+          [&](const BlocksSeen& blocks) {
+            if (blocks.roots.empty()) return ObserveOutcome::kNoEffect;
+            missed_slots_.RecordPresent(slot);
+            return ObserveOutcome::kApplied;
+          },
+          [&](const Finalized& finalized) {
+            missed_slots_.RecordFinalized(finalized.epoch);
+            return ObserveOutcome::kApplied;
+          },
+          [&](const BuilderExited& exited) { return OnExited(exited); },
+          [&](const RelayRevealMissing& missing) {
+            return OnFailureReport(observation, missing.root, kSelfBuild,
+                                   NormalizeRelayId(missing.relay).value());
+          },
+      },
+      observation.event);
+}
+
+ObserveOutcome Engine::OnBid(Slot slot, const BidSeen& bid) {
+  ObserveOutcome outcome = ObserveOutcome::kNoEffect;
+  if (!bid.pubkey.empty()) {
+    auto record = builders_.find(bid.builder);
+    if (record != builders_.end()) {
+      if (record->second.pubkey.empty()) {
+        record->second.pubkey = bid.pubkey;
+        outcome = ObserveOutcome::kApplied;
+      } else if (record->second.pubkey != bid.pubkey) {
+        // The index now belongs to another builder, which must not inherit the ban. (An
+        // empty key, a failed look-up, never gets here.)
+        builders_.erase(record);
+        outcome = ObserveOutcome::kApplied;
+      }
+    }
+  }
+  if (!bid.relay.empty()) {
+    // Most bids come through relays already known by their normalized name.
+    std::string relay =
+        relays_.contains(bid.relay) ? bid.relay : NormalizeRelayId(bid.relay).value();
+    const Epoch epoch = EpochOf(slot, config_.chain);
+    RelayRecord* record = FindOrAddRelay(relay);
+    if (record != nullptr) {
+      record->last_seen_epoch = std::max(record->last_seen_epoch, epoch);
+      LearnMembership(relay, bid.builder);
+      outcome = ObserveOutcome::kApplied;
+    }
+  }
+  return outcome;
+}
+
+ObserveOutcome Engine::OnFailureReport(const Observation& observation, const BlockRoot& root,
+                                       BuilderIndex builder, absl::string_view relay) {
+  auto [it, inserted] = votes_.try_emplace(root);
+  RootVote& vote = it->second;
+  if (inserted) {
+    vote.slot = observation.slot;
+    vote.builder = builder;
+    vote.relay = std::string(relay);
+  }
+  if (vote.applied || vote.delivered) return ObserveOutcome::kNoEffect;
+  if (std::find(vote.reporters.begin(), vote.reporters.end(), observation.node) !=
+      vote.reporters.end()) {
+    return ObserveOutcome::kNoEffect;
+  }
+  vote.reporters.push_back(observation.node);
+  if (vote.reporters.size() >= config_.min_reporting_nodes) {
+    vote.applied = true;
+    if (vote.relay.empty()) {
+      ApplyBuilderFailure(vote.builder, vote.slot, root);
+    } else {
+      ApplyRelayFailure(vote.relay, vote.slot, root);
+    }
+  }
+  return ObserveOutcome::kApplied;
+}
+
+namespace {
+
+// Steps 2 and 3 of the per-builder rule, shared by builders and (pre-Gloas) relays.
+void RecordFailure(FailureRecord& record, Epoch epoch, std::string what, const Config& config) {
+  if (epoch >= record.backoff_epoch) record.failed = 0;
+  record.failed += 1;
+  record.backoff_epoch = std::max(record.backoff_epoch, epoch + config.backoff_period_epochs);
+  record.last_failure_epoch = std::max(record.last_failure_epoch, epoch);
+  record.last_failure = std::move(what);
+  if (record.failed <= config.allowed_failures) return;
+  if (record.failed >= config.critical_failures) {
+    if (config.critical_blacklist_period_epochs == 0) {
+      record.ban_until_reset = true;
+    } else {
+      record.ban_until_epoch =
+          std::max(record.ban_until_epoch, epoch + config.critical_blacklist_period_epochs);
+    }
+  } else {
+    record.ban_until_epoch =
+        std::max(record.ban_until_epoch, epoch + config.blacklist_period_epochs);
+  }
+}
+
+}  // namespace
+
+void Engine::ApplyBuilderFailure(BuilderIndex builder, Slot slot, const BlockRoot& root) {
+  BuilderRecord* record = FindOrAddBuilder(builder);
+  // Observe() refused the report when no record could be made.
+  if (record == nullptr) return;
+  const Epoch epoch = EpochOf(slot, config_.chain);
+  FailureRecord& failures = record->failures;
+  RecordFailure(failures, epoch,
+                absl::StrCat("payload of block ", root.ShortHex(), " at slot ", slot, " missing"),
+                config_);
+  // The relays serving the builder are banned with it: see RelayMemberBan.
+}
+
+void Engine::ApplyRelayFailure(const std::string& relay_id, Slot slot, const BlockRoot& root) {
+  RelayRecord* relay = FindOrAddRelay(relay_id);
+  if (relay == nullptr) return;
+  RecordFailure(
+      relay->failures, EpochOf(slot, config_.chain),
+      absl::StrCat("did not reveal the payload of block ", root.ShortHex(), " at slot ", slot),
+      config_);
+}
+
+ObserveOutcome Engine::OnDelivered(Slot slot, const PayloadDelivered& delivered) {
+  auto [it, inserted] = votes_.try_emplace(delivered.root);
+  RootVote& vote = it->second;
+  if (inserted) {
+    vote.slot = slot;
+    vote.builder = delivered.builder;
+  }
+  // A delivered payload wins over every missing report of the same root, before or after.
+  const bool changed = !vote.delivered || builders_.contains(delivered.builder);
+  vote.delivered = true;
+  builders_.erase(delivered.builder);
+  return changed ? ObserveOutcome::kApplied : ObserveOutcome::kNoEffect;
+}
+
+ObserveOutcome Engine::OnExited(const BuilderExited& exited) {
+  bool changed = builders_.erase(exited.builder) > 0;
+  for (auto& [id, relay] : relays_) changed |= relay.learned.erase(exited.builder) > 0;
+  return changed ? ObserveOutcome::kApplied : ObserveOutcome::kNoEffect;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Membership, trust and caps
+
+bool Engine::IsMember(const std::string& relay_id, const RelayRecord& relay,
+                      BuilderIndex builder) const {
+  auto learned = relay.learned.find(builder);
+  if (learned != relay.learned.end() &&
+      learned->second + config_.relay_association_ttl_epochs > current_epoch()) {
+    return true;
+  }
+  auto configured = configured_relays_.find(relay_id);
+  return configured != configured_relays_.end() && configured->second.indices.contains(builder);
+}
+
+std::vector<BuilderIndex> Engine::Members(const std::string& relay_id,
+                                          const RelayRecord& relay) const {
+  std::vector<BuilderIndex> members;
+  for (const auto& [builder, epoch] : relay.learned) {
+    if (IsMember(relay_id, relay, builder)) members.push_back(builder);
+  }
+  auto configured = configured_relays_.find(relay_id);
+  if (configured != configured_relays_.end()) {
+    for (BuilderIndex builder : configured->second.indices) {
+      if (!relay.learned.contains(builder)) members.push_back(builder);
+    }
+  }
+  std::sort(members.begin(), members.end());
+  return members;
+}
+
+std::vector<BuilderIndex> Engine::RelayMembers(const std::string& relay_id) const {
+  auto relay = relays_.find(relay_id);
+  return relay == relays_.end() ? std::vector<BuilderIndex>() : Members(relay_id, relay->second);
+}
+
+std::vector<std::string> Engine::RelaysServing(BuilderIndex builder) const {
+  std::vector<std::string> serving;
+  for (const auto& [id, relay] : relays_) {
+    if (IsMember(id, relay, builder)) serving.push_back(id);
+  }
+  std::sort(serving.begin(), serving.end());
+  return serving;
+}
+
+BuilderRecord* Engine::FindOrAddBuilder(BuilderIndex builder) {
+  auto it = builders_.find(builder);
+  if (it != builders_.end()) return &it->second;
+  if (builders_.size() >= config_.max_tracked_builders) {
+    // Drop the record without an active ban whose back-off closes first (lowest index on a
+    // tie: the choice must not depend on hash order, so that a journal replays identically).
+    // It loses only its back-off memory.
+    const Epoch now = current_epoch();
+    auto victim = builders_.end();
+    for (auto candidate = builders_.begin(); candidate != builders_.end(); ++candidate) {
+      if (candidate->second.failures.Banned(now)) continue;
+      if (victim == builders_.end() ||
+          std::make_pair(candidate->second.failures.backoff_epoch, candidate->first) <
+              std::make_pair(victim->second.failures.backoff_epoch, victim->first)) {
+        victim = candidate;
+      }
+    }
+    if (victim == builders_.end()) return nullptr;
+    builders_.erase(victim);
+  }
+  return &builders_[builder];
+}
+
+RelayRecord* Engine::FindOrAddRelay(const std::string& relay_id) {
+  auto it = relays_.find(relay_id);
+  if (it != relays_.end()) return &it->second;
+  if (relays_.size() >= config_.max_relays) {
+    // Drop the least recently seen learned relay that holds no ban; configured relays stay.
+    auto victim = relays_.end();
+    for (auto candidate = relays_.begin(); candidate != relays_.end(); ++candidate) {
+      const RelayRecord& relay = candidate->second;
+      if (configured_relays_.contains(candidate->first) || RelayBanned(candidate->first, relay)) {
+        continue;
+      }
+      if (victim == relays_.end() || std::tie(relay.last_seen_epoch, candidate->first) <
+                                         std::tie(victim->second.last_seen_epoch, victim->first)) {
+        victim = candidate;
+      }
+    }
+    if (victim == relays_.end()) return nullptr;
+    relays_.erase(victim);
+  }
+  return &relays_[relay_id];
+}
+
+void Engine::LearnMembership(const std::string& relay_id, BuilderIndex builder) {
+  RelayRecord& relay = relays_.at(relay_id);
+  const Epoch now = current_epoch();
+  auto it = relay.learned.find(builder);
+  if (it != relay.learned.end()) {
+    it->second = std::max(it->second, now);
+    return;
+  }
+  if (relay.learned.size() >= config_.max_indices_per_relay) {
+    // Forget the member seen longest ago, but never one whose failure holds the relay's ban.
+    auto victim = relay.learned.end();
+    for (auto candidate = relay.learned.begin(); candidate != relay.learned.end(); ++candidate) {
+      auto record = builders_.find(candidate->first);
+      if (record != builders_.end() && record->second.failures.failed > 0) continue;
+      if (victim == relay.learned.end() ||
+          std::tie(candidate->second, candidate->first) < std::tie(victim->second, victim->first)) {
+        victim = candidate;
+      }
+    }
+    if (victim == relay.learned.end()) return;
+    relay.learned.erase(victim);
+  }
+  relay.learned.emplace(builder, now);
+}
+
+std::optional<Engine::MemberBan> Engine::RelayMemberBan(const std::string& relay_id,
+                                                        const RelayRecord& relay) const {
+  // The relay is banned as if it were one builder: while a member that failed is banned, and
+  // for at most relay_blacklist_period_epochs after that member's latest failure. Derived from
+  // the members' records, so the ban ends when they are cleared (a delivered payload, an exit,
+  // a new key), expire or are pruned. A member that never failed adds nothing, so it cannot
+  // lift a ban its sibling earned; collateral bans do not count, so it spreads one level only.
+  const Epoch now = current_epoch();
+  std::optional<MemberBan> ban;
+  BuilderIndex culprit = 0;
+  for (BuilderIndex member : Members(relay_id, relay)) {
+    auto record = builders_.find(member);
+    if (record == builders_.end()) continue;
+    const FailureRecord& failures = record->second.failures;
+    if (failures.failed == 0 || !failures.Banned(now)) continue;
+    const Epoch cap = failures.last_failure_epoch + config_.relay_blacklist_period_epochs;
+    const Epoch until = failures.ban_until_reset ? cap : std::min(failures.ban_until_epoch, cap);
+    if (until <= now) continue;
+    // Members are sorted: on a tie the lowest index explains the ban.
+    if (!ban.has_value() || until > ban->until_epoch) {
+      ban = MemberBan{until, ""};
+      culprit = member;
+    }
+  }
+  if (ban.has_value()) {
+    ban->reason =
+        absl::StrCat("builder ", culprit, " failed: ", builders_.at(culprit).failures.last_failure);
+  }
+  return ban;
+}
+
+bool Engine::RelayBanned(const std::string& relay_id, const RelayRecord& relay) const {
+  return relay.failures.Banned(current_epoch()) || RelayMemberBan(relay_id, relay).has_value();
+}
+
+bool Engine::IsTrustedRelay(const std::string& relay_id) const {
+  auto override_it = relay_trust_overrides_.find(relay_id);
+  if (override_it != relay_trust_overrides_.end()) return override_it->second;
+  auto configured = configured_relays_.find(relay_id);
+  return configured != configured_relays_.end() && configured->second.trusted;
+}
+
+bool Engine::IsTrustedBuilder(BuilderIndex builder) const {
+  auto override_it = builder_trust_overrides_.find(builder);
+  if (override_it != builder_trust_overrides_.end()) return override_it->second;
+  if (configured_trusted_.contains(builder)) return true;
+  for (const auto& [id, relay] : relays_) {
+    if (IsTrustedRelay(id) && IsMember(id, relay, builder)) return true;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Time and policy
+
+bool Engine::Advance(Slot slot) {
+  if (slot > current_slot_) {
+    const Epoch before = current_epoch();
+    current_slot_ = slot;
+    PruneVotes();
+    if (current_epoch() != before) Prune();
+  }
+  return RefreshPolicy();
+}
+
+void Engine::PruneVotes() {
+  absl::erase_if(votes_, [&](const auto& entry) {
+    return entry.second.slot + config_.amendment_window_slots < current_slot_;
+  });
+}
+
+void Engine::Prune() {
+  const Epoch now = current_epoch();
+  absl::erase_if(builders_, [&](const auto& entry) {
+    const FailureRecord& failures = entry.second.failures;
+    return !failures.Banned(now) && failures.backoff_epoch <= now;
+  });
+  for (auto& [id, relay] : relays_) {
+    absl::erase_if(relay.learned, [&](const auto& member) {
+      return member.second + config_.relay_association_ttl_epochs <= now;
+    });
+  }
+  absl::erase_if(relays_, [&](const auto& entry) {
+    const RelayRecord& relay = entry.second;
+    return !configured_relays_.contains(entry.first) && relay.learned.empty() &&
+           !relay.failures.Banned(now) && relay.failures.backoff_epoch <= now;
+  });
+  absl::erase_if(operator_bans_, [&](const auto& entry) {
+    return entry.second.until_epoch.has_value() && *entry.second.until_epoch <= now;
+  });
+}
+
+bool Engine::RefreshPolicy() {
+  MissedSlotState missed_slots;
+  if (!IsGloas(current_epoch(), config_.chain)) {
+    missed_slots = missed_slots_.Evaluate(current_slot_, config_.missed_slots, config_.chain);
+  }
+  Policy next = ComputePolicy(missed_slots);
+  if (policy_.version != 0 && next.SameDecisions(policy_)) return false;
+
+  std::vector<std::string> changes;
+  if (next.mode != policy_.mode || policy_.version == 0) {
+    changes.push_back(absl::StrCat("mode ", ModeName(next.mode),
+                                   next.mode_reason.empty() ? "" : ": ", next.mode_reason));
+  }
+  std::vector<BuilderIndex> banned;
+  std::vector<BuilderIndex> allowed;
+  for (const auto& [builder, ban] : next.banned_builders) {
+    auto before = policy_.banned_builders.find(builder);
+    if (before == policy_.banned_builders.end() || !(before->second == ban)) {
+      banned.push_back(builder);
+    }
+  }
+  for (const auto& [builder, ban] : policy_.banned_builders) {
+    if (!next.banned_builders.contains(builder)) allowed.push_back(builder);
+  }
+  if (!banned.empty()) changes.push_back(absl::StrCat("banned builders ", NameList(banned)));
+  if (!allowed.empty())
+    changes.push_back(absl::StrCat("builders allowed again ", NameList(allowed)));
+  std::vector<std::string> relays_banned;
+  std::vector<std::string> relays_allowed;
+  for (const auto& [relay, ban] : next.banned_relays) {
+    if (!policy_.banned_relays.contains(relay)) relays_banned.push_back(relay);
+  }
+  for (const auto& [relay, ban] : policy_.banned_relays) {
+    if (!next.banned_relays.contains(relay)) relays_allowed.push_back(relay);
+  }
+  std::sort(relays_banned.begin(), relays_banned.end());
+  std::sort(relays_allowed.begin(), relays_allowed.end());
+  if (!relays_banned.empty()) {
+    changes.push_back(absl::StrCat("banned relays ", absl::StrJoin(relays_banned, ", ")));
+  }
+  if (!relays_allowed.empty()) {
+    changes.push_back(absl::StrCat("relays allowed again ", absl::StrJoin(relays_allowed, ", ")));
+  }
+  if (next.trusted_builders != policy_.trusted_builders ||
+      next.trusted_relays != policy_.trusted_relays) {
+    changes.push_back("trusted set changed");
+  }
+  if (next.missed_slots.tripped != policy_.missed_slots.tripped) {
+    changes.push_back(next.missed_slots.tripped
+                          ? absl::StrCat("missed-slot breaker tripped: ", next.missed_slots.rule)
+                          : "missed-slot breaker cleared");
+  }
+  next.version = policy_.version + 1;
+  next.reason = absl::StrJoin(changes, "; ");
+  policy_ = std::move(next);
+  return true;
+}
+
+Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
+  const Epoch now = current_epoch();
+  Policy policy;
+  policy.computed_at_slot = current_slot_;
+  policy.computed_at_epoch = now;
+  policy.missed_slots = missed_slots;
+
+  policy.trusted_builders = configured_trusted_;
+  for (const auto& [builder, trusted] : builder_trust_overrides_) {
+    if (trusted) {
+      policy.trusted_builders.insert(builder);
+    } else {
+      policy.trusted_builders.erase(builder);
+    }
+  }
+  for (const auto& [id, relay] : configured_relays_) {
+    if (relay.trusted) policy.trusted_relays.insert(id);
+  }
+  for (const auto& [id, trusted] : relay_trust_overrides_) {
+    if (trusted) {
+      policy.trusted_relays.insert(id);
+    } else {
+      policy.trusted_relays.erase(id);
+    }
+  }
+
+  // Bans by the builders' own failures: the only ones counted toward the modes.
+  std::vector<BuilderIndex> failed;
+  std::vector<BuilderIndex> failed_untrusted;
+  for (const auto& [builder, record] : builders_) {
+    const FailureRecord& failures = record.failures;
+    if (!failures.Banned(now)) continue;
+    MergeBan(policy.banned_builders, builder,
+             Ban{BanKind::kFailure, failures.ban_until_epoch, failures.ban_until_reset,
+                 absl::StrCat(failures.failed,
+                              " consecutive failure(s); last: ", failures.last_failure)});
+    failed.push_back(builder);
+    if (!IsTrustedBuilder(builder)) failed_untrusted.push_back(builder);
+  }
+
+  for (BuilderIndex builder : configured_blacklist_) {
+    MergeBan(policy.banned_builders, builder,
+             Ban{BanKind::kOperator, 0, true, "in the configured blacklist"});
+  }
+  for (const auto& [builder, ban] : operator_bans_) {
+    if (ban.until_epoch.has_value() && *ban.until_epoch <= now) continue;
+    MergeBan(policy.banned_builders, builder,
+             Ban{BanKind::kOperator, ban.until_epoch.value_or(0), !ban.until_epoch.has_value(),
+                 absl::StrCat("operator: ", ban.reason)});
+  }
+
+  for (const auto& [id, relay] : relays_) {
+    if (relay.failures.Banned(now)) {
+      MergeBan(
+          policy.banned_relays, id,
+          Ban{BanKind::kFailure, relay.failures.ban_until_epoch, relay.failures.ban_until_reset,
+              absl::StrCat(relay.failures.failed,
+                           " consecutive failure(s); last: ", relay.failures.last_failure)});
+    }
+    std::optional<MemberBan> member_ban = RelayMemberBan(id, relay);
+    if (!member_ban.has_value()) continue;
+    MergeBan(policy.banned_relays, id,
+             Ban{BanKind::kFailure, member_ban->until_epoch, false, member_ban->reason});
+    for (BuilderIndex member : Members(id, relay)) {
+      MergeBan(policy.banned_builders, member,
+               Ban{BanKind::kCollateral, member_ban->until_epoch, false,
+                   absl::StrCat("relay ", id, " is banned: ", member_ban->reason)});
+    }
+  }
+
+  if (missed_slots.active && missed_slots.tripped) {
+    policy.mode = Mode::kSelfBuild;
+    policy.mode_reason = absl::StrCat("pre-Gloas missed-slot breaker: ", missed_slots.rule);
+  } else if (failed.size() >= config_.critical_failed_builders) {
+    policy.mode = Mode::kSelfBuild;
+    policy.mode_reason =
+        absl::StrCat(failed.size(), " builders banned for their own failures (", NameList(failed),
+                     "), critical_failed_builders is ", config_.critical_failed_builders);
+  } else if (failed_untrusted.size() >= config_.critical_failed_untrusted_builders) {
+    policy.mode = Mode::kTrustedOnly;
+    policy.mode_reason =
+        absl::StrCat(failed_untrusted.size(), " untrusted builders banned for their own failures (",
+                     NameList(failed_untrusted), "), critical_failed_untrusted_builders is ",
+                     config_.critical_failed_untrusted_builders);
+  }
+  return policy;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operator actions
+
+absl::Status Engine::BanBuilder(BuilderIndex builder, std::string reason,
+                                std::optional<Epoch> until_epoch) {
+  if (builder == kSelfBuild) {
+    return absl::InvalidArgumentError("cannot ban the self-build index (2^64-1)");
+  }
+  if (reason.empty()) {
+    return absl::InvalidArgumentError("a ban needs a reason, for the other operators to read");
+  }
+  if (until_epoch.has_value() && *until_epoch <= current_epoch()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ban until epoch ", *until_epoch, " would already be over (current epoch ",
+                     current_epoch(), "); give a later epoch or none for an open-ended ban"));
+  }
+  operator_bans_[builder] = OperatorBan{std::move(reason), until_epoch};
+  return absl::OkStatus();
+}
+
+absl::Status Engine::UnbanBuilder(BuilderIndex builder) {
+  if (configured_blacklist_.contains(builder)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("builder ", builder, " is in the configured blacklist; remove it from the ",
+                     "configuration and reload"));
+  }
+  const bool had_ban = operator_bans_.erase(builder) > 0;
+  const bool had_record = builders_.erase(builder) > 0;
+  if (had_ban || had_record) return absl::OkStatus();
+  std::vector<std::string> relays;
+  for (const auto& [id, relay] : relays_) {
+    if (IsMember(id, relay, builder) && RelayMemberBan(id, relay).has_value()) {
+      relays.push_back(id);
+    }
+  }
+  if (relays.empty())
+    return absl::NotFoundError(absl::StrCat("builder ", builder, " is not banned"));
+  std::sort(relays.begin(), relays.end());
+  return absl::FailedPreconditionError(absl::StrCat(
+      "builder ", builder, " is banned only as a member of relay(s) ", absl::StrJoin(relays, ", "),
+      ", which a failing sibling keeps banned; reset clears them"));
+}
+
+absl::Status Engine::SetBuilderTrust(BuilderIndex builder, bool trusted) {
+  if (builder == kSelfBuild) {
+    return absl::InvalidArgumentError("the self-build index (2^64-1) has no trust to set");
+  }
+  builder_trust_overrides_[builder] = trusted;
+  return absl::OkStatus();
+}
+
+absl::Status Engine::SetRelayTrust(absl::string_view relay, bool trusted) {
+  absl::StatusOr<std::string> id = NormalizeRelayId(relay);
+  if (!id.ok()) return id.status();
+  relay_trust_overrides_[*id] = trusted;
+  return absl::OkStatus();
+}
+
+void Engine::Reset() {
+  builders_.clear();
+  for (auto& [id, relay] : relays_) {
+    relay.failures = FailureRecord();
+  }
+  votes_.clear();
+  missed_slots_.Reset(current_slot_);
+}
+
+absl::Status Engine::Reconfigure(Config config) {
+  if (absl::Status status = ValidateConfig(config); !status.ok()) return status;
+  config_ = std::move(config);
+  DeriveFromConfig();
+  return absl::OkStatus();
+}
+
+EngineState Engine::Export() const {
+  EngineState state;
+  state.current_slot = current_slot_;
+  state.policy = policy_;
+  state.builders = builders_;
+  state.relays = relays_;
+  state.votes = votes_;
+  state.node_sequences = node_sequences_;
+  state.operator_bans = operator_bans_;
+  state.builder_trust_overrides = builder_trust_overrides_;
+  state.relay_trust_overrides = relay_trust_overrides_;
+  state.missed_slots = missed_slots_.Export();
+  return state;
+}
+
+}  // namespace breaker::core

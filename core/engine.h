@@ -1,0 +1,251 @@
+#ifndef CORE_ENGINE_H_
+#define CORE_ENGINE_H_
+
+// The breaker engine: takes the fleet's observations and the current slot, answers with a
+// policy. Deterministic: the same calls in the same order give the same policies.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/config.h"
+#include "core/missed_slots.h"
+#include "core/observation.h"
+#include "core/policy.h"
+#include "core/types.h"
+
+namespace breaker::core {
+
+// Failure counters of one builder (or, pre-Gloas, one relay): the seed's FailedBuilder.
+struct FailureRecord {
+  // Consecutive failures still inside the back-off window.
+  uint32_t failed = 0;
+  // Banned while the current epoch is below this (the seed's whitelistEpoch).
+  Epoch ban_until_epoch = 0;
+  // Critical ban with no end: lifted by an operator reset or a delivered payload.
+  bool ban_until_reset = false;
+  // From this epoch on, the next failure counts from zero again.
+  Epoch backoff_epoch = 0;
+  // Epoch and description of the latest failure, for relay bans and ban reasons.
+  Epoch last_failure_epoch = 0;
+  std::string last_failure;
+
+  bool Banned(Epoch now) const { return ban_until_reset || ban_until_epoch > now; }
+  friend bool operator==(const FailureRecord& a, const FailureRecord& b) {
+    return a.failed == b.failed && a.ban_until_epoch == b.ban_until_epoch &&
+           a.ban_until_reset == b.ban_until_reset && a.backoff_epoch == b.backoff_epoch &&
+           a.last_failure_epoch == b.last_failure_epoch && a.last_failure == b.last_failure;
+  }
+};
+
+// What the engine knows of a builder index.
+struct BuilderRecord {
+  FailureRecord failures;
+  // The builder's public key, once a bid carried it; a different key means a new builder.
+  std::string pubkey;
+};
+
+// What the engine knows of a relay.
+struct RelayRecord {
+  // Builder indices learned from bids through this relay, with the epoch of the latest bid.
+  absl::flat_hash_map<BuilderIndex, Epoch> learned;
+  // Pre-Gloas: the relay's own reveal failures.
+  FailureRecord failures;
+  // (A member's failure also bans the relay; that ban is derived from the members' records,
+  // see Engine::RelayMemberBan, so it ends as soon as its cause does.)
+  // Epoch of the latest bid through this relay, to evict the least recently used one.
+  Epoch last_seen_epoch = 0;
+};
+
+// A builder's or relay's failure reported for one block root, before and after it counts.
+struct RootVote {
+  Slot slot = 0;
+  // The builder named by the block's bid, or kSelfBuild for a relay's reveal failure.
+  BuilderIndex builder = kSelfBuild;
+  // The relay, for a pre-Gloas reveal failure; empty otherwise.
+  std::string relay;
+  // Distinct reporting nodes, up to min_reporting_nodes.
+  std::vector<std::string> reporters;
+  // The failure has been applied to the builder's (or relay's) record.
+  bool applied = false;
+  // A node reported the payload delivered: the root is no failure, whatever else is reported.
+  bool delivered = false;
+};
+
+// An operator's ban of a builder, on top of the configured blacklist.
+struct OperatorBan {
+  std::string reason;
+  // Lifts at this epoch; nullopt: until unbanned.
+  std::optional<Epoch> until_epoch;
+};
+
+// The engine's whole state, for persistence and hand-over. Import(Export()) gives an engine
+// that behaves identically and publishes the same policy.
+struct EngineState {
+  Slot current_slot = 0;
+  Policy policy;
+  absl::flat_hash_map<BuilderIndex, BuilderRecord> builders;
+  absl::flat_hash_map<std::string, RelayRecord> relays;
+  absl::flat_hash_map<BlockRoot, RootVote> votes;
+  absl::flat_hash_map<std::string, uint64_t> node_sequences;
+  absl::flat_hash_map<BuilderIndex, OperatorBan> operator_bans;
+  absl::flat_hash_map<BuilderIndex, bool> builder_trust_overrides;
+  absl::flat_hash_map<std::string, bool> relay_trust_overrides;
+  MissedSlotTracker::State missed_slots;
+};
+
+// What Observe did with an observation.
+enum class ObserveOutcome {
+  // The observation changed the engine's state (the policy may change at the next refresh).
+  kApplied,
+  // Valid, but it changes nothing: below the attestation threshold, a root already counted,
+  // awaiting more reporters, a failure of a root already delivered.
+  kNoEffect,
+  // The node's sequence number was not above its highest: a replay, ignored.
+  kDuplicate,
+};
+
+// This class is not thread-safe: callers serialize access (the service holds it under one
+// lock; the client owns one per node).
+class Engine {
+ public:
+  // Returns INVALID_ARGUMENT when the configuration is invalid (see ValidateConfig).
+  static absl::StatusOr<Engine> Create(Config config, Slot current_slot);
+
+  // Rebuilds an engine from Export(). Returns INVALID_ARGUMENT when the configuration is
+  // invalid or the state is inconsistent with itself (a malformed relay identifier, a
+  // sequence number of 0).
+  static absl::StatusOr<Engine> Import(Config config, EngineState state);
+
+  // Records one observation. O(1) expected. Does not recompute the policy: call
+  // RefreshPolicy() after a batch.
+  // Returns INVALID_ARGUMENT for a malformed observation (empty node, sequence 0, self-build
+  // index where a builder is needed, attested fraction NaN or outside [0, 1], malformed relay
+  // identifier, a delivered report naming another builder than the root's failure) and
+  // OUT_OF_RANGE for a slot beyond max_future_slots ahead or older than the amendment window.
+  // A refused observation changes nothing but the node's highest sequence number (it was
+  // handled: a resend under the same number is a replay).
+  absl::StatusOr<ObserveOutcome> Observe(const Observation& observation);
+
+  // Records that observation `sequence` of `node` was handled without reaching Observe (the
+  // adapter refused it as malformed), so that a resend under that number is a replay. Does
+  // nothing for an empty node, sequence 0, or a number not above the node's highest.
+  void MarkHandled(const std::string& node, uint64_t sequence);
+
+  // Moves time to `slot` (never backwards: an earlier slot is ignored) and refreshes the
+  // policy. Returns true when the policy's decisions changed (a new version).
+  bool Advance(Slot slot);
+
+  // Recomputes the policy from the current state. Returns true when its decisions changed,
+  // in which case the version was incremented and `reason` says what changed.
+  bool RefreshPolicy();
+
+  // The latest computed policy.
+  const Policy& policy() const { return policy_; }
+  Slot current_slot() const { return current_slot_; }
+  Epoch current_epoch() const;
+  const Config& config() const { return config_; }
+
+  // --- Operator actions. Each takes effect at the next RefreshPolicy(). ---
+
+  // Bans `builder` until `until_epoch` (nullopt: until unbanned). Not counted toward the
+  // fallback modes. INVALID_ARGUMENT for the self-build index or an empty reason.
+  absl::Status BanBuilder(BuilderIndex builder, std::string reason,
+                          std::optional<Epoch> until_epoch);
+  // Lifts the operator ban and the failure record of `builder` (its collateral bans stay with
+  // their relays). FAILED_PRECONDITION when the builder is in the configured blacklist, which
+  // only a configuration change lifts; NOT_FOUND when nothing bans it.
+  absl::Status UnbanBuilder(BuilderIndex builder);
+  // Marks a builder or relay trusted (true) or untrusted (false), overriding the
+  // configuration. INVALID_ARGUMENT for the self-build index or a malformed relay identifier.
+  absl::Status SetBuilderTrust(BuilderIndex builder, bool trusted);
+  absl::Status SetRelayTrust(absl::string_view relay, bool trusted);
+  // Clears all failure tracking, relay bans, pending votes and the latched missed-slot
+  // breaker: what restarting a beacon node did in the seed designs. Operator bans, trust
+  // overrides and relay memberships stay.
+  void Reset();
+
+  // Replaces the configuration. INVALID_ARGUMENT (state unchanged) when it is invalid.
+  absl::Status Reconfigure(Config config);
+
+  EngineState Export() const;
+
+  // Read access for inspection APIs.
+  const absl::flat_hash_map<BuilderIndex, BuilderRecord>& builders() const { return builders_; }
+  const absl::flat_hash_map<std::string, RelayRecord>& relays() const { return relays_; }
+  const absl::flat_hash_map<std::string, uint64_t>& node_sequences() const {
+    return node_sequences_;
+  }
+  // The normalized identifiers of the relays serving `builder` (learned within the TTL, or
+  // configured), sorted.
+  std::vector<std::string> RelaysServing(BuilderIndex builder) const;
+  // The members of relay `relay_id` (normalized): learned within the TTL and configured,
+  // sorted. Empty for an unknown relay.
+  std::vector<BuilderIndex> RelayMembers(const std::string& relay_id) const;
+
+ private:
+  Engine(Config config, Slot current_slot);
+
+  void DeriveFromConfig();
+  absl::Status ValidateObservation(const Observation& observation) const;
+  ObserveOutcome ApplyEvent(const Observation& observation);
+  ObserveOutcome OnBid(Slot slot, const BidSeen& bid);
+  ObserveOutcome OnFailureReport(const Observation& observation, const BlockRoot& root,
+                                 BuilderIndex builder, absl::string_view relay);
+  ObserveOutcome OnDelivered(Slot slot, const PayloadDelivered& delivered);
+  ObserveOutcome OnExited(const BuilderExited& exited);
+  void ApplyBuilderFailure(BuilderIndex builder, Slot slot, const BlockRoot& root);
+  void ApplyRelayFailure(const std::string& relay, Slot slot, const BlockRoot& root);
+  // Why and until when a member's failure bans `relay`, if it does.
+  struct MemberBan {
+    Epoch until_epoch = 0;
+    std::string reason;
+  };
+  std::optional<MemberBan> RelayMemberBan(const std::string& relay_id,
+                                          const RelayRecord& relay) const;
+  bool RelayBanned(const std::string& relay_id, const RelayRecord& relay) const;
+  bool IsMember(const std::string& relay_id, const RelayRecord& relay, BuilderIndex builder) const;
+  std::vector<BuilderIndex> Members(const std::string& relay_id, const RelayRecord& relay) const;
+  BuilderRecord* FindOrAddBuilder(BuilderIndex builder);
+  RelayRecord* FindOrAddRelay(const std::string& relay_id);
+  void LearnMembership(const std::string& relay_id, BuilderIndex builder);
+  bool IsTrustedBuilder(BuilderIndex builder) const;
+  bool IsTrustedRelay(const std::string& relay_id) const;
+  void Prune();
+  void PruneVotes();
+  Policy ComputePolicy(const MissedSlotState& missed_slots) const;
+
+  Config config_;
+  // A configured relay, as the engine looks it up.
+  struct ConfiguredRelay {
+    bool trusted = false;
+    absl::flat_hash_set<BuilderIndex> indices;
+  };
+
+  // Derived from config_ by DeriveFromConfig(): configured relays by normalized identifier,
+  // trusted and blacklisted indices.
+  absl::flat_hash_map<std::string, ConfiguredRelay> configured_relays_;
+  absl::flat_hash_set<BuilderIndex> configured_trusted_;
+  absl::flat_hash_set<BuilderIndex> configured_blacklist_;
+
+  Slot current_slot_;
+  Policy policy_;
+  absl::flat_hash_map<BuilderIndex, BuilderRecord> builders_;
+  absl::flat_hash_map<std::string, RelayRecord> relays_;
+  absl::flat_hash_map<BlockRoot, RootVote> votes_;
+  absl::flat_hash_map<std::string, uint64_t> node_sequences_;
+  absl::flat_hash_map<BuilderIndex, OperatorBan> operator_bans_;
+  absl::flat_hash_map<BuilderIndex, bool> builder_trust_overrides_;
+  absl::flat_hash_map<std::string, bool> relay_trust_overrides_;
+  MissedSlotTracker missed_slots_;
+};
+
+}  // namespace breaker::core
+
+#endif  // CORE_ENGINE_H_

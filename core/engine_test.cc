@@ -1,0 +1,750 @@
+#include "core/engine.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/status_matchers.h"
+
+namespace breaker::core {
+namespace {
+
+using ::breaker::testing::IsOk;
+using ::breaker::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr Slot kSlotsPerEpoch = 32;
+constexpr Epoch kStartEpoch = 10;
+
+Slot SlotOf(Epoch epoch, Slot offset = 0) { return epoch * kSlotsPerEpoch + offset; }
+
+BlockRoot Root(uint32_t id) {
+  return BlockRootFromBytes(std::string(reinterpret_cast<const char*>(&id), sizeof(id)));
+}
+
+// A Gloas chain (per-builder rules in force) with the defaults of the reference semantics.
+Config GloasConfig() {
+  Config config;
+  config.chain.gloas_fork_epoch = 0;
+  return config;
+}
+
+// A chain before the Gloas fork, with the seed's latched missed-slot rule.
+Config PreGloasConfig() {
+  Config config;
+  config.missed_slots = MissedSlotRulesForPreset("mevboost").value();
+  return config;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void Start(Slot slot = SlotOf(kStartEpoch)) {
+    absl::StatusOr<Engine> engine = Engine::Create(config_, slot);
+    ASSERT_THAT(engine, IsOk());
+    engine_.emplace(*std::move(engine));
+  }
+
+  // Observes `event` at `slot`, first moving the clock there as the service would.
+  absl::StatusOr<ObserveOutcome> Observe(Event event, Slot slot, const std::string& node = "n1") {
+    if (slot > engine_->current_slot()) engine_->Advance(slot);
+    return ObserveNow(std::move(event), slot, node);
+  }
+
+  // Observes `event` at `slot` without moving the clock.
+  absl::StatusOr<ObserveOutcome> ObserveNow(Event event, Slot slot,
+                                            const std::string& node = "n1") {
+    Observation observation{slot, node, ++sequences_[node], std::move(event)};
+    return engine_->Observe(observation);
+  }
+
+  // Reports the block `root` at `slot` as missing the payload of `builder`, then refreshes.
+  absl::StatusOr<ObserveOutcome> Fail(BuilderIndex builder, Slot slot, uint32_t root,
+                                      const std::string& node = "n1", double attested = 0.9) {
+    auto outcome = Observe(PayloadMissing{builder, Root(root), attested}, slot, node);
+    engine_->RefreshPolicy();
+    return outcome;
+  }
+
+  absl::StatusOr<ObserveOutcome> Deliver(BuilderIndex builder, Slot slot, uint32_t root,
+                                         const std::string& node = "n1") {
+    auto outcome = Observe(PayloadDelivered{builder, Root(root)}, slot, node);
+    engine_->RefreshPolicy();
+    return outcome;
+  }
+
+  void Bid(BuilderIndex builder, const std::string& relay, Slot slot,
+           const std::string& pubkey = "") {
+    ASSERT_THAT(Observe(BidSeen{builder, relay, pubkey}, slot), IsOk());
+    engine_->RefreshPolicy();
+  }
+
+  void AdvanceToEpoch(Epoch epoch) { engine_->Advance(SlotOf(epoch)); }
+
+  const Policy& policy() const { return engine_->policy(); }
+  bool Banned(BuilderIndex builder) const { return policy().banned_builders.contains(builder); }
+  const Ban& BanOf(BuilderIndex builder) const { return policy().banned_builders.at(builder); }
+  uint32_t Failed(BuilderIndex builder) const {
+    auto it = engine_->builders().find(builder);
+    return it == engine_->builders().end() ? 0 : it->second.failures.failed;
+  }
+
+  Config config_ = GloasConfig();
+  std::optional<Engine> engine_;
+  absl::flat_hash_map<std::string, uint64_t> sequences_;
+};
+
+// --- The five seed scenarios ---------------------------------------------------------------
+
+TEST_F(EngineTest, SeedScenario1LargeBuilderBugBansOneEpochThenUntilReset) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 3), 1), IsOk());
+  ASSERT_TRUE(Banned(5));
+  EXPECT_EQ(BanOf(5).until_epoch, kStartEpoch + 1);
+  EXPECT_FALSE(BanOf(5).until_reset);
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+
+  AdvanceToEpoch(kStartEpoch + 1);
+  EXPECT_FALSE(Banned(5));
+
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch + 3), 2), IsOk());
+  ASSERT_TRUE(Banned(5));
+  EXPECT_TRUE(BanOf(5).until_reset);
+  AdvanceToEpoch(kStartEpoch + 1000);
+  EXPECT_TRUE(Banned(5));
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+}
+
+TEST_F(EngineTest, SeedScenario2MissedBlocksInGloasChangeNothing) {
+  config_.missed_slots = MissedSlotRulesForPreset("mevboost").value();
+  Start();
+  const uint64_t version = policy().version;
+  // Twenty slots without any block and no payload failure.
+  for (Slot s = 0; s < 20; ++s) engine_->Advance(SlotOf(kStartEpoch, s));
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+  EXPECT_FALSE(policy().missed_slots.active);
+  EXPECT_EQ(policy().version, version);
+}
+
+TEST_F(EngineTest, SeedScenario3UntrustedAttackFallsBackToTrustedThenSelfBuild) {
+  config_.trusted_builders = {100, 101};
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  ASSERT_THAT(Fail(1, slot, 1), IsOk());
+  ASSERT_THAT(Fail(2, slot + 1, 2), IsOk());
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+  ASSERT_THAT(Fail(3, slot + 2, 3), IsOk());
+  EXPECT_EQ(policy().mode, Mode::kTrustedOnly);
+  EXPECT_THAT(policy().mode_reason, HasSubstr("1, 2, 3"));
+  EXPECT_TRUE(policy().IsAllowed(100, ""));
+  EXPECT_FALSE(policy().IsAllowed(7, ""));
+
+  for (BuilderIndex b = 4; b <= 6; ++b) ASSERT_THAT(Fail(b, slot + 2 + b, b), IsOk());
+  EXPECT_EQ(policy().mode, Mode::kTrustedOnly);
+  ASSERT_THAT(Fail(7, slot + 10, 7), IsOk());
+  EXPECT_EQ(policy().mode, Mode::kSelfBuild);
+  EXPECT_FALSE(policy().IsAllowed(100, ""));
+  EXPECT_TRUE(policy().IsAllowed(kSelfBuild, ""));
+}
+
+TEST_F(EngineTest, SeedScenario4RelayOneTwoBansBothRecords) {
+  config_.relays = {RelayConfig{"https://relay.example", false, {1, 2}}};
+  Start();
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch, 1), 1), IsOk());
+  EXPECT_EQ(Failed(1), 1u);
+  EXPECT_EQ(Failed(2), 0u);
+  ASSERT_TRUE(Banned(1));
+  ASSERT_TRUE(Banned(2));
+  EXPECT_EQ(BanOf(1).kind, BanKind::kFailure);
+  EXPECT_EQ(BanOf(2).kind, BanKind::kCollateral);
+  EXPECT_EQ(BanOf(2).until_epoch, kStartEpoch + 1);
+  EXPECT_TRUE(policy().banned_relays.contains("https://relay.example"));
+}
+
+TEST_F(EngineTest, SeedScenario5PreGloasSixthMissedSlotLatchesUntilReset) {
+  config_ = PreGloasConfig();
+  Start();
+  const Slot start = SlotOf(kStartEpoch);
+  // Slots start..start+5 missed: judged at +2 each; the sixth judged missed slot trips.
+  engine_->Advance(start + 6);
+  EXPECT_FALSE(policy().missed_slots.tripped);
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+  engine_->Advance(start + 7);
+  EXPECT_TRUE(policy().missed_slots.tripped);
+  EXPECT_TRUE(policy().missed_slots.latched);
+  EXPECT_EQ(policy().mode, Mode::kSelfBuild);
+
+  // Blocks again do not lift the latch; only a reset does.
+  ASSERT_THAT(Observe(BlocksSeen{{Root(9)}}, start + 8), IsOk());
+  engine_->Advance(start + 12);
+  EXPECT_EQ(policy().mode, Mode::kSelfBuild);
+  engine_->Reset();
+  engine_->RefreshPolicy();
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+}
+
+TEST_F(EngineTest, SeedScenario5NonCanonicalBlockKeepsSlotPresent) {
+  config_ = PreGloasConfig();
+  Start();
+  const Slot start = SlotOf(kStartEpoch);
+  // One node has a (non-canonical) block at start+3: the run of missed slots is broken.
+  engine_->Advance(start + 4);
+  ASSERT_THAT(Observe(BlocksSeen{{Root(3)}}, start + 3, "n2"), IsOk());
+  engine_->Advance(start + 9);
+  EXPECT_FALSE(policy().missed_slots.tripped);
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+}
+
+// --- Per-builder failure tracking ----------------------------------------------------------
+
+TEST_F(EngineTest, EscalatesWhenFailingAgainInsideBackoff) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch + 4, 31), 2), IsOk());
+  EXPECT_EQ(Failed(5), 2u);
+  EXPECT_TRUE(BanOf(5).until_reset);
+}
+
+TEST_F(EngineTest, RestartsCountingAfterBackoffCloses) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  AdvanceToEpoch(kStartEpoch + 5);
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch + 5), 2), IsOk());
+  EXPECT_EQ(Failed(5), 1u);
+  EXPECT_FALSE(BanOf(5).until_reset);
+  EXPECT_EQ(BanOf(5).until_epoch, kStartEpoch + 6);
+}
+
+TEST_F(EngineTest, BanLiftsBeforeCounterResetsAndNextFailureEscalates) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  AdvanceToEpoch(kStartEpoch + 2);
+  EXPECT_FALSE(Banned(5));
+  EXPECT_EQ(Failed(5), 1u);  // the record lives on until its back-off closes
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch + 2), 2), IsOk());
+  EXPECT_TRUE(BanOf(5).until_reset);
+}
+
+TEST_F(EngineTest, FiniteCriticalBanPeriod) {
+  config_.critical_blacklist_period_epochs = 256;
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 2), IsOk());
+  EXPECT_FALSE(BanOf(5).until_reset);
+  EXPECT_EQ(BanOf(5).until_epoch, kStartEpoch + 256);
+  AdvanceToEpoch(kStartEpoch + 256);
+  EXPECT_FALSE(Banned(5));
+}
+
+TEST_F(EngineTest, AllowedFailuresAreTolerated) {
+  config_.allowed_failures = 1;
+  config_.critical_failures = 3;
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  EXPECT_FALSE(Banned(5));
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 2), IsOk());
+  EXPECT_EQ(BanOf(5).until_epoch, kStartEpoch + 1);
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 2), 3), IsOk());
+  EXPECT_TRUE(BanOf(5).until_reset);
+}
+
+TEST_F(EngineTest, CriticalBanLiftedByDelivery) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 2), IsOk());
+  ASSERT_TRUE(BanOf(5).until_reset);
+  ASSERT_THAT(Deliver(5, SlotOf(kStartEpoch, 5), 3), IsOk());
+  EXPECT_FALSE(Banned(5));
+  EXPECT_EQ(Failed(5), 0u);
+}
+
+TEST_F(EngineTest, AttestationThresholdExactlyIsNotAFailure) {
+  Start();
+  EXPECT_EQ(*Fail(5, SlotOf(kStartEpoch), 1, "n1", 0.60), ObserveOutcome::kNoEffect);
+  EXPECT_FALSE(Banned(5));
+  EXPECT_EQ(*Fail(5, SlotOf(kStartEpoch, 1), 2, "n1", 0.6000001), ObserveOutcome::kApplied);
+  EXPECT_TRUE(Banned(5));
+}
+
+TEST_F(EngineTest, SelfBuildIndexIsNeverTracked) {
+  Start();
+  EXPECT_THAT(Fail(kSelfBuild, SlotOf(kStartEpoch), 1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("self-build")));
+  EXPECT_TRUE(engine_->builders().empty());
+  EXPECT_THAT(engine_->BanBuilder(kSelfBuild, "no", std::nullopt),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(EngineTest, IndexReuseByPublicKeyChangeDropsTheRecord) {
+  Start();
+  Bid(5, "", SlotOf(kStartEpoch), "key-a");
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 1), IsOk());
+  Bid(5, "", SlotOf(kStartEpoch, 2), "key-a");
+  ASSERT_TRUE(Banned(5));
+  // A bid before the failure created no record, so the key is learned from the next bid.
+  Bid(5, "", SlotOf(kStartEpoch, 3), "key-b");
+  EXPECT_FALSE(Banned(5));
+  EXPECT_EQ(Failed(5), 0u);
+}
+
+TEST_F(EngineTest, FailedKeyLookupNeverShedsABan) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  Bid(5, "", SlotOf(kStartEpoch, 1), "key-a");
+  Bid(5, "", SlotOf(kStartEpoch, 2), "");
+  EXPECT_TRUE(Banned(5));
+}
+
+TEST_F(EngineTest, ExitedBuilderIsDropped) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 2), IsOk());
+  ASSERT_THAT(Observe(BuilderExited{5}, SlotOf(kStartEpoch, 2)), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_FALSE(Banned(5));
+}
+
+TEST_F(EngineTest, RecordsArePrunedOnceBanAndBackoffAreOver) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  AdvanceToEpoch(kStartEpoch + 4);
+  EXPECT_EQ(engine_->builders().size(), 1u);
+  AdvanceToEpoch(kStartEpoch + 5);
+  EXPECT_TRUE(engine_->builders().empty());
+}
+
+// --- Fleet aggregation ---------------------------------------------------------------------
+
+TEST_F(EngineTest, FailureCountedOncePerRootWhateverTheReporters) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1, "n1"), IsOk());
+  EXPECT_EQ(*Fail(5, SlotOf(kStartEpoch), 1, "n2"), ObserveOutcome::kNoEffect);
+  EXPECT_EQ(*Fail(5, SlotOf(kStartEpoch), 1, "n1"), ObserveOutcome::kNoEffect);
+  EXPECT_EQ(Failed(5), 1u);
+  EXPECT_FALSE(BanOf(5).until_reset);
+}
+
+TEST_F(EngineTest, MinReportingNodesBeforeAFailureCounts) {
+  config_.min_reporting_nodes = 2;
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1, "n1"), IsOk());
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1, "n1"), IsOk());
+  EXPECT_FALSE(Banned(5));
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1, "n2"), IsOk());
+  EXPECT_TRUE(Banned(5));
+}
+
+TEST_F(EngineTest, DeliveredReportRevertsAnAppliedFailure) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1, "n1"), IsOk());
+  ASSERT_TRUE(Banned(5));
+  ASSERT_THAT(Deliver(5, SlotOf(kStartEpoch), 1, "n2"), IsOk());
+  EXPECT_FALSE(Banned(5));
+  // Later missing reports of the same root change nothing.
+  EXPECT_EQ(*Fail(5, SlotOf(kStartEpoch), 1, "n3"), ObserveOutcome::kNoEffect);
+  EXPECT_FALSE(Banned(5));
+}
+
+TEST_F(EngineTest, DeliveredReportNamingAnotherBuilderIsRefused) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  EXPECT_THAT(Deliver(6, SlotOf(kStartEpoch), 1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("builder 5")));
+  EXPECT_TRUE(Banned(5));
+}
+
+TEST_F(EngineTest, ReplayedSequenceNumbersAreIgnored) {
+  Start();
+  Observation observation{SlotOf(kStartEpoch), "n1", 7, PayloadMissing{5, Root(1), 0.9}};
+  EXPECT_EQ(*engine_->Observe(observation), ObserveOutcome::kApplied);
+  observation.event = PayloadMissing{6, Root(2), 0.9};
+  EXPECT_EQ(*engine_->Observe(observation), ObserveOutcome::kDuplicate);
+  observation.sequence = 3;
+  EXPECT_EQ(*engine_->Observe(observation), ObserveOutcome::kDuplicate);
+  engine_->RefreshPolicy();
+  EXPECT_FALSE(Banned(6));
+}
+
+TEST_F(EngineTest, SlotsTooFarAheadOrTooOldAreRefused) {
+  Start();
+  const Slot now = engine_->current_slot();
+  auto missing = [](BuilderIndex builder, uint32_t root) {
+    return PayloadMissing{builder, Root(root), 0.9};
+  };
+  EXPECT_THAT(ObserveNow(missing(5, 1), now + 3),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("ahead")));
+  EXPECT_THAT(ObserveNow(missing(5, 2), now - 65),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("older")));
+  EXPECT_THAT(ObserveNow(missing(5, 3), now + 2), IsOk());
+  EXPECT_THAT(ObserveNow(missing(6, 4), now - 64), IsOk());
+}
+
+TEST_F(EngineTest, MalformedObservationsAreRefusedAndChangeNothing) {
+  Start();
+  const Slot now = engine_->current_slot();
+  EXPECT_THAT(Fail(5, now, 1, "n1", std::nan("")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("attested_fraction")));
+  EXPECT_THAT(Fail(5, now, 1, "n1", 1.5), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(engine_->Observe(Observation{now, "", 1, Finalized{1}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node")));
+  EXPECT_THAT(engine_->Observe(Observation{now, "n9", 0, Finalized{1}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sequence")));
+  EXPECT_THAT(Observe(BidSeen{5, "ftp://relay", ""}, now),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Observe(Finalized{kStartEpoch + 1}, now),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("finalized")));
+  EXPECT_TRUE(engine_->builders().empty());
+  EXPECT_FALSE(engine_->RefreshPolicy());
+  // Refused, but handled: a resend under the same number is a replay.
+  EXPECT_EQ(engine_->node_sequences().at("n1"), sequences_["n1"]);
+}
+
+TEST_F(EngineTest, MarkHandledMakesAResendAReplay) {
+  Start();
+  engine_->MarkHandled("n7", 4);
+  engine_->MarkHandled("n7", 2);
+  EXPECT_EQ(engine_->node_sequences().at("n7"), 4u);
+  Observation resend{engine_->current_slot(), "n7", 4, PayloadMissing{5, Root(1), 0.9}};
+  EXPECT_EQ(*engine_->Observe(resend), ObserveOutcome::kDuplicate);
+}
+
+// --- Relays --------------------------------------------------------------------------------
+
+TEST_F(EngineTest, LearnedMembershipBansRelaySiblings) {
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  Bid(1, "relay.example:18550", slot);
+  Bid(2, "HTTP://Relay.Example:18550/", slot);
+  EXPECT_EQ(engine_->RelaysServing(2), std::vector<std::string>{"http://relay.example:18550"});
+  ASSERT_THAT(Fail(1, slot + 1, 1), IsOk());
+  EXPECT_TRUE(Banned(2));
+  EXPECT_FALSE(policy().IsAllowed(3, "http://relay.example:18550"));
+  EXPECT_TRUE(policy().IsAllowed(3, ""));
+}
+
+TEST_F(EngineTest, CollateralSpreadsOneLevelOnly) {
+  config_.relays = {RelayConfig{"http://a", false, {1, 2}}, RelayConfig{"http://b", false, {2, 3}}};
+  Start();
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
+  EXPECT_TRUE(Banned(2));
+  EXPECT_FALSE(Banned(3));
+  EXPECT_TRUE(policy().banned_relays.contains("http://a"));
+  EXPECT_FALSE(policy().banned_relays.contains("http://b"));
+}
+
+TEST_F(EngineTest, MemberOfSeveralRelaysStaysBannedWhileAnyIsBanned) {
+  config_.relays = {RelayConfig{"http://a", false, {1, 2}}, RelayConfig{"http://b", false, {2, 3}}};
+  Start();
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(3, SlotOf(kStartEpoch, 1), 2), IsOk());
+  ASSERT_THAT(Deliver(1, SlotOf(kStartEpoch, 2), 3), IsOk());
+  EXPECT_FALSE(policy().banned_relays.contains("http://a"));
+  EXPECT_TRUE(Banned(2));  // still banned through b
+  ASSERT_THAT(Deliver(3, SlotOf(kStartEpoch, 3), 4), IsOk());
+  EXPECT_FALSE(Banned(2));
+}
+
+TEST_F(EngineTest, MemberThatNeverFailedCannotReleaseItsRelay) {
+  config_.relays = {RelayConfig{"http://a", false, {1, 2}}};
+  Start();
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch, 1), 2), IsOk());
+  ASSERT_THAT(Deliver(2, SlotOf(kStartEpoch, 2), 3), IsOk());
+  EXPECT_TRUE(Banned(1));
+  EXPECT_TRUE(Banned(2));
+  ASSERT_THAT(Deliver(1, SlotOf(kStartEpoch, 3), 4), IsOk());
+  EXPECT_FALSE(Banned(1));
+  EXPECT_FALSE(Banned(2));
+  EXPECT_TRUE(policy().banned_relays.empty());
+}
+
+TEST_F(EngineTest, ExitOfTheFailingMemberReleasesItsRelay) {
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  Bid(1, "http://a", slot);
+  Bid(2, "http://a", slot);
+  ASSERT_THAT(Fail(1, slot, 1), IsOk());
+  ASSERT_TRUE(Banned(2));
+  ASSERT_THAT(Observe(BuilderExited{1}, slot + 1), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_FALSE(Banned(2));
+  EXPECT_TRUE(policy().banned_relays.empty());
+}
+
+TEST_F(EngineTest, RelayBanFollowsTheMembersThatStillFail) {
+  config_.relays = {RelayConfig{"http://a", false, {1, 2, 3}}};
+  Start();
+  ASSERT_THAT(Fail(3, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch, 1), 2), IsOk());
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch, 2), 3), IsOk());
+  EXPECT_EQ(policy().banned_relays.at("http://a").until_epoch, kStartEpoch + 32);
+  // Builder 1 delivers: the relay is banned only for builder 3's single failure now.
+  ASSERT_THAT(Deliver(1, SlotOf(kStartEpoch, 3), 3), IsOk());
+  EXPECT_EQ(policy().banned_relays.at("http://a").until_epoch, kStartEpoch + 1);
+  EXPECT_THAT(policy().banned_relays.at("http://a").reason, HasSubstr("builder 3"));
+  AdvanceToEpoch(kStartEpoch + 1);
+  EXPECT_TRUE(policy().banned_relays.empty());
+  EXPECT_FALSE(Banned(1));
+}
+
+TEST_F(EngineTest, RelayBanIsCappedByRelayPeriod) {
+  config_.relays = {RelayConfig{"http://a", false, {1, 2}}};
+  Start();
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch, 1), 2), IsOk());
+  ASSERT_TRUE(BanOf(1).until_reset);
+  EXPECT_EQ(BanOf(2).until_epoch, kStartEpoch + 32);
+  AdvanceToEpoch(kStartEpoch + 32);
+  EXPECT_TRUE(Banned(1));
+  EXPECT_FALSE(Banned(2));
+}
+
+TEST_F(EngineTest, CollateralBansAreNotCountedTowardModes) {
+  RelayConfig relay{"http://big", false, {}};
+  for (BuilderIndex b = 1; b <= 12; ++b) relay.indices.push_back(b);
+  config_.relays = {relay};
+  Start();
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
+  EXPECT_EQ(policy().banned_builders.size(), 12u);
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+}
+
+TEST_F(EngineTest, OperatorBlacklistIsNotCountedTowardModes) {
+  config_.blacklisted_builders = {1, 2, 3, 4, 5, 6, 7, 8};
+  Start();
+  EXPECT_EQ(policy().banned_builders.size(), 8u);
+  EXPECT_EQ(BanOf(1).kind, BanKind::kOperator);
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+  EXPECT_THAT(engine_->UnbanBuilder(1),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("configured blacklist")));
+}
+
+TEST_F(EngineTest, LearnedAssociationExpiresAfterTtl) {
+  Start();
+  Bid(1, "http://a", SlotOf(kStartEpoch));
+  Bid(2, "http://a", SlotOf(kStartEpoch));
+  AdvanceToEpoch(kStartEpoch + 64);
+  Bid(1, "http://a", SlotOf(kStartEpoch + 64));
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch + 64, 1), 1), IsOk());
+  EXPECT_TRUE(Banned(1));
+  EXPECT_FALSE(Banned(2));
+}
+
+TEST_F(EngineTest, PreGloasRelayRevealFailureBansTheRelay) {
+  config_ = PreGloasConfig();
+  Start();
+  ASSERT_THAT(Observe(RelayRevealMissing{"Relay.X", Root(1)}, SlotOf(kStartEpoch)), IsOk());
+  engine_->RefreshPolicy();
+  ASSERT_TRUE(policy().banned_relays.contains("http://relay.x"));
+  EXPECT_EQ(policy().banned_relays.at("http://relay.x").until_epoch, kStartEpoch + 1);
+  EXPECT_FALSE(policy().IsAllowed(1, "http://relay.x"));
+}
+
+// --- Caps ----------------------------------------------------------------------------------
+
+TEST_F(EngineTest, TrackedBuildersCapNeverDropsAnActiveBan) {
+  config_.max_tracked_builders = 16;
+  config_.critical_failed_builders = 1000;
+  config_.critical_failed_untrusted_builders = 1000;
+  Start();
+  // A flood of failures of distinct indices: each is banned, so the 17th finds no room.
+  for (BuilderIndex b = 0; b < 16; ++b) ASSERT_THAT(Fail(b, SlotOf(kStartEpoch), b), IsOk());
+  EXPECT_THAT(Fail(16, SlotOf(kStartEpoch), 16),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("max_tracked_builders")));
+  EXPECT_EQ(policy().banned_builders.size(), 16u);
+  // Once the bans lift (records alive in back-off), new failures evict them.
+  AdvanceToEpoch(kStartEpoch + 1);
+  for (BuilderIndex b = 100; b < 110; ++b) {
+    ASSERT_THAT(Fail(b, SlotOf(kStartEpoch + 1), b), IsOk());
+  }
+  EXPECT_LE(engine_->builders().size(), 16u);
+  for (BuilderIndex b = 100; b < 110; ++b) EXPECT_TRUE(Banned(b)) << b;
+}
+
+TEST_F(EngineTest, PerRelayIndexCapKeepsFailingMembers) {
+  config_.max_indices_per_relay = 4;
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  Bid(1, "http://a", slot);
+  ASSERT_THAT(Fail(1, slot, 1), IsOk());
+  for (BuilderIndex b = 2; b < 50; ++b) Bid(b, "http://a", slot);
+  const RelayRecord& relay = engine_->relays().at("http://a");
+  EXPECT_EQ(relay.learned.size(), 4u);
+  EXPECT_TRUE(relay.learned.contains(1));
+}
+
+TEST_F(EngineTest, RelayCapKeepsConfiguredAndBannedRelays) {
+  config_.max_relays = 3;
+  config_.relays = {RelayConfig{"http://configured", false, {}}};
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  Bid(1, "http://banned", slot);
+  ASSERT_THAT(Fail(1, slot, 1), IsOk());
+  for (int i = 0; i < 20; ++i) Bid(10 + i, "http://r" + std::to_string(i), slot);
+  EXPECT_EQ(engine_->relays().size(), 3u);
+  EXPECT_TRUE(engine_->relays().contains("http://configured"));
+  EXPECT_TRUE(engine_->relays().contains("http://banned"));
+}
+
+// --- Trust, modes and operator actions -----------------------------------------------------
+
+TEST_F(EngineTest, TrustedOnlyTakesTrustedBuildersAndTrustedRelays) {
+  config_.relays = {RelayConfig{"http://trusted", true, {50}}};
+  config_.trusted_builders = {40};
+  Start();
+  for (BuilderIndex b = 1; b <= 3; ++b) ASSERT_THAT(Fail(b, SlotOf(kStartEpoch), b), IsOk());
+  ASSERT_EQ(policy().mode, Mode::kTrustedOnly);
+  EXPECT_TRUE(policy().IsAllowed(40, ""));
+  EXPECT_TRUE(policy().IsAllowed(50, "http://trusted"));
+  EXPECT_TRUE(policy().IsAllowed(60, "http://trusted"));
+  EXPECT_FALSE(policy().IsAllowed(60, ""));
+  EXPECT_FALSE(policy().IsAllowed(60, "http://other"));
+}
+
+TEST_F(EngineTest, TrustedBuildersDoNotCountTowardTrustedOnly) {
+  config_.trusted_builders = {1, 2};
+  Start();
+  for (BuilderIndex b = 1; b <= 4; ++b) ASSERT_THAT(Fail(b, SlotOf(kStartEpoch), b), IsOk());
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+  EXPECT_FALSE(policy().IsAllowed(1, ""));  // a banned builder is refused, trusted or not
+}
+
+TEST_F(EngineTest, ModeRecoversAsBansLift) {
+  Start();
+  for (BuilderIndex b = 1; b <= 3; ++b) ASSERT_THAT(Fail(b, SlotOf(kStartEpoch), b), IsOk());
+  ASSERT_EQ(policy().mode, Mode::kTrustedOnly);
+  EXPECT_TRUE(engine_->Advance(SlotOf(kStartEpoch + 1)));
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+  EXPECT_THAT(policy().reason, HasSubstr("allowed again 1, 2, 3"));
+}
+
+TEST_F(EngineTest, OperatorBanUnbanAndTrust) {
+  Start();
+  ASSERT_THAT(engine_->BanBuilder(9, "withheld on holesky", kStartEpoch + 2), IsOk());
+  engine_->RefreshPolicy();
+  ASSERT_TRUE(Banned(9));
+  EXPECT_EQ(BanOf(9).kind, BanKind::kOperator);
+  EXPECT_THAT(BanOf(9).reason, HasSubstr("withheld on holesky"));
+  AdvanceToEpoch(kStartEpoch + 2);
+  EXPECT_FALSE(Banned(9));
+
+  ASSERT_THAT(engine_->BanBuilder(9, "again", std::nullopt), IsOk());
+  ASSERT_THAT(engine_->UnbanBuilder(9), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_FALSE(Banned(9));
+  EXPECT_THAT(engine_->UnbanBuilder(9), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(engine_->BanBuilder(9, "", std::nullopt),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+
+  ASSERT_THAT(engine_->SetBuilderTrust(9, true), IsOk());
+  ASSERT_THAT(engine_->SetRelayTrust("Relay.Y", true), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_TRUE(policy().trusted_builders.contains(9));
+  EXPECT_TRUE(policy().trusted_relays.contains("http://relay.y"));
+  EXPECT_THAT(engine_->SetRelayTrust("ftp://x", true),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(EngineTest, UnbanOfCollateralMemberNamesTheRelay) {
+  config_.relays = {RelayConfig{"http://a", false, {1, 2}}};
+  Start();
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
+  EXPECT_THAT(engine_->UnbanBuilder(2),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("http://a")));
+}
+
+TEST_F(EngineTest, ResetClearsFailuresButKeepsOperatorBans) {
+  config_.relays = {RelayConfig{"http://a", false, {1, 2}}};
+  Start();
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch, 1), 2), IsOk());
+  ASSERT_THAT(engine_->BanBuilder(7, "operator", std::nullopt), IsOk());
+  engine_->Reset();
+  EXPECT_TRUE(engine_->RefreshPolicy());
+  EXPECT_FALSE(Banned(1));
+  EXPECT_FALSE(Banned(2));
+  EXPECT_TRUE(Banned(7));
+  EXPECT_TRUE(policy().banned_relays.empty());
+}
+
+// --- Pre-Gloas presets ---------------------------------------------------------------------
+
+TEST_F(EngineTest, WindowedPresetRecoversWhereTheLatchedRuleDoesNot) {
+  config_ = PreGloasConfig();
+  config_.missed_slots = MissedSlotRulesForPreset("prysm").value();
+  Start();
+  const Slot start = SlotOf(kStartEpoch);
+  engine_->Advance(start + 6);  // slots start..start+4 judged missed: 5 > 3 consecutive
+  EXPECT_EQ(policy().mode, Mode::kSelfBuild);
+  for (Slot s = start + 5; s < start + 40; ++s) {
+    ASSERT_THAT(Observe(BlocksSeen{{Root(static_cast<uint32_t>(s))}}, s), IsOk());
+    engine_->Advance(s + 1);
+  }
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+  EXPECT_FALSE(policy().missed_slots.latched);
+}
+
+// --- Policy versions, export and import ----------------------------------------------------
+
+TEST_F(EngineTest, VersionIncreasesOnlyWhenDecisionsChange) {
+  Start();
+  const uint64_t first = policy().version;
+  EXPECT_EQ(first, 1u);
+  EXPECT_FALSE(engine_->Advance(SlotOf(kStartEpoch, 5)));
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 5), 1), IsOk());
+  EXPECT_EQ(policy().version, first + 1);
+  EXPECT_THAT(policy().reason, HasSubstr("banned builders 5"));
+  EXPECT_EQ(policy().computed_at_slot, SlotOf(kStartEpoch, 5));
+  EXPECT_FALSE(engine_->RefreshPolicy());
+  EXPECT_TRUE(engine_->Advance(SlotOf(kStartEpoch + 1)));
+  EXPECT_EQ(policy().version, first + 2);
+}
+
+TEST_F(EngineTest, ExportImportGivesTheSamePolicyAndBehaviour) {
+  config_.relays = {RelayConfig{"http://a", false, {1, 2}}};
+  Start();
+  Bid(3, "http://b", SlotOf(kStartEpoch), "key3");
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(3, SlotOf(kStartEpoch, 1), 2), IsOk());
+  ASSERT_THAT(engine_->BanBuilder(9, "x", std::nullopt), IsOk());
+  engine_->RefreshPolicy();
+
+  absl::StatusOr<Engine> copy = Engine::Import(config_, engine_->Export());
+  ASSERT_THAT(copy, IsOk());
+  EXPECT_EQ(copy->policy().version, policy().version);
+  EXPECT_TRUE(copy->policy().SameDecisions(policy()));
+  EXPECT_FALSE(copy->RefreshPolicy());
+  // The imported engine remembers sequence numbers and counters.
+  Observation replay{SlotOf(kStartEpoch, 2), "n1", 1, PayloadMissing{4, Root(3), 0.9}};
+  EXPECT_EQ(*copy->Observe(replay), ObserveOutcome::kDuplicate);
+  Observation again{SlotOf(kStartEpoch, 2), "n1", 100, PayloadMissing{3, Root(4), 0.9}};
+  ASSERT_THAT(copy->Observe(again), IsOk());
+  copy->RefreshPolicy();
+  EXPECT_TRUE(copy->policy().banned_builders.at(3).until_reset);
+}
+
+TEST_F(EngineTest, ImportRefusesInconsistentState) {
+  Start();
+  EngineState state = engine_->Export();
+  state.relays["HTTP://NotNormalized"] = RelayRecord();
+  EXPECT_THAT(Engine::Import(config_, state), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(EngineTest, InvalidReconfigurationLeavesConfigUnchanged) {
+  Start();
+  Config bad = config_;
+  bad.critical_failures = 0;
+  EXPECT_THAT(engine_->Reconfigure(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("critical_failures")));
+  EXPECT_EQ(engine_->config().critical_failures, 2u);
+  Config good = config_;
+  good.blacklisted_builders = {4};
+  ASSERT_THAT(engine_->Reconfigure(good), IsOk());
+  EXPECT_TRUE(engine_->RefreshPolicy());
+  EXPECT_TRUE(Banned(4));
+}
+
+}  // namespace
+}  // namespace breaker::core

@@ -1,0 +1,45 @@
+#ifndef CORE_TYPES_H_
+#define CORE_TYPES_H_
+
+// The chain's basic quantities, as the breaker sees them.
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace breaker::core {
+
+using Slot = uint64_t;
+using Epoch = uint64_t;
+using BuilderIndex = uint64_t;
+
+// The proposer building its own payload. Never tracked, never counted, never banned.
+inline constexpr BuilderIndex kSelfBuild = std::numeric_limits<BuilderIndex>::max();
+
+// "Never" for epochs: a ban or fork that does not end or has not been scheduled.
+inline constexpr Epoch kFarFutureEpoch = std::numeric_limits<Epoch>::max();
+
+// A beacon block root: 32 opaque bytes.
+struct BlockRoot {
+  std::array<uint8_t, 32> bytes{};
+
+  // The first eight bytes as 0x-prefixed hex, for logs and reasons.
+  std::string ShortHex() const;
+
+  friend bool operator==(const BlockRoot& a, const BlockRoot& b) { return a.bytes == b.bytes; }
+  friend bool operator!=(const BlockRoot& a, const BlockRoot& b) { return !(a == b); }
+  template <typename H>
+  friend H AbslHashValue(H state, const BlockRoot& root) {
+    return H::combine_contiguous(std::move(state), root.bytes.data(), root.bytes.size());
+  }
+};
+
+// Builds a root from up to 32 bytes (shorter input is zero-padded); for tests and tools.
+BlockRoot BlockRootFromBytes(absl::string_view bytes);
+
+}  // namespace breaker::core
+
+#endif  // CORE_TYPES_H_

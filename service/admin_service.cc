@@ -1,0 +1,248 @@
+#include "service/admin_service.h"
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "glog/logging.h"
+#include "service/grpc_status.h"
+
+namespace breaker::service {
+
+namespace v1 = ::breaker::v1;
+
+namespace {
+
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+}  // namespace
+
+// A WatchPolicy call: the current policy, then each newer one. One write in flight; a slow
+// reader gets the newest version next and skips those in between.
+class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyListener {
+ public:
+  PolicyWatch(AdminService* service, Fleet* fleet) : service_(service), fleet_(fleet) {
+    fleet_->Subscribe(this);
+    OnPolicy(fleet_->policy());
+  }
+
+  void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    // The constructor's fleet_->policy() can arrive after a newer version published to this
+    // (just subscribed) listener; never step back to it.
+    if (latest_ != nullptr && latest_->policy.version >= policy->policy.version) return;
+    latest_ = std::move(policy);
+    MaybeWriteLocked();
+  }
+
+  // Ends the call with `status` (shutting down), after the write in flight.
+  void End(const grpc::Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    if (writing_) {
+      if (!pending_finish_.has_value()) pending_finish_ = status;
+      return;
+    }
+    finished_ = true;
+    Finish(status);
+  }
+
+ private:
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok || pending_finish_.has_value()) {
+      finished_ = true;
+      Finish(ok ? *pending_finish_ : grpc::Status::OK);
+      return;
+    }
+    MaybeWriteLocked();
+  }
+
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ || writing_) return;  // OnWriteDone(false) finishes a write in flight
+    finished_ = true;
+    Finish(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    service_->Forget(this);
+    fleet_->Unsubscribe(this);
+    delete this;
+  }
+
+  void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || writing_ || pending_finish_.has_value() || latest_ == nullptr ||
+        latest_->policy.version == sent_) {
+      return;
+    }
+    sent_ = latest_->policy.version;
+    current_ = latest_;
+    writing_ = true;
+    StartWrite(&current_->proto);
+  }
+
+  AdminService* const service_;
+  Fleet* const fleet_;
+  // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
+  std::mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
+  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;
+  std::shared_ptr<const PublishedPolicy> latest_ ABSL_GUARDED_BY(mu_);
+  // Keeps the message being written alive until OnWriteDone.
+  std::shared_ptr<const PublishedPolicy> current_ ABSL_GUARDED_BY(mu_);
+};
+
+grpc::ServerUnaryReactor* AdminService::GetPolicy(grpc::CallbackServerContext* context,
+                                                  const v1::GetPolicyRequest*,
+                                                  v1::Policy* response) {
+  *response = fleet_->policy()->proto;
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::ListBuilders(grpc::CallbackServerContext* context,
+                                                     const v1::ListBuildersRequest* request,
+                                                     v1::ListBuildersResponse* response) {
+  *response = fleet_->ListBuilders(request->banned_only());
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::GetBuilder(grpc::CallbackServerContext* context,
+                                                   const v1::GetBuilderRequest* request,
+                                                   v1::Builder* response) {
+  absl::StatusOr<v1::Builder> builder = fleet_->GetBuilder(request->builder_index());
+  if (!builder.ok()) return Answer(context, ToGrpcStatus(builder.status()));
+  *response = *std::move(builder);
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::ListRelays(grpc::CallbackServerContext* context,
+                                                   const v1::ListRelaysRequest*,
+                                                   v1::ListRelaysResponse* response) {
+  *response = fleet_->ListRelays();
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::ListNodes(grpc::CallbackServerContext* context,
+                                                  const v1::ListNodesRequest*,
+                                                  v1::ListNodesResponse* response) {
+  *response = fleet_->ListNodes();
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::Steer(grpc::CallbackServerContext* context,
+                                              v1::AdminAction action, v1::Policy* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  LOG(INFO) << "operator action from " << context->peer() << ": " << action.ShortDebugString();
+  fleet_->SubmitAdmin(
+      std::move(action),
+      [reactor, response](absl::StatusOr<std::shared_ptr<const PublishedPolicy>> policy) {
+        if (!policy.ok()) {
+          LOG(WARNING) << "operator action refused: " << policy.status();
+          reactor->Finish(ToGrpcStatus(policy.status()));
+          return;
+        }
+        *response = (*policy)->proto;
+        reactor->Finish(grpc::Status::OK);
+      });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::BanBuilder(grpc::CallbackServerContext* context,
+                                                   const v1::BanBuilderRequest* request,
+                                                   v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_ban() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::UnbanBuilder(grpc::CallbackServerContext* context,
+                                                     const v1::UnbanBuilderRequest* request,
+                                                     v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_unban() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::SetBuilderTrust(grpc::CallbackServerContext* context,
+                                                        const v1::SetBuilderTrustRequest* request,
+                                                        v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_builder_trust() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::SetRelayTrust(grpc::CallbackServerContext* context,
+                                                      const v1::SetRelayTrustRequest* request,
+                                                      v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_relay_trust() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::Reset(grpc::CallbackServerContext* context,
+                                              const v1::ResetRequest* request,
+                                              v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_reset() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::GetConfig(grpc::CallbackServerContext* context,
+                                                  const v1::GetConfigRequest*,
+                                                  v1::Config* response) {
+  *response = fleet_->EffectiveConfig();
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::ReloadConfig(grpc::CallbackServerContext* context,
+                                                     const v1::ReloadConfigRequest*,
+                                                     v1::Config* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  LOG(INFO) << "configuration reload requested by " << context->peer();
+  fleet_->ReloadConfig([reactor, response](absl::StatusOr<v1::Config> config) {
+    if (!config.ok()) {
+      reactor->Finish(ToGrpcStatus(config.status()));
+      return;
+    }
+    *response = *std::move(config);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(grpc::CallbackServerContext*,
+                                                                const v1::WatchPolicyRequest*) {
+  auto* watch = new PolicyWatch(this, fleet_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shutting_down_) {
+    watch->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down"));
+  } else {
+    watches_.insert(watch);
+  }
+  return watch;
+}
+
+void AdminService::Forget(PolicyWatch* watch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watches_.erase(watch);
+}
+
+void AdminService::Shutdown() {
+  // Under mu_: a watch is deleted only after Forget, which waits for it.
+  std::lock_guard<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  for (PolicyWatch* watch : watches_) {
+    watch->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down"));
+  }
+}
+
+}  // namespace breaker::service

@@ -1,0 +1,283 @@
+#include "service/config_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <system_error>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "breaker/v1/config.pb.h"
+#include "core/chain_time.h"
+#include "core/config.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace breaker::service {
+namespace {
+
+constexpr absl::string_view kDefaultPreset = "mevboost";
+constexpr absl::string_view kCustomPreset = "custom";
+
+absl::StatusOr<core::ChainSpec> ChainFromProto(const breaker::v1::ChainConfig& proto) {
+  core::ChainSpec spec;
+  if (proto.has_network()) {
+    absl::StatusOr<core::ChainSpec> known = core::ChainSpecForNetwork(proto.network());
+    if (known.ok()) {
+      spec = *std::move(known);
+    } else {
+      // Guessing a custom network's genesis would put every slot number off. An empty name is
+      // left to ValidateConfig, whose message says what a network name must be.
+      if (!proto.has_genesis_time_unix() && !proto.network().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "chain.genesis_time_unix is required for custom network '", proto.network(), "'"));
+      }
+      spec.network = proto.network();
+    }
+  }
+  if (proto.has_genesis_time_unix()) spec.genesis_time_unix = proto.genesis_time_unix();
+  if (proto.has_seconds_per_slot()) spec.seconds_per_slot = proto.seconds_per_slot();
+  if (proto.has_slots_per_epoch()) spec.slots_per_epoch = proto.slots_per_epoch();
+  if (proto.has_gloas_fork_epoch()) spec.gloas_fork_epoch = proto.gloas_fork_epoch();
+  return spec;
+}
+
+absl::StatusOr<core::MissedSlotRules> MissedSlotRulesFromProto(
+    const breaker::v1::MissedSlotRules& proto) {
+  const absl::string_view preset = proto.has_preset() ? proto.preset() : kDefaultPreset;
+  // "custom" names rules that match no preset; ConfigToProto writes every field with it, so
+  // the base only matters for a hand-written file, where "every rule off" surprises least.
+  absl::StatusOr<core::MissedSlotRules> base =
+      core::MissedSlotRulesForPreset(preset == kCustomPreset ? "off" : preset);
+  if (!base.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("missed_slots.preset: ", base.status().message()));
+  }
+  base->preset = std::string(preset);
+
+  core::MissedSlotRules rules = *base;
+  if (proto.has_latched_rule()) rules.latched_rule = proto.latched_rule();
+  if (proto.has_max_allowed_missing_slots()) {
+    rules.max_allowed_missing_slots = proto.max_allowed_missing_slots();
+  }
+  if (proto.has_max_consecutive_missed_slots()) {
+    rules.max_consecutive_missed_slots = proto.max_consecutive_missed_slots();
+  }
+  if (proto.has_max_missed_slots_in_window()) {
+    rules.max_missed_slots_in_window = proto.max_missed_slots_in_window();
+  }
+  if (proto.has_window_slots()) rules.window_slots = proto.window_slots();
+  if (proto.has_max_epochs_since_finalization()) {
+    rules.max_epochs_since_finalization = proto.max_epochs_since_finalization();
+  }
+  // Overrides that restate the preset's own values keep its name: the rules are still its.
+  if (!(rules == *base)) rules.preset = std::string(kCustomPreset);
+  return rules;
+}
+
+// Keeps the first error only: later ones are usually the parser losing its footing after it.
+class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit FirstErrorCollector(absl::string_view source_name) : source_name_(source_name) {}
+
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (!error_.empty()) return;
+    // The parser counts from 0; editors count from 1. Errors about the whole message (none in
+    // proto3, but the parser may report them) carry no position.
+    error_ = line < 0 ? absl::StrCat(source_name_, ": ", message)
+                      : absl::StrCat(source_name_, ":", line + 1, ":", column + 1, ": ", message);
+  }
+
+  const std::string& error() const { return error_; }
+
+ private:
+  absl::string_view source_name_;
+  std::string error_;
+};
+
+}  // namespace
+
+absl::StatusOr<core::Config> ConfigFromProto(const breaker::v1::Config& proto) {
+  core::Config config;
+
+  absl::StatusOr<core::ChainSpec> chain = ChainFromProto(proto.chain());
+  if (!chain.ok()) return chain.status();
+  config.chain = *std::move(chain);
+
+  if (proto.has_allowed_failures()) config.allowed_failures = proto.allowed_failures();
+  if (proto.has_critical_failures()) config.critical_failures = proto.critical_failures();
+  if (proto.has_blacklist_period_epochs()) {
+    config.blacklist_period_epochs = proto.blacklist_period_epochs();
+  }
+  if (proto.has_critical_blacklist_period_epochs()) {
+    config.critical_blacklist_period_epochs = proto.critical_blacklist_period_epochs();
+  }
+  if (proto.has_backoff_period_epochs()) {
+    config.backoff_period_epochs = proto.backoff_period_epochs();
+  }
+  if (proto.has_attestation_threshold()) {
+    config.attestation_threshold = proto.attestation_threshold();
+  }
+
+  if (proto.has_critical_failed_builders()) {
+    config.critical_failed_builders = proto.critical_failed_builders();
+  }
+  if (proto.has_critical_failed_untrusted_builders()) {
+    config.critical_failed_untrusted_builders = proto.critical_failed_untrusted_builders();
+  }
+
+  config.trusted_builders.assign(proto.trusted_builders().begin(), proto.trusted_builders().end());
+  config.blacklisted_builders.assign(proto.blacklisted_builders().begin(),
+                                     proto.blacklisted_builders().end());
+  config.relays.reserve(proto.relays_size());
+  for (const breaker::v1::RelayConfig& relay_proto : proto.relays()) {
+    core::RelayConfig& relay = config.relays.emplace_back();
+    relay.identifier = relay_proto.identifier();
+    relay.trusted = relay_proto.trusted();
+    relay.indices.assign(relay_proto.builder_indices().begin(),
+                         relay_proto.builder_indices().end());
+  }
+
+  if (proto.has_relay_blacklist_period_epochs()) {
+    config.relay_blacklist_period_epochs = proto.relay_blacklist_period_epochs();
+  }
+  if (proto.has_relay_association_ttl_epochs()) {
+    config.relay_association_ttl_epochs = proto.relay_association_ttl_epochs();
+  }
+  if (proto.has_max_relays()) config.max_relays = proto.max_relays();
+  if (proto.has_max_indices_per_relay()) {
+    config.max_indices_per_relay = proto.max_indices_per_relay();
+  }
+  if (proto.has_max_tracked_builders()) config.max_tracked_builders = proto.max_tracked_builders();
+
+  absl::StatusOr<core::MissedSlotRules> missed_slots =
+      MissedSlotRulesFromProto(proto.missed_slots());
+  if (!missed_slots.ok()) return missed_slots.status();
+  config.missed_slots = *std::move(missed_slots);
+
+  if (proto.has_min_reporting_nodes()) config.min_reporting_nodes = proto.min_reporting_nodes();
+  if (proto.has_amendment_window_slots()) {
+    config.amendment_window_slots = proto.amendment_window_slots();
+  }
+  if (proto.has_max_future_slots()) config.max_future_slots = proto.max_future_slots();
+
+  if (absl::Status status = core::ValidateConfig(config); !status.ok()) return status;
+  return config;
+}
+
+breaker::v1::Config ConfigToProto(const core::Config& config) {
+  breaker::v1::Config proto;
+
+  breaker::v1::ChainConfig& chain = *proto.mutable_chain();
+  chain.set_network(config.chain.network);
+  chain.set_genesis_time_unix(config.chain.genesis_time_unix);
+  chain.set_seconds_per_slot(config.chain.seconds_per_slot);
+  chain.set_slots_per_epoch(config.chain.slots_per_epoch);
+  // Written even when not scheduled (kFarFutureEpoch), so that every field shows its value.
+  chain.set_gloas_fork_epoch(config.chain.gloas_fork_epoch);
+
+  proto.set_allowed_failures(config.allowed_failures);
+  proto.set_critical_failures(config.critical_failures);
+  proto.set_blacklist_period_epochs(config.blacklist_period_epochs);
+  proto.set_critical_blacklist_period_epochs(config.critical_blacklist_period_epochs);
+  proto.set_backoff_period_epochs(config.backoff_period_epochs);
+  proto.set_attestation_threshold(config.attestation_threshold);
+
+  proto.set_critical_failed_builders(config.critical_failed_builders);
+  proto.set_critical_failed_untrusted_builders(config.critical_failed_untrusted_builders);
+
+  proto.mutable_trusted_builders()->Add(config.trusted_builders.begin(),
+                                        config.trusted_builders.end());
+  proto.mutable_blacklisted_builders()->Add(config.blacklisted_builders.begin(),
+                                            config.blacklisted_builders.end());
+  for (const core::RelayConfig& relay : config.relays) {
+    breaker::v1::RelayConfig& relay_proto = *proto.add_relays();
+    relay_proto.set_identifier(relay.identifier);
+    relay_proto.set_trusted(relay.trusted);
+    relay_proto.mutable_builder_indices()->Add(relay.indices.begin(), relay.indices.end());
+  }
+
+  proto.set_relay_blacklist_period_epochs(config.relay_blacklist_period_epochs);
+  proto.set_relay_association_ttl_epochs(config.relay_association_ttl_epochs);
+  proto.set_max_relays(config.max_relays);
+  proto.set_max_indices_per_relay(config.max_indices_per_relay);
+  proto.set_max_tracked_builders(config.max_tracked_builders);
+
+  breaker::v1::MissedSlotRules& missed_slots = *proto.mutable_missed_slots();
+  missed_slots.set_preset(config.missed_slots.preset);
+  missed_slots.set_latched_rule(config.missed_slots.latched_rule);
+  missed_slots.set_max_allowed_missing_slots(config.missed_slots.max_allowed_missing_slots);
+  missed_slots.set_max_consecutive_missed_slots(config.missed_slots.max_consecutive_missed_slots);
+  missed_slots.set_max_missed_slots_in_window(config.missed_slots.max_missed_slots_in_window);
+  missed_slots.set_window_slots(config.missed_slots.window_slots);
+  missed_slots.set_max_epochs_since_finalization(config.missed_slots.max_epochs_since_finalization);
+
+  proto.set_min_reporting_nodes(config.min_reporting_nodes);
+  proto.set_amendment_window_slots(config.amendment_window_slots);
+  proto.set_max_future_slots(config.max_future_slots);
+  return proto;
+}
+
+absl::StatusOr<core::Config> ParseConfigText(absl::string_view text,
+                                             absl::string_view source_name) {
+  FirstErrorCollector errors(source_name);
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  // The parser's defaults already refuse unknown fields and a singular field given twice: a
+  // misspelled option silently taking its default is the mistake a config file must not allow.
+  breaker::v1::Config proto;
+  const std::string input(text);
+  if (!parser.ParseFromString(input, &proto)) {
+    return absl::InvalidArgumentError(
+        errors.error().empty() ? absl::StrCat(source_name, ": not a text-format breaker.v1.Config")
+                               : errors.error());
+  }
+  return ConfigFromProto(proto);
+}
+
+absl::StatusOr<core::Config> LoadConfigFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    if (error == ENOENT) {
+      return absl::NotFoundError(absl::StrCat(
+          "config file '", path,
+          "' does not exist; pass --config with an existing file or omit it for the defaults"));
+    }
+    // std::generic_category() gives strerror's text without strerror's shared buffer.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot open config file '", path, "': ", std::generic_category().message(error)));
+  }
+
+  std::string contents;
+  char buffer[64 * 1024];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      contents.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0) {
+      break;
+    } else if (errno != EINTR) {
+      const int error = errno;
+      ::close(fd);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot read config file '", path, "': ", std::generic_category().message(error)));
+    }
+  }
+  ::close(fd);
+  return ParseConfigText(contents, path);
+}
+
+std::string ConfigToText(const core::Config& config) {
+  std::string text;
+  // Printing into a string cannot fail; the result says whether the output stream did.
+  google::protobuf::TextFormat::PrintToString(ConfigToProto(config), &text);
+  return text;
+}
+
+}  // namespace breaker::service

@@ -1,0 +1,611 @@
+#include "service/fleet.h"
+
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/chain_time.h"
+#include "core/relay_id.h"
+#include "glog/logging.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/time_util.h"
+#include "service/config_file.h"
+#include "service/state_codec.h"
+
+namespace breaker::service {
+namespace {
+
+using ::google::protobuf::util::TimeUtil;
+
+// Refusals listed in one acknowledgement; beyond, they are only counted in the log.
+constexpr int kMaxRefusalsPerAck = 100;
+
+std::string Serialize(const google::protobuf::Message& message) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  message.SerializeToCodedStream(&coded);
+  return bytes;
+}
+
+google::protobuf::Timestamp ToProto(absl::Time time) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(time));
+}
+
+v1::Ban BanToProto(const core::Ban& ban) {
+  // PolicyToProto knows the enum mapping; reuse it through a one-ban policy.
+  core::Policy policy;
+  policy.banned_builders.emplace(0, ban);
+  return PolicyToProto(policy).banned_builders(0).ban();
+}
+
+}  // namespace
+
+namespace v1 = ::breaker::v1;
+
+absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
+  CHECK(options.clock != nullptr);
+  CHECK(options.store != nullptr);
+  absl::StatusOr<StoredState> stored = options.store->Load();
+  if (!stored.ok()) return stored.status();
+
+  const core::Slot now = core::SlotAt(options.clock->Now(), options.config.chain);
+  std::optional<core::Engine> engine;
+  uint64_t journal_sequence = 0;
+  if (stored->snapshot.has_value()) {
+    v1::EngineSnapshot snapshot;
+    if (!snapshot.ParseFromString(*stored->snapshot)) {
+      return absl::DataLossError(
+          "the stored snapshot cannot be parsed; restore the state directory from a backup");
+    }
+    absl::StatusOr<core::Config> config = ConfigFromProto(snapshot.config());
+    if (!config.ok()) {
+      return absl::DataLossError(absl::StrCat("the stored snapshot's configuration is invalid: ",
+                                              config.status().message()));
+    }
+    absl::StatusOr<core::EngineState> state = SnapshotFromProto(snapshot);
+    if (!state.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("the stored snapshot is inconsistent: ", state.status().message()));
+    }
+    absl::StatusOr<core::Engine> imported = core::Engine::Import(*config, *std::move(state));
+    if (!imported.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("the stored snapshot cannot be restored: ", imported.status().message()));
+    }
+    engine.emplace(*std::move(imported));
+    journal_sequence = snapshot.journal_sequence();
+  } else {
+    absl::StatusOr<core::Engine> created = core::Engine::Create(options.config, now);
+    if (!created.ok()) return created.status();
+    engine.emplace(*std::move(created));
+  }
+
+  core::Config config = options.config;
+  if (!(config.chain == engine->config().chain)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the state directory holds the state of network '", engine->config().chain.network,
+        "' with other chain settings than the configuration's (network '", config.chain.network,
+        "'); use a state directory per chain"));
+  }
+  std::unique_ptr<Fleet> fleet(new Fleet(std::move(options), *std::move(engine)));
+  {
+    std::lock_guard<std::mutex> lock(fleet->engine_mu_);
+    fleet->journal_sequence_ = journal_sequence;
+    for (const auto& [sequence, bytes] : stored->journal) {
+      Work work;
+      work.replay = true;
+      if (!work.entry.ParseFromString(bytes)) {
+        return absl::DataLossError(absl::StrCat("journal entry ", sequence,
+                                                " cannot be parsed; restore the state "
+                                                "directory from a backup"));
+      }
+      fleet->Apply(work);
+      fleet->journal_sequence_ = sequence;
+    }
+    fleet->Publish();
+    LOG(INFO) << "state restored: " << (stored->snapshot.has_value() ? "snapshot" : "no snapshot")
+              << " and " << stored->journal.size() << " journal entries; policy version "
+              << fleet->engine_.policy().version;
+  }
+  // A fresh state directory gets its first snapshot now, so the journal always has a base.
+  if (!stored->snapshot.has_value()) {
+    if (absl::Status status = fleet->WriteSnapshot(); !status.ok()) return status;
+  }
+
+  fleet->writer_ = std::thread([fleet = fleet.get()] { fleet->WriterLoop(); });
+
+  // The configuration given now replaces the stored one, through the journal like a reload.
+  if (Serialize(ConfigToProto(config)) != Serialize(fleet->EffectiveConfig())) {
+    auto work = std::make_unique<Work>();
+    *work->entry.mutable_reconfigure() = ConfigToProto(config);
+    fleet->Enqueue(std::move(work));
+  }
+  fleet->Tick();
+  fleet->Sync();
+  if (fleet->ticker_enabled_) {
+    fleet->ticker_ = std::thread([fleet = fleet.get()] { fleet->TickerLoop(); });
+  }
+  return fleet;
+}
+
+Fleet::Fleet(Options options, core::Engine engine)
+    : clock_(*options.clock),
+      store_(std::move(options.store)),
+      config_path_(std::move(options.config_path)),
+      network_(options.config.chain.network),
+      snapshot_every_entries_(options.snapshot_every_entries),
+      ticker_enabled_(options.run_ticker),
+      engine_(std::move(engine)) {
+  snapshot_epoch_ = engine_.current_epoch();
+}
+
+Fleet::~Fleet() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+    queue_changed_.notify_all();
+  }
+  if (ticker_.joinable()) ticker_.join();
+  if (writer_.joinable()) writer_.join();
+  if (absl::Status status = WriteSnapshot(); !status.ok()) {
+    LOG(ERROR) << "final snapshot failed (the journal still holds every change): " << status;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submitting work
+
+void Fleet::Enqueue(std::unique_ptr<Work> work) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  queue_.push_back(std::move(work));
+  queue_changed_.notify_all();
+}
+
+void Fleet::SubmitObservations(std::string node_id,
+                               google::protobuf::RepeatedPtrField<v1::Observation> observations,
+                               AckCallback done) {
+  auto work = std::make_unique<Work>();
+  v1::NodeObservations* entry = work->entry.mutable_observations();
+  entry->set_node_id(std::move(node_id));
+  entry->mutable_observations()->Swap(&observations);
+  Work* raw = work.get();
+  work->on_applied = [done, raw] { done(std::move(raw->ack)); };
+  Enqueue(std::move(work));
+}
+
+void Fleet::SubmitAdmin(v1::AdminAction action, PolicyCallback done) {
+  auto work = std::make_unique<Work>();
+  *work->entry.mutable_admin() = std::move(action);
+  Work* raw = work.get();
+  work->on_applied = [this, done, raw] {
+    if (!raw->status.ok()) {
+      done(raw->status);
+    } else {
+      done(policy());
+    }
+  };
+  Enqueue(std::move(work));
+}
+
+void Fleet::ReloadConfig(ConfigCallback done) {
+  if (config_path_.empty()) {
+    done(absl::FailedPreconditionError(
+        "breakerd runs without a configuration file; restart it with --config to reload one"));
+    return;
+  }
+  absl::StatusOr<core::Config> config = LoadConfigFile(config_path_);
+  if (!config.ok()) {
+    LOG(WARNING) << "reload refused, configuration unchanged: " << config.status();
+    done(config.status());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(engine_mu_);
+    if (!(config->chain == engine_.config().chain)) {
+      done(absl::FailedPreconditionError(
+          "the chain settings differ from those in force; they cannot change while breakerd "
+          "runs: restart it with a state directory for that chain"));
+      return;
+    }
+  }
+  auto work = std::make_unique<Work>();
+  *work->entry.mutable_reconfigure() = ConfigToProto(*config);
+  Work* raw = work.get();
+  work->on_applied = [this, done, raw] {
+    if (!raw->status.ok()) {
+      done(raw->status);
+    } else {
+      done(EffectiveConfig());
+    }
+  };
+  Enqueue(std::move(work));
+}
+
+core::Slot Fleet::ClockSlot() const {
+  std::lock_guard<std::mutex> lock(engine_mu_);
+  return core::SlotAt(clock_.Now(), engine_.config().chain);
+}
+
+void Fleet::Tick() {
+  const core::Slot slot = ClockSlot();
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  if (slot <= submitted_slot_) return;
+  submitted_slot_ = slot;
+  auto work = std::make_unique<Work>();
+  work->entry.set_advance_to_slot(slot);
+  queue_.push_back(std::move(work));
+  queue_changed_.notify_all();
+}
+
+void Fleet::Sync() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  queue_changed_.wait(lock, [this] { return queue_.empty() && in_flight_ == 0; });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The writer
+
+void Fleet::WriterLoop() {
+  while (true) {
+    std::vector<std::unique_ptr<Work>> works;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_changed_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+      if (queue_.empty()) return;  // stopping, and everything submitted is done
+      works.swap(queue_);
+      in_flight_ = works.size();
+    }
+
+    // 1. Durable first: what is acknowledged below must survive a crash right after.
+    std::vector<std::string> entries;
+    entries.reserve(works.size());
+    for (const auto& work : works) entries.push_back(Serialize(work->entry));
+    absl::StatusOr<uint64_t> last_sequence = store_->Append(entries);
+    // The write may have landed or not: only a restart, which reloads the journal, knows.
+    LOG_IF(FATAL, !last_sequence.ok())
+        << "the state store failed to append " << works.size() << " changes, none of them "
+        << "acknowledged; breakerd stops so that its restart reloads the journal: "
+        << last_sequence.status();
+
+    // 2. Apply in journal order, publishing each new policy version.
+    std::vector<std::shared_ptr<const PublishedPolicy>> published;
+    bool snapshot_due = false;
+    {
+      std::lock_guard<std::mutex> lock(engine_mu_);
+      const uint64_t before = engine_.policy().version;
+      for (auto& work : works) Apply(*work);
+      journal_sequence_ = *last_sequence;
+      entries_since_snapshot_ += works.size();
+      if (engine_.policy().version != before) published.push_back(Publish());
+      snapshot_due = entries_since_snapshot_ >= snapshot_every_entries_ ||
+                     engine_.current_epoch() != snapshot_epoch_;
+    }
+    // 3. Tell the streams, then the submitters.
+    for (const auto& policy : published) {
+      std::lock_guard<std::mutex> lock(listeners_mu_);
+      for (PolicyListener* listener : listeners_) listener->OnPolicy(policy);
+    }
+    for (const auto& work : works) {
+      if (work->on_applied) work->on_applied();
+    }
+    if (snapshot_due) {
+      if (absl::Status status = WriteSnapshot(); !status.ok()) {
+        LOG(ERROR) << "snapshot failed (the journal still holds every change): " << status;
+      }
+    }
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    in_flight_ = 0;
+    queue_changed_.notify_all();
+  }
+}
+
+void Fleet::TickerLoop() {
+  while (true) {
+    absl::Time next_slot;
+    {
+      std::lock_guard<std::mutex> lock(engine_mu_);
+      const core::ChainSpec& chain = engine_.config().chain;
+      next_slot = core::StartOf(core::SlotAt(clock_.Now(), chain) + 1, chain);
+    }
+    {
+      // Wake at the slot boundary, or at once when stopping.
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      if (queue_changed_.wait_for(lock, absl::ToChronoNanoseconds(next_slot - clock_.Now()),
+                                  [this] { return stopping_; })) {
+        return;
+      }
+    }
+    Tick();
+  }
+}
+
+void Fleet::Apply(Work& work) {
+  const v1::JournalEntry& entry = work.entry;
+  switch (entry.change_case()) {
+    case v1::JournalEntry::kObservations: {
+      const v1::NodeObservations& batch = entry.observations();
+      uint64_t highest = 0;
+      int refused = 0;
+      for (const v1::Observation& proto : batch.observations()) {
+        highest = std::max(highest, proto.sequence());
+        absl::StatusOr<core::Observation> observation =
+            ObservationFromProto(proto, batch.node_id());
+        absl::Status status = observation.status();
+        if (status.ok()) {
+          status = engine_.Observe(*observation).status();
+        } else {
+          engine_.MarkHandled(batch.node_id(), proto.sequence());
+        }
+        if (status.ok()) continue;
+        if (++refused <= kMaxRefusalsPerAck) {
+          v1::ObservationRefusal* refusal = work.ack.add_refused();
+          refusal->set_sequence(proto.sequence());
+          refusal->set_code(static_cast<int32_t>(status.code()));
+          refusal->set_message(std::string(status.message()));
+        }
+      }
+      if (work.replay) break;
+      if (refused > 0) {
+        LOG(WARNING) << "node " << batch.node_id() << ": " << refused << " of "
+                     << batch.observations_size()
+                     << " observations refused, first: " << work.ack.refused(0).message();
+      }
+      work.ack.set_sequence(highest);
+      std::lock_guard<std::mutex> lock(nodes_mu_);
+      nodes_[batch.node_id()].last_observation = clock_.Now();
+      break;
+    }
+    case v1::JournalEntry::kAdvanceToSlot:
+      engine_.Advance(entry.advance_to_slot());
+      break;
+    case v1::JournalEntry::kAdmin:
+      work.status = ApplyAdmin(entry.admin());
+      break;
+    case v1::JournalEntry::kReconfigure: {
+      absl::StatusOr<core::Config> config = ConfigFromProto(entry.reconfigure());
+      work.status = config.ok() ? engine_.Reconfigure(*std::move(config)) : config.status();
+      if (work.status.ok() && !work.replay) LOG(INFO) << "configuration applied";
+      break;
+    }
+    case v1::JournalEntry::CHANGE_NOT_SET:
+      break;
+  }
+  const uint64_t before = engine_.policy().version;
+  if (engine_.RefreshPolicy() && !work.replay) {
+    LOG(INFO) << "policy version " << engine_.policy().version << " (was " << before << "), mode "
+              << core::ModeName(engine_.policy().mode) << ": " << engine_.policy().reason;
+  }
+}
+
+absl::Status Fleet::ApplyAdmin(const v1::AdminAction& action) {
+  switch (action.action_case()) {
+    case v1::AdminAction::kBan: {
+      const v1::BanBuilderRequest& ban = action.ban();
+      std::optional<core::Epoch> until;
+      if (ban.until_epoch() != 0) until = ban.until_epoch();
+      return engine_.BanBuilder(ban.builder_index(), ban.reason(), until);
+    }
+    case v1::AdminAction::kUnban:
+      return engine_.UnbanBuilder(action.unban().builder_index());
+    case v1::AdminAction::kBuilderTrust:
+      return engine_.SetBuilderTrust(action.builder_trust().builder_index(),
+                                     action.builder_trust().trusted());
+    case v1::AdminAction::kRelayTrust:
+      return engine_.SetRelayTrust(action.relay_trust().relay(), action.relay_trust().trusted());
+    case v1::AdminAction::kReset:
+      engine_.Reset();
+      return absl::OkStatus();
+    case v1::AdminAction::ACTION_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("the admin action is empty");
+}
+
+std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
+  auto published = std::make_shared<PublishedPolicy>();
+  published->policy = engine_.policy();
+  published->proto = PolicyToProto(published->policy);
+  v1::ServerMessage message;
+  *message.mutable_policy() = published->proto;
+  const std::string bytes = message.SerializeAsString();
+  published->server_message = grpc::Slice(bytes);
+  std::lock_guard<std::mutex> lock(policy_mu_);
+  policy_ = published;
+  return published;
+}
+
+absl::Status Fleet::WriteSnapshot() {
+  v1::EngineSnapshot snapshot;
+  {
+    std::lock_guard<std::mutex> lock(engine_mu_);
+    snapshot = SnapshotToProto(engine_.Export());
+    *snapshot.mutable_config() = ConfigToProto(engine_.config());
+    snapshot.set_journal_sequence(journal_sequence_);
+    entries_since_snapshot_ = 0;
+    snapshot_epoch_ = engine_.current_epoch();
+  }
+  return store_->WriteSnapshot(Serialize(snapshot), snapshot.journal_sequence());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reads
+
+std::shared_ptr<const PublishedPolicy> Fleet::policy() const {
+  std::lock_guard<std::mutex> lock(policy_mu_);
+  return policy_;
+}
+
+void Fleet::Subscribe(PolicyListener* listener) {
+  std::lock_guard<std::mutex> lock(listeners_mu_);
+  listeners_.insert(listener);
+}
+
+void Fleet::Unsubscribe(PolicyListener* listener) {
+  std::lock_guard<std::mutex> lock(listeners_mu_);
+  listeners_.erase(listener);
+}
+
+v1::ListBuildersResponse Fleet::ListBuilders(bool banned_only) const {
+  std::vector<v1::Builder> builders;
+  {
+    // One lock for the whole listing, so that it is one consistent snapshot (it used to
+    // describe each builder under a lock of its own).
+    std::lock_guard<std::mutex> lock(engine_mu_);
+    const core::Policy& policy = engine_.policy();
+    absl::flat_hash_set<core::BuilderIndex> indices;
+    for (const auto& [builder, record] : engine_.builders()) indices.insert(builder);
+    for (const auto& [builder, ban] : policy.banned_builders) indices.insert(builder);
+    for (core::BuilderIndex builder : engine_.config().trusted_builders) indices.insert(builder);
+    // Trusted by an operator's override too, not only by the configuration.
+    for (core::BuilderIndex builder : policy.trusted_builders) indices.insert(builder);
+    indices.erase(core::kSelfBuild);
+    for (core::BuilderIndex builder : indices) {
+      v1::Builder info = DescribeBuilder(builder);
+      if (banned_only && !info.has_ban()) continue;
+      builders.push_back(std::move(info));
+    }
+  }
+  // Banned first, then by index.
+  std::sort(builders.begin(), builders.end(), [](const v1::Builder& a, const v1::Builder& b) {
+    return std::make_pair(!a.has_ban(), a.builder_index()) <
+           std::make_pair(!b.has_ban(), b.builder_index());
+  });
+  v1::ListBuildersResponse response;
+  for (v1::Builder& builder : builders) *response.add_builders() = std::move(builder);
+  return response;
+}
+
+absl::StatusOr<v1::Builder> Fleet::GetBuilder(core::BuilderIndex builder) const {
+  if (builder == core::kSelfBuild) {
+    return absl::InvalidArgumentError(
+        "builder_index is the self-build index (2^64-1), which is never tracked");
+  }
+  std::lock_guard<std::mutex> lock(engine_mu_);
+  return DescribeBuilder(builder);
+}
+
+v1::Builder Fleet::DescribeBuilder(core::BuilderIndex builder) const {
+  v1::Builder info;
+  info.set_builder_index(builder);
+  const core::Policy& policy = engine_.policy();
+  if (auto record = engine_.builders().find(builder); record != engine_.builders().end()) {
+    info.set_failed(record->second.failures.failed);
+    info.set_backoff_epoch(record->second.failures.backoff_epoch);
+    info.set_pubkey(record->second.pubkey);
+  }
+  if (auto ban = policy.banned_builders.find(builder); ban != policy.banned_builders.end()) {
+    *info.mutable_ban() = BanToProto(ban->second);
+  }
+  std::vector<std::string> relays = engine_.RelaysServing(builder);
+  bool trusted = policy.trusted_builders.contains(builder);
+  for (const std::string& relay : relays) {
+    trusted = trusted || policy.trusted_relays.contains(relay);
+    info.add_relays(relay);
+  }
+  info.set_trusted(trusted);
+  return info;
+}
+
+v1::ListRelaysResponse Fleet::ListRelays() const {
+  v1::ListRelaysResponse response;
+  std::lock_guard<std::mutex> lock(engine_mu_);
+  const core::Policy& policy = engine_.policy();
+  std::vector<std::string> ids;
+  for (const auto& [id, relay] : engine_.relays()) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  absl::flat_hash_set<std::string> configured;
+  for (const core::RelayConfig& relay : engine_.config().relays) {
+    absl::StatusOr<std::string> id = core::NormalizeRelayId(relay.identifier);
+    if (id.ok()) configured.insert(*id);
+  }
+  for (const std::string& id : ids) {
+    const core::RelayRecord& record = engine_.relays().at(id);
+    v1::Relay* relay = response.add_relays();
+    relay->set_relay(id);
+    relay->set_configured(configured.contains(id));
+    relay->set_trusted(policy.trusted_relays.contains(id));
+    if (auto ban = policy.banned_relays.find(id); ban != policy.banned_relays.end()) {
+      *relay->mutable_ban() = BanToProto(ban->second);
+    }
+    for (core::BuilderIndex member : engine_.RelayMembers(id)) relay->add_builder_indices(member);
+    relay->set_last_seen_epoch(record.last_seen_epoch);
+  }
+  return response;
+}
+
+v1::ListNodesResponse Fleet::ListNodes() const {
+  v1::ListNodesResponse response;
+  absl::flat_hash_map<std::string, uint64_t> sequences;
+  {
+    std::lock_guard<std::mutex> lock(engine_mu_);
+    sequences = engine_.node_sequences();
+    response.set_policy_version(engine_.policy().version);
+  }
+  std::lock_guard<std::mutex> lock(nodes_mu_);
+  std::vector<std::string> ids;
+  for (const auto& [id, sequence] : sequences) ids.push_back(id);
+  for (const auto& [id, info] : nodes_) {
+    if (!sequences.contains(id)) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  for (const std::string& id : ids) {
+    v1::Node* node = response.add_nodes();
+    node->set_node_id(id);
+    if (auto sequence = sequences.find(id); sequence != sequences.end()) {
+      node->set_last_sequence(sequence->second);
+    }
+    auto info = nodes_.find(id);
+    if (info == nodes_.end()) continue;
+    node->set_connected(info->second.connected);
+    node->set_peer(info->second.peer);
+    node->set_client_version(info->second.client_version);
+    if (info->second.connected_since != absl::InfinitePast()) {
+      *node->mutable_connected_since() = ToProto(info->second.connected_since);
+    }
+    if (info->second.last_observation != absl::InfinitePast()) {
+      *node->mutable_last_observation() = ToProto(info->second.last_observation);
+    }
+    node->set_policy_version_acked(info->second.policy_version_acked);
+    node->set_lag(response.policy_version() -
+                  std::min(response.policy_version(), info->second.policy_version_acked));
+  }
+  return response;
+}
+
+v1::Config Fleet::EffectiveConfig() const {
+  std::lock_guard<std::mutex> lock(engine_mu_);
+  return ConfigToProto(engine_.config());
+}
+
+void Fleet::NodeConnected(const std::string& node_id, const std::string& peer,
+                          const std::string& client_version, uint64_t policy_version) {
+  // The injected clock, like last_observation: the streams used to pass absl::Now(), which
+  // put connected_since on another time line than everything else under a test clock.
+  const absl::Time now = clock_.Now();
+  std::lock_guard<std::mutex> lock(nodes_mu_);
+  NodeInfo& info = nodes_[node_id];
+  info.connected = true;
+  info.peer = peer;
+  info.client_version = client_version;
+  info.connected_since = now;
+  // What the node holds now, not the most it ever acknowledged: a node that restarted without
+  // its policy has to show its lag.
+  info.policy_version_acked = policy_version;
+}
+
+void Fleet::NodeDisconnected(const std::string& node_id) {
+  std::lock_guard<std::mutex> lock(nodes_mu_);
+  nodes_[node_id].connected = false;
+}
+
+void Fleet::NodeAckedPolicy(const std::string& node_id, uint64_t version) {
+  std::lock_guard<std::mutex> lock(nodes_mu_);
+  NodeInfo& info = nodes_[node_id];
+  info.policy_version_acked = std::max(info.policy_version_acked, version);
+}
+
+}  // namespace breaker::service

@@ -1,0 +1,214 @@
+#ifndef SERVICE_FLEET_H_
+#define SERVICE_FLEET_H_
+
+// The fleet's shared breaker: one core::Engine fed by every node, made durable, driven by a
+// clock, published to every stream. Adapts the engine to concurrency, storage and time.
+//
+// Every change of state (a batch of observations, a slot passing, an operator action, a new
+// configuration) is a journal entry. One writer thread takes the entries submitted since its
+// last round, appends them to the state store in one durable write (group commit), applies them
+// to the engine in order, publishes the policy if it changed, and only then answers the
+// submitters. A restart loads the latest snapshot and replays the journal after it through the
+// same code, so the engine, and the policy version, come back exactly as they were.
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "breaker/v1/breaker.pb.h"
+#include "breaker/v1/state.pb.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/engine.h"
+#include "grpcpp/support/slice.h"
+#include "service/state_store.h"
+
+namespace breaker::service {
+
+// One policy version as every node receives it: built and serialized once, shared by all
+// streams.
+struct PublishedPolicy {
+  core::Policy policy;
+  breaker::v1::Policy proto;
+  // A ServerMessage holding `proto`, serialized. Every stream writes this same slice.
+  grpc::Slice server_message;
+};
+
+// Receives every new policy version. Called on the fleet's writer thread: must not block.
+class PolicyListener {
+ public:
+  virtual ~PolicyListener() = default;
+  virtual void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) = 0;
+};
+
+// This class is thread-safe.
+class Fleet {
+ public:
+  struct Options {
+    // The configuration to run with (from the file, or the defaults).
+    core::Config config;
+    // The file `config` came from, re-read by ReloadConfig; empty when there is none.
+    std::string config_path;
+    std::unique_ptr<StateStore> store;
+    // REQUIRES: not null; outlives the fleet.
+    const core::Clock* clock = nullptr;
+    // Move time along by itself at every slot boundary. Tests turn it off and call Tick().
+    bool run_ticker = true;
+    // Fold the journal into a new snapshot after this many entries (and at every epoch).
+    uint64_t snapshot_every_entries = 4096;
+  };
+
+  // Restores the stored state (snapshot, then journal), applies `options.config` if it differs
+  // from the stored one, moves time to the clock's slot and starts the writer.
+  // Returns the store's errors, or DATA_LOSS when a stored snapshot or entry cannot be parsed.
+  static absl::StatusOr<std::unique_ptr<Fleet>> Open(Options options);
+
+  // Stops the ticker, applies and persists everything submitted, writes a final snapshot.
+  ~Fleet();
+
+  using AckCallback = std::function<void(breaker::v1::ObservationAck)>;
+  using PolicyCallback =
+      std::function<void(absl::StatusOr<std::shared_ptr<const PublishedPolicy>>)>;
+  using ConfigCallback = std::function<void(absl::StatusOr<breaker::v1::Config>)>;
+
+  // Submits a node's observations. `done` runs on the writer thread once they are applied and
+  // durable, with the acknowledgement (and the refused ones).
+  //
+  // When the store fails to append, breakerd stops (crash-only): the store cannot say whether
+  // the failed write landed, so memory may no longer match the journal. Nothing unacknowledged
+  // is lost (nodes resend it), and the restart reloads the journal.
+  void SubmitObservations(std::string node_id,
+                          google::protobuf::RepeatedPtrField<breaker::v1::Observation> observations,
+                          AckCallback done);
+
+  // Submits an operator action; `done` gets the resulting policy or the action's error.
+  void SubmitAdmin(breaker::v1::AdminAction action, PolicyCallback done);
+
+  // Re-reads the configuration file and applies it. FAILED_PRECONDITION without a file; the
+  // file's errors (state unchanged) otherwise.
+  void ReloadConfig(ConfigCallback done);
+
+  // Moves time to the clock's current slot (journaled like any change).
+  void Tick();
+
+  // Blocks until everything submitted before the call has been applied and answered.
+  void Sync();
+
+  // The current policy. Never blocks on the store.
+  std::shared_ptr<const PublishedPolicy> policy() const;
+
+  // Listeners get every version published after they subscribe.
+  void Subscribe(PolicyListener* listener);
+  // After it returns, `listener` is not called any more.
+  void Unsubscribe(PolicyListener* listener);
+
+  // --- Inspection. Consistent snapshots of the engine; never wait for the store. ---
+  breaker::v1::ListBuildersResponse ListBuilders(bool banned_only) const;
+  // INVALID_ARGUMENT for the self-build index.
+  absl::StatusOr<breaker::v1::Builder> GetBuilder(core::BuilderIndex builder) const;
+  breaker::v1::ListRelaysResponse ListRelays() const;
+  breaker::v1::ListNodesResponse ListNodes() const;
+  breaker::v1::Config EffectiveConfig() const;
+  const std::string& network() const { return network_; }
+
+  // --- The node registry, kept by the streams. ---
+  // A node opened a stream (now, by the fleet's clock), holding policy `policy_version`.
+  void NodeConnected(const std::string& node_id, const std::string& peer,
+                     const std::string& client_version, uint64_t policy_version);
+  // The node's current stream ended. Not called for a stream that a newer one replaced.
+  void NodeDisconnected(const std::string& node_id);
+  void NodeAckedPolicy(const std::string& node_id, uint64_t version);
+
+ private:
+  // A journal entry waiting for the writer, and who to tell when it is applied.
+  struct Work {
+    breaker::v1::JournalEntry entry;
+    // Replayed from the journal at start-up: nobody to answer, nothing to log.
+    bool replay = false;
+    std::function<void()> on_applied;
+    // Filled by Apply() for on_applied.
+    absl::Status status;
+    breaker::v1::ObservationAck ack;
+  };
+
+  struct NodeInfo {
+    bool connected = false;
+    std::string peer;
+    std::string client_version;
+    absl::Time connected_since = absl::InfinitePast();
+    absl::Time last_observation = absl::InfinitePast();
+    uint64_t policy_version_acked = 0;
+  };
+
+  Fleet(Options options, core::Engine engine);
+
+  void Enqueue(std::unique_ptr<Work> work);
+  void WriterLoop();
+  void TickerLoop();
+  // Applies one journal entry to the engine and refreshes the policy. Deterministic: the same
+  // entries on the same state give the same engine, live or in replay.
+  void Apply(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  absl::Status ApplyAdmin(const breaker::v1::AdminAction& action)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  // Builds the published form of the engine's policy and makes it current.
+  std::shared_ptr<const PublishedPolicy> Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  absl::Status WriteSnapshot();
+  // What GetBuilder answers. REQUIRES: not the self-build index.
+  breaker::v1::Builder DescribeBuilder(core::BuilderIndex builder) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  core::Slot ClockSlot() const;
+
+  const core::Clock& clock_;
+  const std::unique_ptr<StateStore> store_;
+  const std::string config_path_;
+  const std::string network_;
+  const uint64_t snapshot_every_entries_;
+  const bool ticker_enabled_;
+
+  // The mutexes are std::mutex, not absl::Mutex: Debian's Abseil is not built with
+  // ThreadSanitizer, which then cannot see absl::Mutex synchronize and reports races on what
+  // it guards (as in the state stores).
+
+  mutable std::mutex engine_mu_;
+  core::Engine engine_ ABSL_GUARDED_BY(engine_mu_);
+  // The last journal sequence applied to engine_.
+  uint64_t journal_sequence_ ABSL_GUARDED_BY(engine_mu_) = 0;
+  uint64_t entries_since_snapshot_ ABSL_GUARDED_BY(engine_mu_) = 0;
+  core::Epoch snapshot_epoch_ ABSL_GUARDED_BY(engine_mu_) = 0;
+
+  mutable std::mutex policy_mu_;
+  std::shared_ptr<const PublishedPolicy> policy_ ABSL_GUARDED_BY(policy_mu_);
+
+  std::mutex listeners_mu_;
+  absl::flat_hash_set<PolicyListener*> listeners_ ABSL_GUARDED_BY(listeners_mu_);
+
+  mutable std::mutex nodes_mu_;
+  absl::flat_hash_map<std::string, NodeInfo> nodes_ ABSL_GUARDED_BY(nodes_mu_);
+
+  std::mutex queue_mu_;
+  // Signalled when queue_, in_flight_ or stopping_ change.
+  std::condition_variable queue_changed_;
+  std::vector<std::unique_ptr<Work>> queue_ ABSL_GUARDED_BY(queue_mu_);
+  // Works taken by the writer and not yet answered; Sync() waits for both to drain.
+  size_t in_flight_ ABSL_GUARDED_BY(queue_mu_) = 0;
+  // The latest slot an advance was submitted for, so that Tick() submits each slot once.
+  core::Slot submitted_slot_ ABSL_GUARDED_BY(queue_mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+
+  std::thread writer_;
+  std::thread ticker_;
+};
+
+}  // namespace breaker::service
+
+#endif  // SERVICE_FLEET_H_

@@ -1,0 +1,359 @@
+#include "service/node_service.h"
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "grpcpp/support/proto_buffer_writer.h"
+
+namespace breaker::service {
+
+namespace v1 = ::breaker::v1;
+
+// Refusals kept for the next acknowledgement while a write is in flight; the rest are counted
+// in the log only, so a node that floods bad input cannot grow the server's memory.
+constexpr int kMaxPendingRefusals = 100;
+
+// One node's Connect stream. At most one read and one write are in flight. The next message is
+// read only once the previous batch is durable, which bounds what a node can have queued.
+// Writes are coalesced: a newer policy replaces an unsent one, acknowledgements merge, so a
+// node that stops reading costs a bounded amount of memory.
+//
+// Owned by shared pointers: its own (released in OnDone) and those of pending fleet callbacks,
+// which may outlive the call; after OnDone they find it finished and do nothing.
+class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                   public PolicyListener,
+                   public std::enable_shared_from_this<NodeStream> {
+ public:
+  NodeStream(NodeService* service, grpc::CallbackServerContext* context)
+      : service_(service), fleet_(service->fleet_), peer_(context->peer()) {}
+
+  void Start(std::shared_ptr<NodeStream> self) {
+    self_ = std::move(self);
+    StartRead(&read_buffer_);
+  }
+
+  // Ends the stream with `status` (replaced, or shutting down).
+  void Kick(const grpc::Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    FinishLocked(status);
+  }
+
+  void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    // OnHello's initial fleet_->policy() can arrive after a newer version the fleet has
+    // already published to this (just subscribed) listener; never step back to it.
+    if (latest_policy_ != nullptr && latest_policy_->policy.version >= policy->policy.version) {
+      return;
+    }
+    latest_policy_ = std::move(policy);
+    MaybeWriteLocked();
+  }
+
+ private:
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The node closed its side or the call broke: end cleanly, it will reconnect.
+      std::lock_guard<std::mutex> lock(mu_);
+      FinishLocked(grpc::Status::OK);
+      return;
+    }
+    v1::NodeMessage message;
+    grpc::Status parsed =
+        grpc::SerializationTraits<v1::NodeMessage>::Deserialize(&read_buffer_, &message);
+    if (!parsed.ok()) {
+      return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    "malformed NodeMessage; send breaker.v1.NodeMessage messages");
+    }
+    if (node_id_.empty()) return OnHello(message);
+    switch (message.kind_case()) {
+      case v1::NodeMessage::kHello:
+        return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                      "a second hello on the same stream; send it only first");
+      case v1::NodeMessage::kObservations:
+        return OnObservations(std::move(*message.mutable_observations()));
+      case v1::NodeMessage::kPolicyAck:
+        OnPolicyAck(message.policy_ack().version());
+        return ReadNext();
+      case v1::NodeMessage::KIND_NOT_SET:
+        return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                      "empty NodeMessage; set hello, observations or policy_ack");
+    }
+  }
+
+  // Reads the next message unless the stream is ending.
+  void ReadNext() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!finished_ && !pending_finish_.has_value()) StartRead(&read_buffer_);
+  }
+
+  void OnHello(const v1::NodeMessage& message) {
+    if (message.kind_case() != v1::NodeMessage::kHello) {
+      return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    "the first message of a Connect stream must be a hello");
+    }
+    const v1::Hello& hello = message.hello();
+    if (hello.node_id().empty()) {
+      return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    "hello.node_id is empty; give the node's stable id");
+    }
+    if (!hello.network().empty() && hello.network() != fleet_->network()) {
+      return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    absl::StrCat("hello.network is '", hello.network(),
+                                 "' but this breakerd "
+                                 "serves '",
+                                 fleet_->network(), "'; connect to the right one"));
+    }
+    // A version above the current one is none of this service's (versions never go back):
+    // the node holds nothing known. Taken as is, it counted as acknowledged beyond every
+    // version to come, and the node was sent each new version without acknowledging the last.
+    const uint64_t held =
+        hello.policy_version() <= fleet_->policy()->policy.version ? hello.policy_version() : 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      node_id_ = hello.node_id();
+      // The version the node holds counts as sent and acknowledged.
+      sent_version_ = acked_version_ = held;
+    }
+    if (!service_->Register(hello, held, peer_, shared_from_this())) {
+      Kick(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect"));
+      return;
+    }
+    LOG(INFO) << "node " << hello.node_id() << " connected from " << peer_ << " ("
+              << hello.client_version() << "), holds policy version " << hello.policy_version();
+    fleet_->Subscribe(this);
+    OnPolicy(fleet_->policy());
+    ReadNext();
+  }
+
+  void OnObservations(v1::ObservationBatch batch) {
+    if (batch.observations_size() > NodeService::kMaxObservationsPerBatch) {
+      return Refuse(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("a batch of ", batch.observations_size(), " observations; send at most ",
+                       NodeService::kMaxObservationsPerBatch, " per message"));
+    }
+    std::weak_ptr<NodeStream> weak = weak_from_this();
+    fleet_->SubmitObservations(node_id_, std::move(*batch.mutable_observations()),
+                               [weak](v1::ObservationAck ack) {
+                                 if (std::shared_ptr<NodeStream> stream = weak.lock())
+                                   stream->OnDurable(std::move(ack));
+                               });
+  }
+
+  // The fleet made a batch durable.
+  void OnDurable(v1::ObservationAck ack) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!pending_ack_.has_value()) pending_ack_.emplace();
+    pending_ack_->set_sequence(std::max(pending_ack_->sequence(), ack.sequence()));
+    for (v1::ObservationRefusal& refusal : *ack.mutable_refused()) {
+      if (pending_ack_->refused_size() >= kMaxPendingRefusals) break;
+      *pending_ack_->add_refused() = std::move(refusal);
+    }
+    MaybeWriteLocked();
+    if (!finished_ && !pending_finish_.has_value()) StartRead(&read_buffer_);
+  }
+
+  void OnPolicyAck(uint64_t version) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      acked_version_ = std::max(acked_version_, version);
+      MaybeWriteLocked();
+    }
+    fleet_->NodeAckedPolicy(node_id_, version);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    write_in_flight_ = false;
+    if (!ok) {
+      FinishLocked(grpc::Status::OK);  // the call is broken; the status goes nowhere
+      return;
+    }
+    if (pending_finish_.has_value()) {
+      FinishLocked(*pending_finish_);
+      return;
+    }
+    MaybeWriteLocked();
+  }
+
+  void OnDone() override {
+    fleet_->Unsubscribe(this);
+    service_->Closed(this);
+    if (!node_id_.empty()) {
+      service_->Unregister(node_id_, this);
+      LOG(INFO) << "node " << node_id_ << " disconnected";
+    }
+    self_.reset();  // may destroy this
+  }
+
+  void Refuse(grpc::StatusCode code, const std::string& message) {
+    LOG(WARNING) << "stream from " << peer_ << (node_id_.empty() ? "" : " (node ") << node_id_
+                 << (node_id_.empty() ? "" : ")") << " refused: " << message;
+    Kick(grpc::Status(code, message));
+  }
+
+  // Sends the newest policy if the node has acknowledged the last one sent, else the pending
+  // acknowledgement.
+  void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || write_in_flight_ || pending_finish_.has_value() || node_id_.empty()) return;
+    if (latest_policy_ != nullptr && latest_policy_->policy.version != sent_version_ &&
+        acked_version_ >= sent_version_) {
+      grpc::Slice slice = latest_policy_->server_message;
+      write_buffer_ = grpc::ByteBuffer(&slice, 1);
+      sent_version_ = latest_policy_->policy.version;
+    } else if (pending_ack_.has_value()) {
+      v1::ServerMessage message;
+      *message.mutable_observation_ack() = *std::move(pending_ack_);
+      pending_ack_.reset();
+      // The buffer still holds the previous message, and gRPC's serializer asserts (aborting
+      // the process) when it writes a message larger than an inlined slice into a non-empty
+      // buffer: an ack listing refusals did exactly that.
+      write_buffer_.Clear();
+      bool own_buffer = false;
+      grpc::SerializationTraits<v1::ServerMessage>::Serialize(message, &write_buffer_, &own_buffer);
+    } else {
+      return;
+    }
+    write_in_flight_ = true;
+    StartWrite(&write_buffer_);
+  }
+
+  void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_) return;
+    if (write_in_flight_) {
+      // Finish must wait for the write in flight; OnWriteDone finishes.
+      if (!pending_finish_.has_value()) pending_finish_ = status;
+      return;
+    }
+    finished_ = true;
+    Finish(status);
+  }
+
+  NodeService* const service_;
+  Fleet* const fleet_;
+  const std::string peer_;
+  std::shared_ptr<NodeStream> self_;
+  // Read and written by the reactor's read path only (one read in flight).
+  grpc::ByteBuffer read_buffer_;
+  std::string node_id_;  // set once, by the hello, before anything else uses it
+
+  // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
+  std::mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ByteBuffer write_buffer_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const PublishedPolicy> latest_policy_ ABSL_GUARDED_BY(mu_);
+  uint64_t sent_version_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t acked_version_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<v1::ObservationAck> pending_ack_ ABSL_GUARDED_BY(mu_);
+};
+
+NodeService::NodeService(Fleet* fleet) : fleet_(fleet) {}
+
+NodeService::~NodeService() = default;
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connect(
+    grpc::CallbackServerContext* context) {
+  auto stream = std::make_shared<NodeStream>(this, context);
+  NodeStream* raw = stream.get();
+  bool shutting_down;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutting_down = shutting_down_;
+    if (!shutting_down) open_streams_.emplace(raw, stream);
+  }
+  raw->Start(std::move(stream));
+  if (shutting_down) {
+    raw->Kick(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect"));
+  }
+  return raw;
+}
+
+void NodeService::Closed(const NodeStream* stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  open_streams_.erase(stream);
+}
+
+bool NodeService::Register(const v1::Hello& hello, uint64_t held_version, const std::string& peer,
+                           const std::shared_ptr<NodeStream>& stream) {
+  const std::string& node_id = hello.node_id();
+  std::shared_ptr<NodeStream> replaced;
+  {
+    // The fleet's registry is updated under mu_, with the stream table: a replaced stream
+    // ending late must not mark the node disconnected while its newer stream is up (it did,
+    // when the streams updated the registry themselves, unconditionally, in OnDone).
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) return false;
+    std::weak_ptr<NodeStream>& slot = streams_[node_id];
+    replaced = slot.lock();
+    slot = stream;
+    fleet_->NodeConnected(node_id, peer, hello.client_version(), held_version);
+  }
+  if (replaced != nullptr) {
+    LOG(INFO) << "node " << node_id << " reconnected; its previous stream is ended";
+    replaced->Kick(grpc::Status(grpc::StatusCode::ABORTED,
+                                "a newer stream of the same node id replaced this one"));
+  }
+  return true;
+}
+
+void NodeService::Unregister(const std::string& node_id, const NodeStream* stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = streams_.find(node_id);
+  if (it == streams_.end()) return;
+  std::shared_ptr<NodeStream> current = it->second.lock();
+  if (current != nullptr && current.get() != stream) return;  // replaced: the newer one counts
+  streams_.erase(it);
+  fleet_->NodeDisconnected(node_id);
+}
+
+void NodeService::Shutdown() {
+  std::vector<std::shared_ptr<NodeStream>> streams;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutting_down_ = true;
+    // Every open stream, also those still waiting for their hello: Server::Shutdown would
+    // otherwise wait its whole grace period for them (they were not ended before).
+    for (const auto& [raw, weak] : open_streams_) {
+      if (std::shared_ptr<NodeStream> stream = weak.lock()) streams.push_back(std::move(stream));
+    }
+  }
+  for (const auto& stream : streams) {
+    stream->Kick(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect"));
+  }
+}
+
+grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* context,
+                                              const v1::ReportRequest* request,
+                                              v1::ReportResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (request->node_id().empty()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "node_id is empty; give the node's stable id"));
+    return reactor;
+  }
+  const int size = request->observations().observations_size();
+  if (size > kMaxObservationsPerBatch) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 absl::StrCat("a batch of ", size, " observations; send at most ",
+                                              kMaxObservationsPerBatch, " per request")));
+    return reactor;
+  }
+  fleet_->SubmitObservations(request->node_id(), request->observations().observations(),
+                             [this, reactor, response](v1::ObservationAck ack) {
+                               *response->mutable_ack() = std::move(ack);
+                               response->set_policy_version(fleet_->policy()->policy.version);
+                               reactor->Finish(grpc::Status::OK);
+                             });
+  return reactor;
+}
+
+}  // namespace breaker::service

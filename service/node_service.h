@@ -1,0 +1,69 @@
+#ifndef SERVICE_NODE_SERVICE_H_
+#define SERVICE_NODE_SERVICE_H_
+
+// breaker.v1.Breaker: the beacon nodes' Connect streams and unary Report.
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "breaker/v1/breaker.grpc.pb.h"
+#include "service/fleet.h"
+
+namespace breaker::service {
+
+class NodeStream;
+
+// Connect is served raw (grpc::ByteBuffer): every stream writes the policy's one shared
+// serialization instead of serializing it again. This class is thread-safe.
+class NodeService final
+    : public breaker::v1::Breaker::WithCallbackMethod_Report<
+          breaker::v1::Breaker::WithRawCallbackMethod_Connect<breaker::v1::Breaker::Service>> {
+ public:
+  // Largest batch a node may send in one message.
+  static constexpr int kMaxObservationsPerBatch = 1000;
+
+  // REQUIRES: `fleet` outlives the service and every stream.
+  explicit NodeService(Fleet* fleet);
+  ~NodeService() override;
+
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(
+      grpc::CallbackServerContext* context) override;
+
+  grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
+                                   const breaker::v1::ReportRequest* request,
+                                   breaker::v1::ReportResponse* response) override;
+
+  // Ends every stream with UNAVAILABLE (shutdown: nodes reconnect elsewhere or later) and
+  // refuses new ones.
+  void Shutdown();
+
+ private:
+  friend class NodeStream;
+
+  // Makes `stream` the node's stream and records the node as connected, holding policy
+  // `held_version`, ending the stream it replaces. False when shutting down.
+  bool Register(const breaker::v1::Hello& hello, uint64_t held_version, const std::string& peer,
+                const std::shared_ptr<NodeStream>& stream);
+  // Forgets `stream`, and records the node as disconnected, if it is still the node's
+  // stream; a replaced stream changes nothing.
+  void Unregister(const std::string& node_id, const NodeStream* stream);
+  // `stream` is done (OnDone).
+  void Closed(const NodeStream* stream);
+
+  Fleet* const fleet_;
+  // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
+  std::mutex mu_;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  // The stream of each node that said hello.
+  absl::flat_hash_map<std::string, std::weak_ptr<NodeStream>> streams_ ABSL_GUARDED_BY(mu_);
+  // Every stream not yet done, hello or not, for Shutdown.
+  absl::flat_hash_map<const NodeStream*, std::weak_ptr<NodeStream>> open_streams_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace breaker::service
+
+#endif  // SERVICE_NODE_SERVICE_H_

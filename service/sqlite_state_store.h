@@ -1,0 +1,102 @@
+#ifndef SERVICE_SQLITE_STATE_STORE_H_
+#define SERVICE_SQLITE_STATE_STORE_H_
+
+// The StateStore of breakerd: one SQLite database, `<directory>/breakerd.db`, in WAL mode
+// with every commit synced to disk.
+//
+// Back it up with `sqlite3 breakerd.db ".backup copy.db"` (safe while breakerd runs). To move
+// the database, move breakerd.db together with breakerd.db-wal and breakerd.db-shm when they
+// exist: the -wal file can hold committed changes not yet copied into breakerd.db.
+//
+// SQLite's locking keeps the file consistent when several processes open it, but nothing stops
+// two breakerd processes from sharing a state directory: each would serve its own view. One
+// directory per breakerd.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "service/state_store.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace breaker::service {
+
+// This class is thread-safe: one connection, used under one mutex.
+class SqliteStateStore : public StateStore {
+ public:
+  // The file name of the database inside the state directory.
+  static constexpr absl::string_view kFileName = "breakerd.db";
+  // The schema this code writes (stored as the database's user_version).
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens `<directory>/breakerd.db`, creating it (but not the directory) when missing, and
+  // checks it (PRAGMA quick_check), which reads the whole file.
+  // Returns
+  //   INVALID_ARGUMENT     `directory` is empty;
+  //   FAILED_PRECONDITION  the directory is missing or not a directory, the database cannot
+  //                        be created or written there (permissions, read-only file system),
+  //                        the file is another application's SQLite database, or it has a
+  //                        schema newer than kSchemaVersion (written by a newer breakerd);
+  //   DATA_LOSS            the file is not a database or is corrupt: restore it from a
+  //                        backup, or move it (with its -wal and -shm files) away to start
+  //                        from empty state;
+  //   UNAVAILABLE          an I/O error, or another process holds the database locked;
+  //   INTERNAL             an unexpected SQLite error.
+  // Every message names the file or directory and says what to do.
+  static absl::StatusOr<std::unique_ptr<SqliteStateStore>> Open(const std::string& directory);
+
+  ~SqliteStateStore() override;
+  SqliteStateStore(const SqliteStateStore&) = delete;
+  SqliteStateStore& operator=(const SqliteStateStore&) = delete;
+
+  // The database file's path.
+  const std::string& path() const { return path_; }
+
+  // StateStore; see there for the errors.
+  absl::StatusOr<StoredState> Load() override;
+  absl::StatusOr<uint64_t> Append(const std::vector<std::string>& entries) override;
+  absl::Status WriteSnapshot(absl::string_view snapshot, uint64_t through_sequence) override;
+
+ private:
+  struct Statements;
+  struct ConnectionCloser {
+    void operator()(sqlite3* db) const;
+  };
+
+  SqliteStateStore(std::string path, std::unique_ptr<sqlite3, ConnectionCloser> db,
+                   std::unique_ptr<Statements> statements);
+
+  // Rolls back the open transaction, if any, and returns `status`.
+  absl::Status Abort(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `begin`, a BEGIN statement. On failure returns the error for `action` (the verb of
+  // the messages: "loading", ...).
+  absl::Status Begin(sqlite3_stmt* begin, absl::string_view action)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits the open transaction, or rolls it back and returns the error for `action`.
+  absl::Status Commit(absl::string_view action) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the current snapshot's sequence and the last appended sequence.
+  // REQUIRES: inside a transaction.
+  absl::Status ReadSequences(absl::string_view action, uint64_t& snapshot_sequence,
+                             uint64_t& last_sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string path_;
+
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with ThreadSanitizer,
+  // which then cannot see absl::Mutex synchronize and reports races on what it guards.
+  std::mutex mu_;
+  // Created by Open, destroyed with the store (the statements first); mu_ serializes their use.
+  const std::unique_ptr<sqlite3, ConnectionCloser> db_ ABSL_PT_GUARDED_BY(mu_);
+  const std::unique_ptr<Statements> statements_ ABSL_PT_GUARDED_BY(mu_);
+};
+
+}  // namespace breaker::service
+
+#endif  // SERVICE_SQLITE_STATE_STORE_H_

@@ -1,0 +1,551 @@
+#include "service/state_codec.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/missed_slots.h"
+#include "core/types.h"
+
+namespace breaker::service {
+namespace {
+
+namespace v1 = ::breaker::v1;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+// --- Sorting, for deterministic output -------------------------------------------------------
+
+template <typename Key>
+bool KeyLess(const Key& a, const Key& b) {
+  return a < b;
+}
+bool KeyLess(const core::BlockRoot& a, const core::BlockRoot& b) { return a.bytes < b.bytes; }
+
+// The entries of `map`, sorted by key.
+template <typename Map>
+std::vector<const typename Map::value_type*> SortedEntries(const Map& map) {
+  std::vector<const typename Map::value_type*> entries;
+  entries.reserve(map.size());
+  for (const auto& entry : map) entries.push_back(&entry);
+  std::sort(entries.begin(), entries.end(),
+            [](const auto* a, const auto* b) { return KeyLess(a->first, b->first); });
+  return entries;
+}
+
+template <typename T>
+std::vector<T> Sorted(const absl::flat_hash_set<T>& set) {
+  std::vector<T> values(set.begin(), set.end());
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+// --- Block roots -----------------------------------------------------------------------------
+
+std::string RootBytes(const core::BlockRoot& root) {
+  return std::string(reinterpret_cast<const char*>(root.bytes.data()), root.bytes.size());
+}
+
+// Parses the 32-byte root in `bytes`, which `field` names for the error.
+absl::StatusOr<core::BlockRoot> RootFromBytes(absl::string_view bytes, absl::string_view field) {
+  core::BlockRoot root;
+  if (bytes.size() != root.bytes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is ", bytes.size(), " bytes; a block root is ", root.bytes.size()));
+  }
+  std::copy(bytes.begin(), bytes.end(), root.bytes.begin());
+  return root;
+}
+
+// --- Enums -----------------------------------------------------------------------------------
+
+// The enum value's name, or its number when the value is unknown to this build.
+std::string EnumText(int value, const std::string& name) {
+  return name.empty() ? absl::StrCat(value) : name;
+}
+
+v1::Mode ModeToProto(core::Mode mode) {
+  switch (mode) {
+    case core::Mode::kAllBuilders:
+      return v1::MODE_ALL_BUILDERS;
+    case core::Mode::kTrustedOnly:
+      return v1::MODE_TRUSTED_ONLY;
+    case core::Mode::kSelfBuild:
+      return v1::MODE_SELF_BUILD;
+  }
+  return v1::MODE_UNSPECIFIED;  // Not reached: the switch covers every mode.
+}
+
+absl::StatusOr<core::Mode> ModeFromProto(v1::Mode mode) {
+  switch (mode) {
+    case v1::MODE_ALL_BUILDERS:
+      return core::Mode::kAllBuilders;
+    case v1::MODE_TRUSTED_ONLY:
+      return core::Mode::kTrustedOnly;
+    case v1::MODE_SELF_BUILD:
+      return core::Mode::kSelfBuild;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("mode is ", EnumText(mode, v1::Mode_Name(mode)),
+                       "; expected MODE_ALL_BUILDERS, MODE_TRUSTED_ONLY or MODE_SELF_BUILD"));
+  }
+}
+
+v1::BanKind BanKindToProto(core::BanKind kind) {
+  switch (kind) {
+    case core::BanKind::kFailure:
+      return v1::BAN_KIND_FAILURE;
+    case core::BanKind::kOperator:
+      return v1::BAN_KIND_OPERATOR;
+    case core::BanKind::kCollateral:
+      return v1::BAN_KIND_COLLATERAL;
+  }
+  return v1::BAN_KIND_UNSPECIFIED;  // Not reached: the switch covers every kind.
+}
+
+// `field` names the ban for the error.
+absl::StatusOr<core::BanKind> BanKindFromProto(v1::BanKind kind, absl::string_view field) {
+  switch (kind) {
+    case v1::BAN_KIND_FAILURE:
+      return core::BanKind::kFailure;
+    case v1::BAN_KIND_OPERATOR:
+      return core::BanKind::kOperator;
+    case v1::BAN_KIND_COLLATERAL:
+      return core::BanKind::kCollateral;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".kind is ", EnumText(kind, v1::BanKind_Name(kind)),
+                       "; expected BAN_KIND_FAILURE, BAN_KIND_OPERATOR or BAN_KIND_COLLATERAL"));
+  }
+}
+
+// --- Policy ----------------------------------------------------------------------------------
+
+void BanToProto(const core::Ban& ban, v1::Ban* proto) {
+  proto->set_kind(BanKindToProto(ban.kind));
+  proto->set_until_epoch(ban.until_epoch);
+  proto->set_until_reset(ban.until_reset);
+  proto->set_reason(ban.reason);
+}
+
+absl::StatusOr<core::Ban> BanFromProto(const v1::Ban& proto, absl::string_view field) {
+  absl::StatusOr<core::BanKind> kind = BanKindFromProto(proto.kind(), field);
+  if (!kind.ok()) return kind.status();
+  core::Ban ban;
+  ban.kind = *kind;
+  ban.until_epoch = proto.until_epoch();
+  ban.until_reset = proto.until_reset();
+  ban.reason = proto.reason();
+  return ban;
+}
+
+void MissedSlotStateToProto(const core::MissedSlotState& state, v1::MissedSlotState* proto) {
+  proto->set_active(state.active);
+  proto->set_tripped(state.tripped);
+  proto->set_latched(state.latched);
+  proto->set_rule(state.rule);
+  proto->set_consecutive_missed(state.consecutive_missed);
+  proto->set_missed_in_window(state.missed_in_window);
+  proto->set_epochs_since_finalization(state.epochs_since_finalization);
+}
+
+core::MissedSlotState MissedSlotStateFromProto(const v1::MissedSlotState& proto) {
+  core::MissedSlotState state;
+  state.active = proto.active();
+  state.tripped = proto.tripped();
+  state.latched = proto.latched();
+  state.rule = proto.rule();
+  state.consecutive_missed = proto.consecutive_missed();
+  state.missed_in_window = proto.missed_in_window();
+  state.epochs_since_finalization = proto.epochs_since_finalization();
+  return state;
+}
+
+// --- Snapshot parts --------------------------------------------------------------------------
+
+using Snapshot = v1::EngineSnapshot;
+
+void FailureRecordToProto(const core::FailureRecord& record, Snapshot::FailureRecord* proto) {
+  proto->set_failed(record.failed);
+  proto->set_ban_until_epoch(record.ban_until_epoch);
+  proto->set_ban_until_reset(record.ban_until_reset);
+  proto->set_backoff_epoch(record.backoff_epoch);
+  proto->set_last_failure(record.last_failure);
+  proto->set_last_failure_epoch(record.last_failure_epoch);
+}
+
+core::FailureRecord FailureRecordFromProto(const Snapshot::FailureRecord& proto) {
+  core::FailureRecord record;
+  record.failed = proto.failed();
+  record.ban_until_epoch = proto.ban_until_epoch();
+  record.ban_until_reset = proto.ban_until_reset();
+  record.backoff_epoch = proto.backoff_epoch();
+  record.last_failure = proto.last_failure();
+  record.last_failure_epoch = proto.last_failure_epoch();
+  return record;
+}
+
+void TrackerToProto(const core::MissedSlotTracker::State& state,
+                    Snapshot::MissedSlotTracker* proto) {
+  proto->set_start_slot(state.start_slot);
+  proto->mutable_present_slots()->Add(state.present_slots.begin(), state.present_slots.end());
+  if (state.has_present) proto->set_last_present_slot(state.last_present);
+  if (state.has_finalized) proto->set_finalized_epoch(state.finalized_epoch);
+  proto->set_latched(state.latched);
+  proto->set_latched_rule(state.latched_rule);
+}
+
+core::MissedSlotTracker::State TrackerFromProto(const Snapshot::MissedSlotTracker& proto) {
+  core::MissedSlotTracker::State state;
+  state.start_slot = proto.start_slot();
+  state.present_slots.assign(proto.present_slots().begin(), proto.present_slots().end());
+  state.has_present = proto.has_last_present_slot();
+  state.last_present = proto.last_present_slot();
+  state.has_finalized = proto.has_finalized_epoch();
+  state.finalized_epoch = proto.finalized_epoch();
+  state.latched = proto.latched();
+  state.latched_rule = proto.latched_rule();
+  return state;
+}
+
+absl::Status Duplicate(absl::string_view list, const std::string& key) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(list, " holds ", key, " more than once; each key appears once"));
+}
+
+}  // namespace
+
+// --- Policy ----------------------------------------------------------------------------------
+
+v1::Policy PolicyToProto(const core::Policy& policy) {
+  v1::Policy proto;
+  proto.set_version(policy.version);
+  proto.set_mode(ModeToProto(policy.mode));
+  proto.set_mode_reason(policy.mode_reason);
+  for (const auto* entry : SortedEntries(policy.banned_builders)) {
+    v1::BuilderBan* ban = proto.add_banned_builders();
+    ban->set_builder_index(entry->first);
+    BanToProto(entry->second, ban->mutable_ban());
+  }
+  for (const auto* entry : SortedEntries(policy.banned_relays)) {
+    v1::RelayBan* ban = proto.add_banned_relays();
+    ban->set_relay(entry->first);
+    BanToProto(entry->second, ban->mutable_ban());
+  }
+  for (core::BuilderIndex builder : Sorted(policy.trusted_builders)) {
+    proto.add_trusted_builders(builder);
+  }
+  for (const std::string& relay : Sorted(policy.trusted_relays)) proto.add_trusted_relays(relay);
+  MissedSlotStateToProto(policy.missed_slots, proto.mutable_missed_slots());
+  proto.set_computed_at_slot(policy.computed_at_slot);
+  proto.set_computed_at_epoch(policy.computed_at_epoch);
+  proto.set_reason(policy.reason);
+  return proto;
+}
+
+absl::StatusOr<core::Policy> PolicyFromProto(const v1::Policy& proto) {
+  core::Policy policy;
+  policy.version = proto.version();
+  absl::StatusOr<core::Mode> mode = ModeFromProto(proto.mode());
+  if (!mode.ok()) return mode.status();
+  policy.mode = *mode;
+  policy.mode_reason = proto.mode_reason();
+  for (int i = 0; i < proto.banned_builders_size(); ++i) {
+    const v1::BuilderBan& entry = proto.banned_builders(i);
+    absl::StatusOr<core::Ban> ban =
+        BanFromProto(entry.ban(), absl::StrCat("banned_builders[", i, "].ban"));
+    if (!ban.ok()) return ban.status();
+    if (!policy.banned_builders.try_emplace(entry.builder_index(), *std::move(ban)).second) {
+      return Duplicate("banned_builders", absl::StrCat("builder ", entry.builder_index()));
+    }
+  }
+  for (int i = 0; i < proto.banned_relays_size(); ++i) {
+    const v1::RelayBan& entry = proto.banned_relays(i);
+    absl::StatusOr<core::Ban> ban =
+        BanFromProto(entry.ban(), absl::StrCat("banned_relays[", i, "].ban"));
+    if (!ban.ok()) return ban.status();
+    if (!policy.banned_relays.try_emplace(entry.relay(), *std::move(ban)).second) {
+      return Duplicate("banned_relays", absl::StrCat("relay '", entry.relay(), "'"));
+    }
+  }
+  for (uint64_t builder : proto.trusted_builders()) {
+    if (!policy.trusted_builders.insert(builder).second) {
+      return Duplicate("trusted_builders", absl::StrCat("builder ", builder));
+    }
+  }
+  for (const std::string& relay : proto.trusted_relays()) {
+    if (!policy.trusted_relays.insert(relay).second) {
+      return Duplicate("trusted_relays", absl::StrCat("relay '", relay, "'"));
+    }
+  }
+  policy.missed_slots = MissedSlotStateFromProto(proto.missed_slots());
+  policy.computed_at_slot = proto.computed_at_slot();
+  policy.computed_at_epoch = proto.computed_at_epoch();
+  policy.reason = proto.reason();
+  return policy;
+}
+
+// --- Observations ----------------------------------------------------------------------------
+
+absl::StatusOr<core::Observation> ObservationFromProto(const v1::Observation& proto,
+                                                       absl::string_view node_id) {
+  core::Observation observation;
+  observation.slot = proto.slot();
+  observation.node = std::string(node_id);
+  observation.sequence = proto.sequence();
+  switch (proto.event_case()) {
+    case v1::Observation::kBidSeen: {
+      const v1::BidSeen& bid = proto.bid_seen();
+      observation.event = core::BidSeen{bid.builder_index(), bid.relay(), bid.builder_pubkey()};
+      break;
+    }
+    case v1::Observation::kPayloadMissing: {
+      const v1::PayloadMissing& missing = proto.payload_missing();
+      absl::StatusOr<core::BlockRoot> root =
+          RootFromBytes(missing.block_root(), "payload_missing.block_root");
+      if (!root.ok()) return root.status();
+      observation.event =
+          core::PayloadMissing{missing.builder_index(), *root, missing.attested_fraction()};
+      break;
+    }
+    case v1::Observation::kPayloadDelivered: {
+      const v1::PayloadDelivered& delivered = proto.payload_delivered();
+      absl::StatusOr<core::BlockRoot> root =
+          RootFromBytes(delivered.block_root(), "payload_delivered.block_root");
+      if (!root.ok()) return root.status();
+      observation.event = core::PayloadDelivered{delivered.builder_index(), *root};
+      break;
+    }
+    case v1::Observation::kBlocksSeen: {
+      core::BlocksSeen seen;
+      const auto& roots = proto.blocks_seen().block_roots();
+      seen.roots.reserve(roots.size());
+      for (int i = 0; i < roots.size(); ++i) {
+        absl::StatusOr<core::BlockRoot> root =
+            RootFromBytes(roots[i], absl::StrCat("blocks_seen.block_roots[", i, "]"));
+        if (!root.ok()) return root.status();
+        seen.roots.push_back(*root);
+      }
+      observation.event = std::move(seen);
+      break;
+    }
+    case v1::Observation::kFinalized:
+      observation.event = core::Finalized{proto.finalized().epoch()};
+      break;
+    case v1::Observation::kBuilderExited:
+      observation.event = core::BuilderExited{proto.builder_exited().builder_index()};
+      break;
+    case v1::Observation::kRelayRevealMissing: {
+      const v1::RelayRevealMissing& missing = proto.relay_reveal_missing();
+      absl::StatusOr<core::BlockRoot> root =
+          RootFromBytes(missing.block_root(), "relay_reveal_missing.block_root");
+      if (!root.ok()) return root.status();
+      observation.event = core::RelayRevealMissing{missing.relay(), *root};
+      break;
+    }
+    case v1::Observation::EVENT_NOT_SET:
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation ", proto.sequence(), " has no event"));
+  }
+  return observation;
+}
+
+v1::Observation ObservationToProto(const core::Observation& observation) {
+  v1::Observation proto;
+  proto.set_sequence(observation.sequence);
+  proto.set_slot(observation.slot);
+  std::visit(Overloaded{
+                 [&](const core::BidSeen& bid) {
+                   v1::BidSeen* out = proto.mutable_bid_seen();
+                   out->set_builder_index(bid.builder);
+                   out->set_relay(bid.relay);
+                   out->set_builder_pubkey(bid.pubkey);
+                 },
+                 [&](const core::PayloadMissing& missing) {
+                   v1::PayloadMissing* out = proto.mutable_payload_missing();
+                   out->set_builder_index(missing.builder);
+                   out->set_block_root(RootBytes(missing.root));
+                   out->set_attested_fraction(missing.attested_fraction);
+                 },
+                 [&](const core::PayloadDelivered& delivered) {
+                   v1::PayloadDelivered* out = proto.mutable_payload_delivered();
+                   out->set_builder_index(delivered.builder);
+                   out->set_block_root(RootBytes(delivered.root));
+                 },
+                 [&](const core::BlocksSeen& seen) {
+                   v1::BlocksSeen* out = proto.mutable_blocks_seen();
+                   for (const core::BlockRoot& root : seen.roots) {
+                     out->add_block_roots(RootBytes(root));
+                   }
+                 },
+                 [&](const core::Finalized& finalized) {
+                   proto.mutable_finalized()->set_epoch(finalized.epoch);
+                 },
+                 [&](const core::BuilderExited& exited) {
+                   proto.mutable_builder_exited()->set_builder_index(exited.builder);
+                 },
+                 [&](const core::RelayRevealMissing& missing) {
+                   v1::RelayRevealMissing* out = proto.mutable_relay_reveal_missing();
+                   out->set_relay(missing.relay);
+                   out->set_block_root(RootBytes(missing.root));
+                 },
+             },
+             observation.event);
+  return proto;
+}
+
+// --- Snapshots -------------------------------------------------------------------------------
+
+v1::EngineSnapshot SnapshotToProto(const core::EngineState& state) {
+  v1::EngineSnapshot proto;
+  proto.set_current_slot(state.current_slot);
+  *proto.mutable_policy() = PolicyToProto(state.policy);
+  for (const auto* entry : SortedEntries(state.builders)) {
+    Snapshot::BuilderRecord* builder = proto.add_builders();
+    builder->set_builder_index(entry->first);
+    FailureRecordToProto(entry->second.failures, builder->mutable_failures());
+    builder->set_pubkey(entry->second.pubkey);
+  }
+  for (const auto* entry : SortedEntries(state.relays)) {
+    const core::RelayRecord& record = entry->second;
+    Snapshot::RelayRecord* relay = proto.add_relays();
+    relay->set_relay(entry->first);
+    for (const auto* member : SortedEntries(record.learned)) {
+      Snapshot::LearnedMember* learned = relay->add_learned_members();
+      learned->set_builder_index(member->first);
+      learned->set_epoch(member->second);
+    }
+    FailureRecordToProto(record.failures, relay->mutable_failures());
+    relay->set_last_seen_epoch(record.last_seen_epoch);
+  }
+  for (const auto* entry : SortedEntries(state.votes)) {
+    const core::RootVote& vote = entry->second;
+    Snapshot::RootVote* out = proto.add_votes();
+    out->set_block_root(RootBytes(entry->first));
+    out->set_slot(vote.slot);
+    out->set_builder_index(vote.builder);
+    out->set_relay(vote.relay);
+    out->mutable_reporters()->Add(vote.reporters.begin(), vote.reporters.end());
+    out->set_applied(vote.applied);
+    out->set_delivered(vote.delivered);
+  }
+  for (const auto* entry : SortedEntries(state.node_sequences)) {
+    Snapshot::NodeSequence* node = proto.add_node_sequences();
+    node->set_node_id(entry->first);
+    node->set_sequence(entry->second);
+  }
+  for (const auto* entry : SortedEntries(state.operator_bans)) {
+    Snapshot::OperatorBan* ban = proto.add_operator_bans();
+    ban->set_builder_index(entry->first);
+    ban->set_reason(entry->second.reason);
+    if (entry->second.until_epoch.has_value()) ban->set_until_epoch(*entry->second.until_epoch);
+  }
+  for (const auto* entry : SortedEntries(state.builder_trust_overrides)) {
+    Snapshot::BuilderTrustOverride* trust = proto.add_builder_trust_overrides();
+    trust->set_builder_index(entry->first);
+    trust->set_trusted(entry->second);
+  }
+  for (const auto* entry : SortedEntries(state.relay_trust_overrides)) {
+    Snapshot::RelayTrustOverride* trust = proto.add_relay_trust_overrides();
+    trust->set_relay(entry->first);
+    trust->set_trusted(entry->second);
+  }
+  TrackerToProto(state.missed_slots, proto.mutable_missed_slots());
+  return proto;
+}
+
+absl::StatusOr<core::EngineState> SnapshotFromProto(const v1::EngineSnapshot& snapshot) {
+  core::EngineState state;
+  state.current_slot = snapshot.current_slot();
+
+  absl::StatusOr<core::Policy> policy = PolicyFromProto(snapshot.policy());
+  if (!policy.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("policy: ", policy.status().message()));
+  }
+  state.policy = *std::move(policy);
+
+  for (const Snapshot::BuilderRecord& builder : snapshot.builders()) {
+    core::BuilderRecord record;
+    record.failures = FailureRecordFromProto(builder.failures());
+    record.pubkey = builder.pubkey();
+    if (!state.builders.try_emplace(builder.builder_index(), std::move(record)).second) {
+      return Duplicate("builders", absl::StrCat("builder ", builder.builder_index()));
+    }
+  }
+
+  for (const Snapshot::RelayRecord& relay : snapshot.relays()) {
+    core::RelayRecord record;
+    for (const Snapshot::LearnedMember& member : relay.learned_members()) {
+      if (!record.learned.try_emplace(member.builder_index(), member.epoch()).second) {
+        return Duplicate(absl::StrCat("relay '", relay.relay(), "' learned_members"),
+                         absl::StrCat("builder ", member.builder_index()));
+      }
+    }
+    record.failures = FailureRecordFromProto(relay.failures());
+    record.last_seen_epoch = relay.last_seen_epoch();
+    if (!state.relays.try_emplace(relay.relay(), std::move(record)).second) {
+      return Duplicate("relays", absl::StrCat("relay '", relay.relay(), "'"));
+    }
+  }
+
+  for (int i = 0; i < snapshot.votes_size(); ++i) {
+    const Snapshot::RootVote& vote = snapshot.votes(i);
+    absl::StatusOr<core::BlockRoot> root =
+        RootFromBytes(vote.block_root(), absl::StrCat("votes[", i, "].block_root"));
+    if (!root.ok()) return root.status();
+    core::RootVote record;
+    record.slot = vote.slot();
+    record.builder = vote.builder_index();
+    record.relay = vote.relay();
+    record.reporters.assign(vote.reporters().begin(), vote.reporters().end());
+    record.applied = vote.applied();
+    record.delivered = vote.delivered();
+    if (!state.votes.try_emplace(*root, std::move(record)).second) {
+      return Duplicate("votes", absl::StrCat("block root ", root->ShortHex()));
+    }
+  }
+
+  for (const Snapshot::NodeSequence& node : snapshot.node_sequences()) {
+    if (!state.node_sequences.try_emplace(node.node_id(), node.sequence()).second) {
+      return Duplicate("node_sequences", absl::StrCat("node '", node.node_id(), "'"));
+    }
+  }
+
+  for (const Snapshot::OperatorBan& ban : snapshot.operator_bans()) {
+    core::OperatorBan record;
+    record.reason = ban.reason();
+    if (ban.has_until_epoch()) record.until_epoch = ban.until_epoch();
+    if (!state.operator_bans.try_emplace(ban.builder_index(), std::move(record)).second) {
+      return Duplicate("operator_bans", absl::StrCat("builder ", ban.builder_index()));
+    }
+  }
+
+  for (const Snapshot::BuilderTrustOverride& trust : snapshot.builder_trust_overrides()) {
+    if (!state.builder_trust_overrides.try_emplace(trust.builder_index(), trust.trusted()).second) {
+      return Duplicate("builder_trust_overrides", absl::StrCat("builder ", trust.builder_index()));
+    }
+  }
+
+  for (const Snapshot::RelayTrustOverride& trust : snapshot.relay_trust_overrides()) {
+    if (!state.relay_trust_overrides.try_emplace(trust.relay(), trust.trusted()).second) {
+      return Duplicate("relay_trust_overrides", absl::StrCat("relay '", trust.relay(), "'"));
+    }
+  }
+
+  state.missed_slots = TrackerFromProto(snapshot.missed_slots());
+  return state;
+}
+
+}  // namespace breaker::service

@@ -1,0 +1,693 @@
+#include "service/state_codec.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "gtest/gtest.h"
+#include "tests/status_matchers.h"
+
+namespace breaker::service {
+namespace {
+
+namespace v1 = ::breaker::v1;
+using ::breaker::testing::IsOk;
+using ::breaker::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
+
+core::BlockRoot Root(uint8_t id) {
+  core::BlockRoot root;
+  root.bytes.fill(id);
+  root.bytes[31] = 0xff;  // Not a printable string: the codec must carry raw bytes.
+  return root;
+}
+
+std::string RootBytes(uint8_t id) {
+  const core::BlockRoot root = Root(id);
+  return std::string(reinterpret_cast<const char*>(root.bytes.data()), root.bytes.size());
+}
+
+// `message` serialized with deterministic serialization, as breakerd writes its state.
+std::string DeterministicBytes(const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.SetSerializationDeterministic(true);
+    EXPECT_TRUE(message.SerializeToCodedStream(&out));
+  }
+  return bytes;
+}
+
+// `message` written to bytes and parsed back, as it would be after a restart.
+template <typename Message>
+Message ThroughBytes(const Message& message) {
+  Message parsed;
+  EXPECT_TRUE(parsed.ParseFromString(DeterministicBytes(message)));
+  return parsed;
+}
+
+template <typename T>
+std::vector<uint64_t> Indices(const T& list) {
+  std::vector<uint64_t> indices;
+  for (const auto& entry : list) indices.push_back(entry.builder_index());
+  return indices;
+}
+
+// --- Policy ----------------------------------------------------------------------------------
+
+core::Policy FullPolicy() {
+  core::Policy policy;
+  policy.version = 42;
+  policy.mode = core::Mode::kTrustedOnly;
+  policy.mode_reason = "3 untrusted builders banned for their own failures (1, 2, 3)";
+  policy.banned_builders[3] = core::Ban{core::BanKind::kFailure, 12, false, "1 failure"};
+  policy.banned_builders[1] = core::Ban{core::BanKind::kOperator, 0, true, "blacklist"};
+  policy.banned_builders[2] = core::Ban{core::BanKind::kCollateral, 40, false, "relay a"};
+  // A merged ban may hold both an epoch and until_reset: both must survive.
+  policy.banned_builders[7] = core::Ban{core::BanKind::kFailure, 15, true, "critical"};
+  policy.banned_relays["https://b.example"] = core::Ban{core::BanKind::kFailure, 9, false, "x"};
+  policy.banned_relays["http://a.example"] = core::Ban{core::BanKind::kOperator, 0, true, "y"};
+  policy.trusted_builders = {100, 4, 57};
+  policy.trusted_relays = {"https://z.example", "http://trusted.example"};
+  policy.missed_slots = core::MissedSlotState{
+      true, true, true, "6 missed slots since the last present slot > 5", 6, 7, 2};
+  policy.computed_at_slot = 321;
+  policy.computed_at_epoch = 10;
+  policy.reason = "builder 7 banned";
+  return policy;
+}
+
+void ExpectSamePolicy(const core::Policy& actual, const core::Policy& expected) {
+  EXPECT_EQ(actual.version, expected.version);
+  EXPECT_EQ(actual.mode, expected.mode);
+  EXPECT_EQ(actual.mode_reason, expected.mode_reason);
+  EXPECT_EQ(actual.banned_builders, expected.banned_builders);
+  EXPECT_EQ(actual.banned_relays, expected.banned_relays);
+  EXPECT_EQ(actual.trusted_builders, expected.trusted_builders);
+  EXPECT_EQ(actual.trusted_relays, expected.trusted_relays);
+  EXPECT_EQ(actual.missed_slots, expected.missed_slots);
+  EXPECT_EQ(actual.computed_at_slot, expected.computed_at_slot);
+  EXPECT_EQ(actual.computed_at_epoch, expected.computed_at_epoch);
+  EXPECT_EQ(actual.reason, expected.reason);
+  EXPECT_TRUE(actual.SameDecisions(expected));
+}
+
+TEST(PolicyCodec, RoundTripKeepsEveryField) {
+  const core::Policy policy = FullPolicy();
+  const v1::Policy proto = PolicyToProto(policy);
+  EXPECT_EQ(proto.mode(), v1::MODE_TRUSTED_ONLY);
+
+  absl::StatusOr<core::Policy> decoded = PolicyFromProto(ThroughBytes(proto));
+  ASSERT_THAT(decoded, IsOk());
+  ExpectSamePolicy(*decoded, policy);
+}
+
+TEST(PolicyCodec, MapsEveryModeAndBanKind) {
+  const std::pair<core::Mode, v1::Mode> modes[] = {
+      {core::Mode::kAllBuilders, v1::MODE_ALL_BUILDERS},
+      {core::Mode::kTrustedOnly, v1::MODE_TRUSTED_ONLY},
+      {core::Mode::kSelfBuild, v1::MODE_SELF_BUILD},
+  };
+  for (const auto& [mode, proto_mode] : modes) {
+    core::Policy policy;
+    policy.mode = mode;
+    const v1::Policy proto = PolicyToProto(policy);
+    EXPECT_EQ(proto.mode(), proto_mode);
+    absl::StatusOr<core::Policy> decoded = PolicyFromProto(proto);
+    ASSERT_THAT(decoded, IsOk());
+    EXPECT_EQ(decoded->mode, mode);
+  }
+
+  const std::pair<core::BanKind, v1::BanKind> kinds[] = {
+      {core::BanKind::kFailure, v1::BAN_KIND_FAILURE},
+      {core::BanKind::kOperator, v1::BAN_KIND_OPERATOR},
+      {core::BanKind::kCollateral, v1::BAN_KIND_COLLATERAL},
+  };
+  for (const auto& [kind, proto_kind] : kinds) {
+    core::Policy policy;
+    policy.banned_builders[5].kind = kind;
+    policy.banned_relays["http://r"].kind = kind;
+    const v1::Policy proto = PolicyToProto(policy);
+    EXPECT_EQ(proto.banned_builders(0).ban().kind(), proto_kind);
+    EXPECT_EQ(proto.banned_relays(0).ban().kind(), proto_kind);
+    absl::StatusOr<core::Policy> decoded = PolicyFromProto(proto);
+    ASSERT_THAT(decoded, IsOk());
+    EXPECT_EQ(decoded->banned_builders.at(5).kind, kind);
+    EXPECT_EQ(decoded->banned_relays.at("http://r").kind, kind);
+  }
+}
+
+TEST(PolicyCodec, ListsAreSorted) {
+  core::Policy policy = FullPolicy();
+  for (core::BuilderIndex b = 1000; b > 900; b -= 3) {
+    policy.banned_builders[b] = core::Ban{core::BanKind::kFailure, b, false, "f"};
+    policy.trusted_builders.insert(b * 7);
+  }
+  for (int i = 0; i < 30; ++i) {
+    policy.banned_relays[absl::StrCat("http://r", 30 - i)] = core::Ban();
+    policy.trusted_relays.insert(absl::StrCat("https://t", i * 13 % 30));
+  }
+  const v1::Policy proto = PolicyToProto(policy);
+
+  std::vector<uint64_t> banned = Indices(proto.banned_builders());
+  EXPECT_EQ(banned.size(), policy.banned_builders.size());
+  EXPECT_TRUE(std::is_sorted(banned.begin(), banned.end()));
+  std::vector<std::string> relays;
+  for (const v1::RelayBan& ban : proto.banned_relays()) relays.push_back(ban.relay());
+  EXPECT_EQ(relays.size(), policy.banned_relays.size());
+  EXPECT_TRUE(std::is_sorted(relays.begin(), relays.end()));
+  EXPECT_EQ(proto.trusted_builders_size(), static_cast<int>(policy.trusted_builders.size()));
+  EXPECT_TRUE(std::is_sorted(proto.trusted_builders().begin(), proto.trusted_builders().end()));
+  EXPECT_EQ(proto.trusted_relays_size(), static_cast<int>(policy.trusted_relays.size()));
+  EXPECT_TRUE(std::is_sorted(proto.trusted_relays().begin(), proto.trusted_relays().end()));
+}
+
+TEST(PolicyCodec, RefusesUnspecifiedAndUnknownEnums) {
+  v1::Policy proto = PolicyToProto(FullPolicy());
+
+  v1::Policy no_mode = proto;
+  no_mode.clear_mode();
+  EXPECT_THAT(PolicyFromProto(no_mode), StatusIs(kInvalid, HasSubstr("MODE_UNSPECIFIED")));
+  v1::Policy unknown_mode = proto;
+  unknown_mode.set_mode(static_cast<v1::Mode>(42));
+  EXPECT_THAT(PolicyFromProto(unknown_mode), StatusIs(kInvalid, HasSubstr("mode is 42")));
+
+  v1::Policy no_kind = proto;
+  no_kind.mutable_banned_builders(1)->mutable_ban()->clear_kind();
+  EXPECT_THAT(PolicyFromProto(no_kind),
+              StatusIs(kInvalid, HasSubstr("banned_builders[1].ban.kind is BAN_KIND_UNSPECIFIED")));
+  v1::Policy no_ban = proto;
+  no_ban.mutable_banned_builders(0)->clear_ban();
+  EXPECT_THAT(PolicyFromProto(no_ban), StatusIs(kInvalid, HasSubstr("banned_builders[0]")));
+  v1::Policy unknown_kind = proto;
+  unknown_kind.mutable_banned_relays(0)->mutable_ban()->set_kind(static_cast<v1::BanKind>(9));
+  EXPECT_THAT(PolicyFromProto(unknown_kind),
+              StatusIs(kInvalid, HasSubstr("banned_relays[0].ban.kind is 9")));
+}
+
+TEST(PolicyCodec, RefusesKeysListedTwice) {
+  const v1::Policy proto = PolicyToProto(FullPolicy());
+
+  v1::Policy builder_twice = proto;
+  *builder_twice.add_banned_builders() = proto.banned_builders(0);
+  EXPECT_THAT(PolicyFromProto(builder_twice),
+              StatusIs(kInvalid, HasSubstr("banned_builders holds builder 1 more than once")));
+  v1::Policy relay_twice = proto;
+  *relay_twice.add_banned_relays() = proto.banned_relays(1);
+  EXPECT_THAT(PolicyFromProto(relay_twice), StatusIs(kInvalid, HasSubstr("banned_relays")));
+  v1::Policy trusted_twice = proto;
+  trusted_twice.add_trusted_builders(4);
+  EXPECT_THAT(PolicyFromProto(trusted_twice), StatusIs(kInvalid, HasSubstr("trusted_builders")));
+  v1::Policy trusted_relay_twice = proto;
+  trusted_relay_twice.add_trusted_relays("https://z.example");
+  EXPECT_THAT(PolicyFromProto(trusted_relay_twice),
+              StatusIs(kInvalid, HasSubstr("trusted_relays")));
+}
+
+// --- Observations ----------------------------------------------------------------------------
+
+v1::Observation Numbered(uint64_t sequence, uint64_t slot) {
+  v1::Observation proto;
+  proto.set_sequence(sequence);
+  proto.set_slot(slot);
+  return proto;
+}
+
+TEST(ObservationCodec, BidSeen) {
+  v1::Observation proto = Numbered(3, 320);
+  proto.mutable_bid_seen()->set_builder_index(8);
+  proto.mutable_bid_seen()->set_relay("Relay.Example:443");
+  proto.mutable_bid_seen()->set_builder_pubkey(std::string("\x00\x8a\xff", 3));
+
+  absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, "bn-1");
+  ASSERT_THAT(observation, IsOk());
+  EXPECT_EQ(observation->sequence, 3u);
+  EXPECT_EQ(observation->slot, 320u);
+  EXPECT_EQ(observation->node, "bn-1");
+  const auto* bid = std::get_if<core::BidSeen>(&observation->event);
+  ASSERT_NE(bid, nullptr);
+  EXPECT_EQ(bid->builder, 8u);
+  // The relay is normalized by the engine, not here.
+  EXPECT_EQ(bid->relay, "Relay.Example:443");
+  EXPECT_EQ(bid->pubkey, std::string("\x00\x8a\xff", 3));
+}
+
+TEST(ObservationCodec, PayloadMissing) {
+  v1::Observation proto = Numbered(4, 321);
+  proto.mutable_payload_missing()->set_builder_index(5);
+  proto.mutable_payload_missing()->set_block_root(RootBytes(1));
+  proto.mutable_payload_missing()->set_attested_fraction(0.75);
+
+  absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, "bn-1");
+  ASSERT_THAT(observation, IsOk());
+  const auto* missing = std::get_if<core::PayloadMissing>(&observation->event);
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(missing->builder, 5u);
+  EXPECT_EQ(missing->root, Root(1));
+  EXPECT_EQ(missing->attested_fraction, 0.75);
+}
+
+TEST(ObservationCodec, PayloadDelivered) {
+  v1::Observation proto = Numbered(5, 322);
+  proto.mutable_payload_delivered()->set_builder_index(6);
+  proto.mutable_payload_delivered()->set_block_root(RootBytes(2));
+
+  absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, "bn-1");
+  ASSERT_THAT(observation, IsOk());
+  const auto* delivered = std::get_if<core::PayloadDelivered>(&observation->event);
+  ASSERT_NE(delivered, nullptr);
+  EXPECT_EQ(delivered->builder, 6u);
+  EXPECT_EQ(delivered->root, Root(2));
+}
+
+TEST(ObservationCodec, BlocksSeen) {
+  v1::Observation proto = Numbered(6, 323);
+  proto.mutable_blocks_seen()->add_block_roots(RootBytes(3));
+  proto.mutable_blocks_seen()->add_block_roots(RootBytes(4));
+
+  absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, "bn-1");
+  ASSERT_THAT(observation, IsOk());
+  const auto* seen = std::get_if<core::BlocksSeen>(&observation->event);
+  ASSERT_NE(seen, nullptr);
+  EXPECT_THAT(seen->roots, ElementsAre(Root(3), Root(4)));
+}
+
+TEST(ObservationCodec, EmptyBlocksSeenMeansNoBlock) {
+  v1::Observation proto = Numbered(7, 323);
+  proto.mutable_blocks_seen();
+
+  absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, "bn-1");
+  ASSERT_THAT(observation, IsOk());
+  const auto* seen = std::get_if<core::BlocksSeen>(&observation->event);
+  ASSERT_NE(seen, nullptr);
+  EXPECT_TRUE(seen->roots.empty());
+}
+
+TEST(ObservationCodec, Finalized) {
+  v1::Observation proto = Numbered(8, 324);
+  proto.mutable_finalized()->set_epoch(8);
+
+  absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, "bn-1");
+  ASSERT_THAT(observation, IsOk());
+  const auto* finalized = std::get_if<core::Finalized>(&observation->event);
+  ASSERT_NE(finalized, nullptr);
+  EXPECT_EQ(finalized->epoch, 8u);
+}
+
+TEST(ObservationCodec, BuilderExited) {
+  v1::Observation proto = Numbered(9, 325);
+  proto.mutable_builder_exited()->set_builder_index(11);
+
+  absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, "bn-1");
+  ASSERT_THAT(observation, IsOk());
+  const auto* exited = std::get_if<core::BuilderExited>(&observation->event);
+  ASSERT_NE(exited, nullptr);
+  EXPECT_EQ(exited->builder, 11u);
+}
+
+TEST(ObservationCodec, RelayRevealMissing) {
+  v1::Observation proto = Numbered(10, 326);
+  proto.mutable_relay_reveal_missing()->set_relay("https://relay.example");
+  proto.mutable_relay_reveal_missing()->set_block_root(RootBytes(5));
+
+  absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, "bn-1");
+  ASSERT_THAT(observation, IsOk());
+  const auto* missing = std::get_if<core::RelayRevealMissing>(&observation->event);
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(missing->relay, "https://relay.example");
+  EXPECT_EQ(missing->root, Root(5));
+}
+
+TEST(ObservationCodec, ToProtoAndBackKeepsEveryEvent) {
+  const core::Event events[] = {
+      core::BidSeen{1, "http://r", std::string("k\0y", 3)},
+      core::PayloadMissing{2, Root(1), 0.9},
+      core::PayloadDelivered{3, Root(2)},
+      core::BlocksSeen{{Root(3), Root(4)}},
+      core::Finalized{4},
+      core::BuilderExited{5},
+      core::RelayRevealMissing{"http://s", Root(6)},
+  };
+  uint64_t sequence = 0;
+  for (const core::Event& event : events) {
+    ++sequence;
+    const core::Observation observation{100 + sequence, "bn-2", sequence, event};
+    const v1::Observation proto = ObservationToProto(observation);
+    EXPECT_EQ(proto.sequence(), sequence);
+    EXPECT_EQ(proto.slot(), 100 + sequence);
+    EXPECT_EQ(static_cast<size_t>(proto.event_case()), 10 + event.index());
+
+    absl::StatusOr<core::Observation> decoded = ObservationFromProto(ThroughBytes(proto), "bn-2");
+    ASSERT_THAT(decoded, IsOk());
+    EXPECT_EQ(decoded->node, "bn-2");
+    EXPECT_EQ(decoded->event.index(), event.index());
+    // Each event converts back to the same proto, field for field.
+    EXPECT_EQ(DeterministicBytes(ObservationToProto(*decoded)), DeterministicBytes(proto));
+  }
+}
+
+TEST(ObservationCodec, RefusesAnObservationWithoutEvent) {
+  EXPECT_THAT(ObservationFromProto(Numbered(12, 320), "bn-1"),
+              StatusIs(kInvalid, "observation 12 has no event"));
+}
+
+TEST(ObservationCodec, RefusesBlockRootsThatAreNot32Bytes) {
+  v1::Observation missing = Numbered(1, 320);
+  missing.mutable_payload_missing()->set_block_root("short");
+  EXPECT_THAT(ObservationFromProto(missing, "bn-1"),
+              StatusIs(kInvalid, "payload_missing.block_root is 5 bytes; a block root is 32"));
+
+  v1::Observation delivered = Numbered(2, 320);
+  delivered.mutable_payload_delivered()->set_block_root(RootBytes(1) + "x");
+  EXPECT_THAT(ObservationFromProto(delivered, "bn-1"),
+              StatusIs(kInvalid, "payload_delivered.block_root is 33 bytes; a block root is 32"));
+
+  v1::Observation reveal = Numbered(3, 320);
+  reveal.mutable_relay_reveal_missing()->set_relay("http://r");
+  EXPECT_THAT(ObservationFromProto(reveal, "bn-1"),
+              StatusIs(kInvalid, "relay_reveal_missing.block_root is 0 bytes; a block root is 32"));
+
+  v1::Observation seen = Numbered(4, 320);
+  seen.mutable_blocks_seen()->add_block_roots(RootBytes(1));
+  seen.mutable_blocks_seen()->add_block_roots(RootBytes(2).substr(1));
+  EXPECT_THAT(ObservationFromProto(seen, "bn-1"),
+              StatusIs(kInvalid, "blocks_seen.block_roots[1] is 31 bytes; a block root is 32"));
+}
+
+// --- Engine snapshots ------------------------------------------------------------------------
+
+constexpr core::Slot kSlot = 320;  // Epoch 10.
+
+core::Config GloasConfig() {
+  core::Config config;
+  config.chain.gloas_fork_epoch = 0;
+  config.min_reporting_nodes = 2;
+  config.relays = {core::RelayConfig{"http://configured.example", false, {20, 21}}};
+  return config;
+}
+
+class SnapshotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<core::Engine> engine = core::Engine::Create(config_, 0);
+    ASSERT_THAT(engine, IsOk());
+    engine_.emplace(*std::move(engine));
+    engine_->Advance(kSlot);
+  }
+
+  // Observes `proto` from `node` through the codec, numbering it as the node would.
+  void Observe(const std::string& node, v1::Observation proto) {
+    proto.set_sequence(++sequences_[node]);
+    absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, node);
+    ASSERT_THAT(observation, IsOk());
+    ASSERT_THAT(engine_->Observe(*observation), IsOk());
+  }
+
+  void Bid(core::BuilderIndex builder, const std::string& relay, core::Slot slot,
+           const std::string& pubkey) {
+    v1::Observation proto = Numbered(0, slot);
+    proto.mutable_bid_seen()->set_builder_index(builder);
+    proto.mutable_bid_seen()->set_relay(relay);
+    proto.mutable_bid_seen()->set_builder_pubkey(pubkey);
+    Observe("bn-1", proto);
+  }
+
+  void Fail(const std::string& node, core::BuilderIndex builder, core::Slot slot, uint8_t root) {
+    v1::Observation proto = Numbered(0, slot);
+    proto.mutable_payload_missing()->set_builder_index(builder);
+    proto.mutable_payload_missing()->set_block_root(RootBytes(root));
+    proto.mutable_payload_missing()->set_attested_fraction(0.9);
+    Observe(node, proto);
+  }
+
+  // Drives the engine into a state where every part of EngineState is populated.
+  void Populate() {
+    Bid(1, "http://relay-a.example", kSlot, "pubkey-1");
+    Bid(2, "http://relay-a.example", kSlot, "pubkey-2");
+    Bid(3, "https://relay-b.example", kSlot, "pubkey-3");
+    Bid(4, "", kSlot, "");
+    // Builder 1 fails, reported by two nodes: counted, and relay-a's members are collateral.
+    Fail("bn-1", 1, kSlot + 1, 1);
+    Fail("bn-2", 1, kSlot + 1, 1);
+    // Builder 3 fails, seen by one node only: a pending vote.
+    Fail("bn-1", 3, kSlot + 2, 2);
+    // Builder 2 delivers.
+    v1::Observation delivered = Numbered(0, kSlot + 2);
+    delivered.mutable_payload_delivered()->set_builder_index(2);
+    delivered.mutable_payload_delivered()->set_block_root(RootBytes(3));
+    Observe("bn-3", delivered);
+    v1::Observation seen = Numbered(0, kSlot + 1);
+    seen.mutable_blocks_seen()->add_block_roots(RootBytes(1));
+    Observe("bn-2", seen);
+    v1::Observation finalized = Numbered(0, kSlot + 2);
+    finalized.mutable_finalized()->set_epoch(8);
+    Observe("bn-2", finalized);
+    engine_->Advance(kSlot + 2);
+
+    ASSERT_THAT(engine_->BanBuilder(9, "withheld on a testnet", std::nullopt), IsOk());
+    ASSERT_THAT(engine_->BanBuilder(10, "investigating", 20), IsOk());
+    ASSERT_THAT(engine_->SetRelayTrust("HTTPS://Relay-B.example", true), IsOk());
+    ASSERT_THAT(engine_->SetRelayTrust("http://configured.example", false), IsOk());
+    ASSERT_THAT(engine_->SetBuilderTrust(4, true), IsOk());
+    ASSERT_THAT(engine_->SetBuilderTrust(5, false), IsOk());
+    engine_->RefreshPolicy();
+  }
+
+  core::Config config_ = GloasConfig();
+  std::optional<core::Engine> engine_;
+  absl::flat_hash_map<std::string, uint64_t> sequences_;
+};
+
+TEST_F(SnapshotTest, PopulatedEngineHasEveryPart) {
+  Populate();
+  const core::EngineState state = engine_->Export();
+  // Guards the round-trip test below against testing an empty state.
+  EXPECT_TRUE(state.policy.banned_builders.contains(1));
+  EXPECT_TRUE(state.policy.banned_builders.contains(2));  // Collateral of relay-a.
+  EXPECT_TRUE(state.policy.banned_builders.contains(9));
+  EXPECT_TRUE(state.policy.banned_relays.contains("http://relay-a.example"));
+  EXPECT_TRUE(state.policy.trusted_relays.contains("https://relay-b.example"));
+  EXPECT_TRUE(state.builders.contains(1));
+  EXPECT_EQ(state.relays.at("http://relay-a.example").learned.size(), 2u);
+  EXPECT_GE(state.votes.size(), 2u);
+  EXPECT_EQ(state.node_sequences.size(), 3u);
+  EXPECT_EQ(state.operator_bans.size(), 2u);
+  EXPECT_EQ(state.builder_trust_overrides.size(), 2u);
+  EXPECT_EQ(state.relay_trust_overrides.size(), 2u);
+  EXPECT_TRUE(state.missed_slots.has_present);
+  EXPECT_TRUE(state.missed_slots.has_finalized);
+}
+
+TEST_F(SnapshotTest, ImportOfDecodedSnapshotBehavesTheSame) {
+  Populate();
+  const core::EngineState state = engine_->Export();
+  const v1::EngineSnapshot snapshot = SnapshotToProto(state);
+  EXPECT_FALSE(snapshot.has_config());
+  EXPECT_EQ(snapshot.journal_sequence(), 0u);
+
+  absl::StatusOr<core::EngineState> decoded = SnapshotFromProto(ThroughBytes(snapshot));
+  ASSERT_THAT(decoded, IsOk());
+  absl::StatusOr<core::Engine> copy = core::Engine::Import(config_, *std::move(decoded));
+  ASSERT_THAT(copy, IsOk());
+
+  EXPECT_EQ(copy->policy().version, engine_->policy().version);
+  EXPECT_TRUE(copy->policy().SameDecisions(engine_->policy()));
+  ExpectSamePolicy(copy->policy(), engine_->policy());
+  EXPECT_FALSE(copy->RefreshPolicy());
+  EXPECT_EQ(DeterministicBytes(SnapshotToProto(copy->Export())), DeterministicBytes(snapshot));
+
+  // The same next steps give the same policies: builder 3's second report counts in both.
+  for (core::Engine* engine : {&*engine_, &*copy}) {
+    core::Observation second{kSlot + 2, "bn-2", sequences_["bn-2"] + 1,
+                             core::PayloadMissing{3, Root(2), 0.9}};
+    ASSERT_THAT(engine->Observe(second), IsOk());
+    engine->Advance(kSlot + 3);
+  }
+  EXPECT_TRUE(copy->policy().banned_builders.contains(3));
+  EXPECT_EQ(copy->policy().version, engine_->policy().version);
+  EXPECT_TRUE(copy->policy().SameDecisions(engine_->policy()));
+  EXPECT_EQ(DeterministicBytes(SnapshotToProto(copy->Export())),
+            DeterministicBytes(SnapshotToProto(engine_->Export())));
+}
+
+TEST_F(SnapshotTest, KeepsOperatorBanEndsAndTrackerPresence) {
+  Populate();
+  const v1::EngineSnapshot snapshot = SnapshotToProto(engine_->Export());
+  ASSERT_EQ(snapshot.operator_bans_size(), 2);
+  EXPECT_FALSE(snapshot.operator_bans(0).has_until_epoch());
+  EXPECT_TRUE(snapshot.operator_bans(1).has_until_epoch());
+  EXPECT_EQ(snapshot.operator_bans(1).until_epoch(), 20u);
+
+  absl::StatusOr<core::EngineState> decoded = SnapshotFromProto(snapshot);
+  ASSERT_THAT(decoded, IsOk());
+  EXPECT_EQ(decoded->operator_bans.at(9).until_epoch, std::nullopt);
+  EXPECT_EQ(decoded->operator_bans.at(10).until_epoch, std::optional<core::Epoch>(20));
+  EXPECT_EQ(decoded->missed_slots.last_present, kSlot + 1);
+  EXPECT_EQ(decoded->missed_slots.finalized_epoch, 8u);
+
+  v1::EngineSnapshot without = snapshot;
+  without.mutable_missed_slots()->clear_last_present_slot();
+  without.mutable_missed_slots()->clear_finalized_epoch();
+  decoded = SnapshotFromProto(without);
+  ASSERT_THAT(decoded, IsOk());
+  EXPECT_FALSE(decoded->missed_slots.has_present);
+  EXPECT_FALSE(decoded->missed_slots.has_finalized);
+}
+
+TEST_F(SnapshotTest, ListsAreSorted) {
+  Populate();
+  const v1::EngineSnapshot snapshot = SnapshotToProto(engine_->Export());
+
+  std::vector<uint64_t> builders = Indices(snapshot.builders());
+  EXPECT_TRUE(std::is_sorted(builders.begin(), builders.end()));
+  std::vector<std::string> relays;
+  for (const auto& relay : snapshot.relays()) {
+    relays.push_back(relay.relay());
+    std::vector<uint64_t> members = Indices(relay.learned_members());
+    EXPECT_TRUE(std::is_sorted(members.begin(), members.end()));
+  }
+  EXPECT_TRUE(std::is_sorted(relays.begin(), relays.end()));
+  std::vector<std::string> roots;
+  for (const auto& vote : snapshot.votes()) roots.push_back(vote.block_root());
+  // std::string compares its chars as unsigned: bytewise, like the codec.
+  EXPECT_TRUE(std::is_sorted(roots.begin(), roots.end()));
+  std::vector<std::string> nodes;
+  for (const auto& node : snapshot.node_sequences()) nodes.push_back(node.node_id());
+  EXPECT_THAT(nodes, ElementsAre("bn-1", "bn-2", "bn-3"));
+  EXPECT_THAT(Indices(snapshot.operator_bans()), ElementsAre(9, 10));
+  EXPECT_THAT(Indices(snapshot.builder_trust_overrides()), ElementsAre(4, 5));
+  ASSERT_EQ(snapshot.relay_trust_overrides_size(), 2);
+  EXPECT_EQ(snapshot.relay_trust_overrides(0).relay(), "http://configured.example");
+  EXPECT_EQ(snapshot.relay_trust_overrides(1).relay(), "https://relay-b.example");
+}
+
+// Builds a state whose maps hold `n` entries each, inserted in ascending or descending order.
+core::EngineState StateWithEntries(int n, bool descending) {
+  core::EngineState state;
+  state.current_slot = 1000;
+  state.policy.mode = core::Mode::kAllBuilders;
+  if (descending) state.builders.reserve(4 * n);  // Another capacity: another iteration order.
+  for (int j = 0; j < n; ++j) {
+    const int i = descending ? n - 1 - j : j;
+    core::BuilderRecord& builder = state.builders[i];
+    builder.pubkey = absl::StrCat("pk", i);
+    builder.failures = core::FailureRecord{
+        static_cast<uint32_t>(i),   10u + i, i % 2 == 1, 7, static_cast<core::Epoch>(i),
+        absl::StrCat("failure ", i)};
+    core::RelayRecord& relay = state.relays[absl::StrCat("http://r", i)];
+    relay.learned[i] = i;
+    relay.learned[i + 100] = i + 1;
+    relay.failures.failed = 1;
+    relay.failures.last_failure = "reveal";
+    relay.last_seen_epoch = 11;
+    core::RootVote& vote = state.votes[Root(static_cast<uint8_t>(i))];
+    vote.slot = i;
+    vote.builder = i % 3 == 0 ? core::kSelfBuild : i;
+    vote.relay = i % 3 == 0 ? "http://r0" : "";
+    vote.reporters = {"n2", "n1"};
+    vote.applied = i % 2 == 0;
+    vote.delivered = i % 5 == 0;
+    state.node_sequences[absl::StrCat("n", i)] = i + 1;
+    state.operator_bans[i].reason = "r";
+    if (i % 2 == 0) state.operator_bans[i].until_epoch = 30 + i;
+    state.builder_trust_overrides[i] = i % 2 == 0;
+    state.relay_trust_overrides[absl::StrCat("http://t", i)] = true;
+    state.policy.banned_builders[i].reason = "b";
+    state.policy.trusted_relays.insert(absl::StrCat("http://t", i));
+  }
+  state.missed_slots.start_slot = 900;
+  state.missed_slots.present_slots = {901, 905, 990};
+  state.missed_slots.has_present = true;
+  state.missed_slots.last_present = 990;
+  state.missed_slots.has_finalized = true;
+  state.missed_slots.finalized_epoch = 28;
+  state.missed_slots.latched = true;
+  state.missed_slots.latched_rule = "latched rule";
+  return state;
+}
+
+TEST(SnapshotCodec, DecodingLosesNothing) {
+  const v1::EngineSnapshot snapshot = SnapshotToProto(StateWithEntries(12, false));
+  absl::StatusOr<core::EngineState> decoded = SnapshotFromProto(ThroughBytes(snapshot));
+  ASSERT_THAT(decoded, IsOk());
+  EXPECT_EQ(DeterministicBytes(SnapshotToProto(*decoded)), DeterministicBytes(snapshot));
+  EXPECT_THAT(decoded->votes.at(Root(4)).reporters, ElementsAre("n2", "n1"));
+  EXPECT_EQ(decoded->builders.at(3).failures,
+            (core::FailureRecord{3, 13, true, 7, 3, "failure 3"}));
+  EXPECT_THAT(decoded->missed_slots.present_slots, ElementsAre(901, 905, 990));
+  EXPECT_EQ(decoded->missed_slots.latched_rule, "latched rule");
+}
+
+TEST(SnapshotCodec, EqualStatesGiveEqualBytes) {
+  const std::string ascending = DeterministicBytes(SnapshotToProto(StateWithEntries(40, false)));
+  const std::string descending = DeterministicBytes(SnapshotToProto(StateWithEntries(40, true)));
+  EXPECT_EQ(ascending, descending);
+}
+
+TEST(SnapshotCodec, RefusesMalformedSnapshots) {
+  const v1::EngineSnapshot snapshot = SnapshotToProto(StateWithEntries(3, false));
+  ASSERT_THAT(SnapshotFromProto(snapshot), IsOk());
+
+  v1::EngineSnapshot no_policy = snapshot;
+  no_policy.clear_policy();
+  EXPECT_THAT(SnapshotFromProto(no_policy),
+              StatusIs(kInvalid, HasSubstr("policy: mode is MODE_UNSPECIFIED")));
+
+  v1::EngineSnapshot short_root = snapshot;
+  short_root.mutable_votes(2)->set_block_root("abc");
+  EXPECT_THAT(SnapshotFromProto(short_root),
+              StatusIs(kInvalid, "votes[2].block_root is 3 bytes; a block root is 32"));
+
+  v1::EngineSnapshot builder_twice = snapshot;
+  *builder_twice.add_builders() = snapshot.builders(1);
+  EXPECT_THAT(SnapshotFromProto(builder_twice),
+              StatusIs(kInvalid, HasSubstr("builders holds builder 1 more than once")));
+
+  v1::EngineSnapshot relay_twice = snapshot;
+  *relay_twice.add_relays() = snapshot.relays(0);
+  EXPECT_THAT(SnapshotFromProto(relay_twice), StatusIs(kInvalid, HasSubstr("relays holds")));
+
+  v1::EngineSnapshot member_twice = snapshot;
+  *member_twice.mutable_relays(0)->add_learned_members() = snapshot.relays(0).learned_members(0);
+  EXPECT_THAT(SnapshotFromProto(member_twice), StatusIs(kInvalid, HasSubstr("learned_members")));
+
+  v1::EngineSnapshot vote_twice = snapshot;
+  *vote_twice.add_votes() = snapshot.votes(0);
+  EXPECT_THAT(SnapshotFromProto(vote_twice), StatusIs(kInvalid, HasSubstr("votes holds")));
+
+  v1::EngineSnapshot node_twice = snapshot;
+  *node_twice.add_node_sequences() = snapshot.node_sequences(2);
+  EXPECT_THAT(SnapshotFromProto(node_twice), StatusIs(kInvalid, HasSubstr("node_sequences")));
+
+  v1::EngineSnapshot ban_twice = snapshot;
+  *ban_twice.add_operator_bans() = snapshot.operator_bans(0);
+  EXPECT_THAT(SnapshotFromProto(ban_twice), StatusIs(kInvalid, HasSubstr("operator_bans")));
+
+  v1::EngineSnapshot trust_twice = snapshot;
+  *trust_twice.add_builder_trust_overrides() = snapshot.builder_trust_overrides(0);
+  EXPECT_THAT(SnapshotFromProto(trust_twice),
+              StatusIs(kInvalid, HasSubstr("builder_trust_overrides")));
+
+  v1::EngineSnapshot relay_trust_twice = snapshot;
+  *relay_trust_twice.add_relay_trust_overrides() = snapshot.relay_trust_overrides(0);
+  EXPECT_THAT(SnapshotFromProto(relay_trust_twice),
+              StatusIs(kInvalid, HasSubstr("relay_trust_overrides")));
+}
+
+}  // namespace
+}  // namespace breaker::service
