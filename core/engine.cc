@@ -281,8 +281,8 @@ ObserveOutcome Engine::ApplyEvent(const Observation& observation) {
           },
           [&](const PayloadDelivered& delivered) { return OnDelivered(slot, delivered); },
           [&](const BlocksSeen& blocks) {
-            if (blocks.roots.empty()) return ObserveOutcome::kNoEffect;
-            missed_slots_.RecordPresent(slot);
+            // An empty report is evidence too: the node saw the slot go by without a block.
+            missed_slots_.RecordBlocks(slot, !blocks.roots.empty());
             return ObserveOutcome::kApplied;
           },
           [&](const Finalized& finalized) {

@@ -425,8 +425,8 @@ class Simulation {
         4,                         // kRelayTrust
         3,                         // kReset
     });
-    // Pre-Gloas, a jump of more than a few slots trips the missed-slot breaker (the latched
-    // rule until the next reset), so time moves slot by slot there, with rare jumps.
+    // Pre-Gloas, time moves slot by slot, with rare jumps, so that the in-order block reports
+    // keep up with the clock: the missed-slot breaker judges a slot two slots after it.
     big_jump_ = pre_gloas ? 0.015 : 0.10;
     small_step_ = pre_gloas ? 0.85 : 0.65;
     for (BuilderIndex b = 0; b <= kMaxBuilder; ++b) generation_[b] = 0;
@@ -649,7 +649,9 @@ class Simulation {
       }
       case kBlocks: {
         // Mostly the next slot no node has reported yet, as a fleet reports every slot, now
-        // and then empty (a missed slot); otherwise any slot, late or early.
+        // and then empty (a missed slot); otherwise any slot, late or early. Pre-Gloas, the
+        // chain now and then stalls for a few slots that no node has a block for, so that the
+        // missed-slot breaker trips: slots no node reported on never count as missed.
         Slot slot = ObservedSlot();
         double empty = 0.15;
         const Slot oldest = current() - config().amendment_window_slots;
@@ -658,8 +660,13 @@ class Simulation {
           if (next_blocks_slot_ <= current()) {
             slot = next_blocks_slot_++;
             empty = 0.03;
+            if (pre_gloas_ && slot >= stall_end_ && Chance(0.02)) {
+              stall_begin_ = slot;
+              stall_end_ = slot + Uniform(2, 10);
+            }
           }
         }
+        if (slot >= stall_begin_ && slot < stall_end_) empty = 1.0;
         BlocksSeen blocks;
         const uint64_t roots = Chance(empty) ? 0 : Chance(0.9) ? 1 : 2;
         for (uint64_t i = 0; i < roots; ++i) blocks.roots.push_back(RootOf(next_root_++));
@@ -1338,6 +1345,9 @@ class Simulation {
   bool pre_gloas_ = false;
   // The lowest slot for which the generator has not yet sent a BlocksSeen in order.
   Slot next_blocks_slot_ = kStartSlot;
+  // The latest stall: no node has a block for the slots [stall_begin_, stall_end_).
+  Slot stall_begin_ = 0;
+  Slot stall_end_ = 0;
   // The trust the operator set explicitly with SetBuilderTrust, which survives Reset().
   absl::flat_hash_map<BuilderIndex, bool> trust_overrides_;
   std::optional<Engine> engine_;

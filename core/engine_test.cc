@@ -81,6 +81,13 @@ class EngineTest : public ::testing::Test {
     engine_->RefreshPolicy();
   }
 
+  // `node` reports that it has no block for `slot`, at `slot` (moving the clock there).
+  void ReportNoBlock(Slot slot, const std::string& node = "n1") {
+    absl::StatusOr<ObserveOutcome> outcome = Observe(BlocksSeen{}, slot, node);
+    ASSERT_THAT(outcome, IsOk());
+    EXPECT_EQ(*outcome, ObserveOutcome::kApplied);
+  }
+
   void AdvanceToEpoch(Epoch epoch) { engine_->Advance(SlotOf(epoch)); }
 
   const Policy& policy() const { return engine_->policy(); }
@@ -167,7 +174,9 @@ TEST_F(EngineTest, SeedScenario5PreGloasSixthMissedSlotLatchesUntilReset) {
   config_ = PreGloasConfig();
   Start();
   const Slot start = SlotOf(kStartEpoch);
-  // Slots start..start+5 missed: judged at +2 each; the sixth judged missed slot trips.
+  // Slots start..start+5 missed (the node reports each without a block): judged at +2 each;
+  // the sixth judged missed slot trips.
+  for (Slot s = start; s <= start + 5; ++s) ReportNoBlock(s);
   engine_->Advance(start + 6);
   EXPECT_FALSE(policy().missed_slots.tripped);
   EXPECT_EQ(policy().mode, Mode::kAllBuilders);
@@ -189,12 +198,31 @@ TEST_F(EngineTest, SeedScenario5NonCanonicalBlockKeepsSlotPresent) {
   config_ = PreGloasConfig();
   Start();
   const Slot start = SlotOf(kStartEpoch);
-  // One node has a (non-canonical) block at start+3: the run of missed slots is broken.
+  // One node has no block for any slot, another a (non-canonical) block at start+3: the run of
+  // missed slots is broken.
+  for (Slot s = start; s <= start + 3; ++s) ReportNoBlock(s);
   engine_->Advance(start + 4);
   ASSERT_THAT(Observe(BlocksSeen{{Root(3)}}, start + 3, "n2"), IsOk());
+  for (Slot s = start + 4; s <= start + 8; ++s) ReportNoBlock(s);
   engine_->Advance(start + 9);
   EXPECT_FALSE(policy().missed_slots.tripped);
   EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+}
+
+TEST_F(EngineTest, PreGloasBreakerNeedsReportsToTrip) {
+  // A breakerd without nodes, or whose nodes are all offline, has no evidence of missed slots.
+  config_ = PreGloasConfig();
+  Start();
+  const Slot start = SlotOf(kStartEpoch);
+  for (Slot s = start + 1; s <= start + 100; ++s) {
+    engine_->Advance(s);
+    ASSERT_EQ(policy().mode, Mode::kAllBuilders) << "slot " << s;
+  }
+  EXPECT_TRUE(policy().missed_slots.active);
+  EXPECT_FALSE(policy().missed_slots.tripped);
+  EXPECT_FALSE(policy().missed_slots.latched);
+  EXPECT_EQ(policy().missed_slots.consecutive_missed, 0u);
+  EXPECT_EQ(policy().missed_slots.missed_in_window, 0u);
 }
 
 // --- Per-builder failure tracking ----------------------------------------------------------
@@ -676,6 +704,7 @@ TEST_F(EngineTest, WindowedPresetRecoversWhereTheLatchedRuleDoesNot) {
   config_.missed_slots = MissedSlotRulesForPreset("prysm").value();
   Start();
   const Slot start = SlotOf(kStartEpoch);
+  for (Slot s = start; s <= start + 4; ++s) ReportNoBlock(s);
   engine_->Advance(start + 6);  // slots start..start+4 judged missed: 5 > 3 consecutive
   EXPECT_EQ(policy().mode, Mode::kSelfBuild);
   for (Slot s = start + 5; s < start + 40; ++s) {

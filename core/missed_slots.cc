@@ -4,6 +4,7 @@
 #include <bitset>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -14,18 +15,15 @@ namespace {
 constexpr uint64_t kGraceSlots = 2;
 
 constexpr uint64_t kRingSlots = MissedSlotTracker::kRingSlots;
-using Ring = std::bitset<kRingSlots>;
 
-// Moves the ring's head forward to `slot`, clearing the bits of the slots that enter the ring:
-// they still hold the slots one lap (or more) older.
-void AdvanceHead(Slot slot, Ring& ring, Slot& head) {
-  if (slot <= head) return;
-  if (slot - head >= kRingSlots) {
-    ring.reset();
-  } else {
-    for (uint64_t i = 1; i <= slot - head; ++i) ring.reset((head + i) % kRingSlots);
+// Appends the slots of the ring whose bit is set to `slots`, oldest first.
+void AppendSet(const std::bitset<kRingSlots>& ring, Slot head, std::vector<Slot>& slots) {
+  // The ring's slots are head - back for back in [0, span].
+  const uint64_t span = std::min<uint64_t>(head, kRingSlots - 1);
+  for (uint64_t back = span + 1; back-- > 0;) {
+    const Slot slot = head - back;
+    if (ring[slot % kRingSlots]) slots.push_back(slot);
   }
-  head = slot;
 }
 
 }  // namespace
@@ -33,21 +31,43 @@ void AdvanceHead(Slot slot, Ring& ring, Slot& head) {
 MissedSlotTracker::MissedSlotTracker(Slot start_slot)
     : start_slot_(start_slot), ring_head_(start_slot) {}
 
-bool MissedSlotTracker::IsPresent(Slot slot) const {
-  // Outside the ring a bit may belong to another slot: no evidence of presence.
-  if (slot > ring_head_ || ring_head_ - slot >= kRingSlots) return false;
-  return ring_[slot % kRingSlots];
+bool MissedSlotTracker::InRing(Slot slot) const {
+  return slot <= ring_head_ && ring_head_ - slot < kRingSlots;
 }
 
-void MissedSlotTracker::RecordPresent(Slot slot) {
-  AdvanceHead(slot, ring_, ring_head_);
-  // Older than the ring: long out of every judged window (see the REQUIRES on the class).
-  if (ring_head_ - slot >= kRingSlots) return;
-  ring_.set(slot % kRingSlots);
-  if (!has_present_ || slot > last_present_) {
-    has_present_ = true;
-    last_present_ = slot;
+bool MissedSlotTracker::IsPresent(Slot slot) const {
+  // Outside the ring a bit may belong to another slot: no evidence of presence.
+  return InRing(slot) && present_[slot % kRingSlots];
+}
+
+bool MissedSlotTracker::IsMissed(Slot slot) const {
+  // Outside the ring, as for a slot no node reported on: unknown, not missed.
+  return slot >= start_slot_ && InRing(slot) && observed_[slot % kRingSlots] &&
+         !present_[slot % kRingSlots];
+}
+
+void MissedSlotTracker::AdvanceHead(Slot slot) {
+  if (slot <= ring_head_) return;
+  // The slots that enter the rings clear their bits: they still hold the slots one lap (or
+  // more) older.
+  if (slot - ring_head_ >= kRingSlots) {
+    present_.reset();
+    observed_.reset();
+  } else {
+    for (uint64_t i = 1; i <= slot - ring_head_; ++i) {
+      present_.reset((ring_head_ + i) % kRingSlots);
+      observed_.reset((ring_head_ + i) % kRingSlots);
+    }
   }
+  ring_head_ = slot;
+}
+
+void MissedSlotTracker::RecordBlocks(Slot slot, bool any_block) {
+  AdvanceHead(slot);
+  // Older than the rings: long out of every judged window (see the REQUIRES on the class).
+  if (!InRing(slot)) return;
+  observed_.set(slot % kRingSlots);
+  if (any_block) present_.set(slot % kRingSlots);
 }
 
 void MissedSlotTracker::RecordFinalized(Epoch epoch) {
@@ -59,22 +79,29 @@ void MissedSlotTracker::RecordFinalized(Epoch epoch) {
 
 MissedSlotState MissedSlotTracker::Evaluate(Slot now, const MissedSlotRules& rules,
                                             const ChainSpec& spec) {
-  AdvanceHead(now, ring_, ring_head_);
+  AdvanceHead(now);
   MissedSlotState state;
 
   // Judged slots are [start_slot_, judged_end); empty before the first one is judged.
   const Slot judged_end = now >= kGraceSlots ? now - kGraceSlots + 1 : 0;
   if (judged_end > start_slot_) {
-    // Consecutive: the judged slots after the latest present slot (and from the start on).
-    Slot first_missed = start_slot_;
-    if (has_present_ && last_present_ >= first_missed) first_missed = last_present_ + 1;
-    state.consecutive_missed = judged_end > first_missed ? judged_end - first_missed : 0;
+    // Consecutive: the run of missed slots ending at the latest judged slot, as far back as the
+    // rings reach; a present or unknown slot ends it. A block already reported for a later,
+    // not yet judged slot ends it too.
+    bool later_block = false;
+    for (Slot s = judged_end; s <= ring_head_ && !later_block; ++s) later_block = IsPresent(s);
+    if (!later_block) {
+      for (Slot s = judged_end - 1; IsMissed(s); --s) {
+        ++state.consecutive_missed;
+        if (s == 0) break;
+      }
+    }
 
-    // Windowed: the last window_slots judged slots, which the ring always covers.
+    // Windowed: the missed slots among the last window_slots judged slots.
     const uint64_t window = std::min<uint64_t>(rules.window_slots, kRingSlots);
     const Slot window_begin = std::max(start_slot_, judged_end > window ? judged_end - window : 0);
     for (Slot s = window_begin; s < judged_end; ++s) {
-      if (!IsPresent(s)) ++state.missed_in_window;
+      if (IsMissed(s)) ++state.missed_in_window;
     }
   }
   if (has_finalized_) {
@@ -120,10 +147,9 @@ MissedSlotState MissedSlotTracker::Evaluate(Slot now, const MissedSlotRules& rul
 
 void MissedSlotTracker::Reset(Slot now) {
   start_slot_ = now;
-  ring_.reset();
+  present_.reset();
+  observed_.reset();
   ring_head_ = now;
-  has_present_ = false;
-  last_present_ = 0;
   latched_ = false;
   latched_rule_.clear();
 }
@@ -131,14 +157,8 @@ void MissedSlotTracker::Reset(Slot now) {
 MissedSlotTracker::State MissedSlotTracker::Export() const {
   State state;
   state.start_slot = start_slot_;
-  // Oldest first: the ring's slots are ring_head_ - back for back in [0, span].
-  const uint64_t span = std::min<uint64_t>(ring_head_, kRingSlots - 1);
-  for (uint64_t back = span + 1; back-- > 0;) {
-    const Slot slot = ring_head_ - back;
-    if (ring_[slot % kRingSlots]) state.present_slots.push_back(slot);
-  }
-  state.has_present = has_present_;
-  state.last_present = last_present_;
+  AppendSet(present_, ring_head_, state.present_slots);
+  AppendSet(observed_, ring_head_, state.observed_slots);
   state.has_finalized = has_finalized_;
   state.finalized_epoch = finalized_epoch_;
   state.latched = latched_;
@@ -148,13 +168,15 @@ MissedSlotTracker::State MissedSlotTracker::Export() const {
 
 MissedSlotTracker MissedSlotTracker::Import(const State& state) {
   MissedSlotTracker tracker(state.start_slot);
-  // The head only has to cover the present slots: the bits past them are clear either way.
-  for (Slot slot : state.present_slots) AdvanceHead(slot, tracker.ring_, tracker.ring_head_);
+  // The head only has to cover the listed slots: the bits past them are clear either way.
+  for (Slot slot : state.present_slots) tracker.AdvanceHead(slot);
+  for (Slot slot : state.observed_slots) tracker.AdvanceHead(slot);
   for (Slot slot : state.present_slots) {
-    if (tracker.ring_head_ - slot < kRingSlots) tracker.ring_.set(slot % kRingSlots);
+    if (tracker.InRing(slot)) tracker.present_.set(slot % kRingSlots);
   }
-  tracker.has_present_ = state.has_present;
-  tracker.last_present_ = state.has_present ? state.last_present : 0;
+  for (Slot slot : state.observed_slots) {
+    if (tracker.InRing(slot)) tracker.observed_.set(slot % kRingSlots);
+  }
   tracker.has_finalized_ = state.has_finalized;
   tracker.finalized_epoch_ = state.has_finalized ? state.finalized_epoch : 0;
   tracker.latched_ = state.latched;

@@ -2,7 +2,10 @@
 #define CORE_MISSED_SLOTS_H_
 
 // The pre-Gloas (mev-boost) missed-slot breaker, fleet-wide: a slot is present when any node
-// has any block for it, canonical or not, so a reorging adversary cannot trip the breaker.
+// has any block for it, canonical or not, so a reorging adversary cannot trip the breaker; it
+// is missed only when some node reported it without a block and no node has one. A slot no
+// node reported on is unknown: no report is no evidence, so a breakerd without reports never
+// trips.
 
 #include <bitset>
 #include <cstdint>
@@ -16,12 +19,20 @@
 
 namespace breaker::core {
 
+// Each slot is, from the reports of all nodes:
+// - present: some node reported a block for it;
+// - missed: some node reported it (possibly with no block) and no node reported a block;
+// - unknown: no node reported it. Never counted as missed, and like a present slot it ends a
+//   run of consecutive missed slots.
+// The run of consecutive missed slots ends at the latest judged slot; a block already reported
+// for a later slot ends it too (the chain is moving again).
 // Slot `s` is judged once slot s + 1 has ended, that is from slot s + 2 on; until it leaves the
-// amendment window a late block report still turns it present. Slots before the tracking start
-// (creation or the last reset) count as present: no history is no evidence of failure.
+// amendment window a late report still changes its verdict. Slots before the tracking start
+// (creation or the last reset) are never missed: no history is no evidence of failure.
 //
-// Memory is a fixed ring of kRingSlots presence bits.
-// REQUIRES of callers: RecordPresent only for slots in (now - kRingSlots + 8, now + 8), which
+// Memory is two fixed rings of kRingSlots bits: which slots were reported, which are present.
+// Slots older than the rings are unknown, so a run of missed slots counts at most kRingSlots.
+// REQUIRES of callers: RecordBlocks only for slots in (now - kRingSlots + 8, now + 8), which
 // a valid Config guarantees (amendment window <= 128, future tolerance <= 8).
 class MissedSlotTracker {
  public:
@@ -32,9 +43,8 @@ class MissedSlotTracker {
     Slot start_slot = 0;
     // Present slots still in the ring, ascending.
     std::vector<Slot> present_slots;
-    // The latest present slot ever reported, or 0 with has_present false.
-    bool has_present = false;
-    Slot last_present = 0;
+    // Slots some node reported on (with or without a block) still in the ring, ascending.
+    std::vector<Slot> observed_slots;
     bool has_finalized = false;
     Epoch finalized_epoch = 0;
     // The latched (seed) rule tripped, and its description.
@@ -45,8 +55,9 @@ class MissedSlotTracker {
   // Starts tracking at `start_slot`.
   explicit MissedSlotTracker(Slot start_slot);
 
-  // Some node has a block for `slot`.
-  void RecordPresent(Slot slot);
+  // Some node reported the blocks it has for `slot`: the slot is observed, and present when
+  // `any_block`.
+  void RecordBlocks(Slot slot, bool any_block);
 
   // Some node finalized `epoch`; the latest reported epoch is kept.
   void RecordFinalized(Epoch epoch);
@@ -63,15 +74,19 @@ class MissedSlotTracker {
   static MissedSlotTracker Import(const State& state);
 
  private:
+  bool InRing(Slot slot) const;
   bool IsPresent(Slot slot) const;
+  // Some node reported on `slot`, no node has a block for it, and it is not before the start.
+  bool IsMissed(Slot slot) const;
+  // Moves the rings' head forward to `slot`.
+  void AdvanceHead(Slot slot);
 
   Slot start_slot_;
-  // Bit (s % kRingSlots) is set when slot s is present; valid for slots in
-  // (ring_head_ - kRingSlots, ring_head_].
-  std::bitset<kRingSlots> ring_;
+  // Bit (s % kRingSlots) is set when slot s is present (present_), or when some node reported
+  // on it (observed_); valid for slots in (ring_head_ - kRingSlots, ring_head_].
+  std::bitset<kRingSlots> present_;
+  std::bitset<kRingSlots> observed_;
   Slot ring_head_;
-  bool has_present_ = false;
-  Slot last_present_ = 0;
   bool has_finalized_ = false;
   Epoch finalized_epoch_ = 0;
   bool latched_ = false;

@@ -38,7 +38,7 @@ struct PayloadDelivered {
 };
 
 // The blocks the node has for the observation's slot, canonical or not. Empty: the node has
-// none.
+// none — the slot counts as missed unless another node has one.
 struct BlocksSeen {
   std::vector<BlockRoot> roots;
 };

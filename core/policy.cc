@@ -1,6 +1,54 @@
 #include "core/policy.h"
 
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
 namespace breaker::core {
+namespace {
+
+// Strictness as an order: a mode that allows fewer bids is greater.
+int Strictness(Mode mode) {
+  switch (mode) {
+    case Mode::kAllBuilders:
+      return 0;
+    case Mode::kTrustedOnly:
+      return 1;
+    case Mode::kSelfBuild:
+      return 2;
+  }
+  return 2;
+}
+
+// True when `a` lasts strictly longer than `b`: until reset outlasts any epoch.
+bool Outlasts(const Ban& a, const Ban& b) {
+  if (a.until_reset != b.until_reset) return a.until_reset;
+  if (a.until_reset) return false;
+  return a.until_epoch > b.until_epoch;
+}
+
+// Adds `local`'s bans to `merged` (a copy of the fleet's): a key in both keeps the stricter.
+template <typename Key>
+void UnionBans(absl::flat_hash_map<Key, Ban>& merged, const absl::flat_hash_map<Key, Ban>& local) {
+  for (const auto& [key, ban] : local) {
+    auto [it, inserted] = merged.try_emplace(key, ban);
+    if (inserted) continue;
+    Ban& kept = it->second;
+    const BanKind kind = std::min(kept.kind, ban.kind);
+    if (Outlasts(ban, kept)) kept = ban;
+    kept.kind = kind;
+  }
+}
+
+// Keeps in `merged` (a copy of the fleet's) only the members also in `local`.
+template <typename Key>
+void IntersectTrusted(absl::flat_hash_set<Key>& merged, const absl::flat_hash_set<Key>& local) {
+  absl::erase_if(merged, [&local](const Key& key) { return !local.contains(key); });
+}
+
+}  // namespace
 
 absl::string_view ModeName(Mode mode) {
   switch (mode) {
@@ -45,6 +93,24 @@ bool Policy::SameDecisions(const Policy& other) const {
          missed_slots.active == other.missed_slots.active &&
          missed_slots.tripped == other.missed_slots.tripped &&
          missed_slots.latched == other.missed_slots.latched;
+}
+
+Policy StricterOf(const Policy& fleet, const Policy& local) {
+  Policy policy = fleet;
+  if (Strictness(local.mode) > Strictness(fleet.mode)) {
+    policy.mode = local.mode;
+    policy.mode_reason = absl::StrCat("local: ", local.mode_reason);
+  }
+  UnionBans(policy.banned_builders, local.banned_builders);
+  UnionBans(policy.banned_relays, local.banned_relays);
+  IntersectTrusted(policy.trusted_builders, local.trusted_builders);
+  IntersectTrusted(policy.trusted_relays, local.trusted_relays);
+  if (local.missed_slots.tripped) policy.missed_slots = local.missed_slots;
+  policy.computed_at_slot = std::max(fleet.computed_at_slot, local.computed_at_slot);
+  policy.computed_at_epoch = std::max(fleet.computed_at_epoch, local.computed_at_epoch);
+  policy.reason =
+      absl::StrCat("stricter of fleet version ", fleet.version, " and the local engine");
+  return policy;
 }
 
 }  // namespace breaker::core

@@ -110,6 +110,20 @@ struct Policy {
   bool SameDecisions(const Policy& other) const;
 };
 
+// Returns the policy a node applies when breakerd has been unreachable past the staleness
+// limit: the stricter of the last `fleet` policy and the node's `local` engine's, so that a bid
+// it allows is allowed by both.
+//
+// - mode: the stricter (kSelfBuild > kTrustedOnly > kAllBuilders), with that policy's
+//   mode_reason, prefixed "local: " when it is `local`'s (a tie keeps `fleet`'s);
+// - banned builders and relays: the union; a key banned by both keeps the stricter ban (until
+//   reset, else the later end epoch) and its reason (a tie keeps `fleet`'s), and the lower kind;
+// - trusted builders and relays: the intersection (fewer trusted is stricter);
+// - missed_slots: `local`'s when it tripped, else `fleet`'s;
+// - version: `fleet`'s (the client reports the fleet version it applies); computed_at_slot and
+//   computed_at_epoch: the later of the two; reason: names the fleet version.
+Policy StricterOf(const Policy& fleet, const Policy& local);
+
 }  // namespace breaker::core
 
 #endif  // CORE_POLICY_H_

@@ -11,8 +11,8 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/time_util.h"
-#include "service/config_file.h"
-#include "service/state_codec.h"
+#include "proto/codec/config_file.h"
+#include "proto/codec/engine_codec.h"
 
 namespace breaker::service {
 namespace {
@@ -35,13 +35,6 @@ google::protobuf::Timestamp ToProto(absl::Time time) {
   return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(time));
 }
 
-v1::Ban BanToProto(const core::Ban& ban) {
-  // PolicyToProto knows the enum mapping; reuse it through a one-ban policy.
-  core::Policy policy;
-  policy.banned_builders.emplace(0, ban);
-  return PolicyToProto(policy).banned_builders(0).ban();
-}
-
 }  // namespace
 
 namespace v1 = ::breaker::v1;
@@ -61,12 +54,12 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
       return absl::DataLossError(
           "the stored snapshot cannot be parsed; restore the state directory from a backup");
     }
-    absl::StatusOr<core::Config> config = ConfigFromProto(snapshot.config());
+    absl::StatusOr<core::Config> config = codec::ConfigFromProto(snapshot.config());
     if (!config.ok()) {
       return absl::DataLossError(absl::StrCat("the stored snapshot's configuration is invalid: ",
                                               config.status().message()));
     }
-    absl::StatusOr<core::EngineState> state = SnapshotFromProto(snapshot);
+    absl::StatusOr<core::EngineState> state = codec::SnapshotFromProto(snapshot);
     if (!state.ok()) {
       return absl::DataLossError(
           absl::StrCat("the stored snapshot is inconsistent: ", state.status().message()));
@@ -119,9 +112,9 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   fleet->writer_ = std::thread([fleet = fleet.get()] { fleet->WriterLoop(); });
 
   // The configuration given now replaces the stored one, through the journal like a reload.
-  if (Serialize(ConfigToProto(config)) != Serialize(fleet->EffectiveConfig())) {
+  if (Serialize(codec::ConfigToProto(config)) != Serialize(fleet->EffectiveConfig())) {
     auto work = std::make_unique<Work>();
-    *work->entry.mutable_reconfigure() = ConfigToProto(config);
+    *work->entry.mutable_reconfigure() = codec::ConfigToProto(config);
     fleet->Enqueue(std::move(work));
   }
   fleet->Tick();
@@ -197,7 +190,7 @@ void Fleet::ReloadConfig(ConfigCallback done) {
         "breakerd runs without a configuration file; restart it with --config to reload one"));
     return;
   }
-  absl::StatusOr<core::Config> config = LoadConfigFile(config_path_);
+  absl::StatusOr<core::Config> config = codec::LoadConfigFile(config_path_);
   if (!config.ok()) {
     LOG(WARNING) << "reload refused, configuration unchanged: " << config.status();
     done(config.status());
@@ -213,7 +206,7 @@ void Fleet::ReloadConfig(ConfigCallback done) {
     }
   }
   auto work = std::make_unique<Work>();
-  *work->entry.mutable_reconfigure() = ConfigToProto(*config);
+  *work->entry.mutable_reconfigure() = codec::ConfigToProto(*config);
   Work* raw = work.get();
   work->on_applied = [this, done, raw] {
     if (!raw->status.ok()) {
@@ -333,7 +326,7 @@ void Fleet::Apply(Work& work) {
       for (const v1::Observation& proto : batch.observations()) {
         highest = std::max(highest, proto.sequence());
         absl::StatusOr<core::Observation> observation =
-            ObservationFromProto(proto, batch.node_id());
+            codec::ObservationFromProto(proto, batch.node_id());
         absl::Status status = observation.status();
         if (status.ok()) {
           status = engine_.Observe(*observation).status();
@@ -366,7 +359,7 @@ void Fleet::Apply(Work& work) {
       work.status = ApplyAdmin(entry.admin());
       break;
     case v1::JournalEntry::kReconfigure: {
-      absl::StatusOr<core::Config> config = ConfigFromProto(entry.reconfigure());
+      absl::StatusOr<core::Config> config = codec::ConfigFromProto(entry.reconfigure());
       work.status = config.ok() ? engine_.Reconfigure(*std::move(config)) : config.status();
       if (work.status.ok() && !work.replay) LOG(INFO) << "configuration applied";
       break;
@@ -408,7 +401,7 @@ absl::Status Fleet::ApplyAdmin(const v1::AdminAction& action) {
 std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
   auto published = std::make_shared<PublishedPolicy>();
   published->policy = engine_.policy();
-  published->proto = PolicyToProto(published->policy);
+  published->proto = codec::PolicyToProto(published->policy);
   v1::ServerMessage message;
   *message.mutable_policy() = published->proto;
   const std::string bytes = message.SerializeAsString();
@@ -422,8 +415,8 @@ absl::Status Fleet::WriteSnapshot() {
   v1::EngineSnapshot snapshot;
   {
     std::lock_guard<std::mutex> lock(engine_mu_);
-    snapshot = SnapshotToProto(engine_.Export());
-    *snapshot.mutable_config() = ConfigToProto(engine_.config());
+    snapshot = codec::SnapshotToProto(engine_.Export());
+    *snapshot.mutable_config() = codec::ConfigToProto(engine_.config());
     snapshot.set_journal_sequence(journal_sequence_);
     entries_since_snapshot_ = 0;
     snapshot_epoch_ = engine_.current_epoch();
@@ -498,7 +491,7 @@ v1::Builder Fleet::DescribeBuilder(core::BuilderIndex builder) const {
     info.set_pubkey(record->second.pubkey);
   }
   if (auto ban = policy.banned_builders.find(builder); ban != policy.banned_builders.end()) {
-    *info.mutable_ban() = BanToProto(ban->second);
+    *info.mutable_ban() = codec::BanToProto(ban->second);
   }
   std::vector<std::string> relays = engine_.RelaysServing(builder);
   bool trusted = policy.trusted_builders.contains(builder);
@@ -529,7 +522,7 @@ v1::ListRelaysResponse Fleet::ListRelays() const {
     relay->set_configured(configured.contains(id));
     relay->set_trusted(policy.trusted_relays.contains(id));
     if (auto ban = policy.banned_relays.find(id); ban != policy.banned_relays.end()) {
-      *relay->mutable_ban() = BanToProto(ban->second);
+      *relay->mutable_ban() = codec::BanToProto(ban->second);
     }
     for (core::BuilderIndex member : engine_.RelayMembers(id)) relay->add_builder_indices(member);
     relay->set_last_seen_epoch(record.last_seen_epoch);
@@ -578,7 +571,7 @@ v1::ListNodesResponse Fleet::ListNodes() const {
 
 v1::Config Fleet::EffectiveConfig() const {
   std::lock_guard<std::mutex> lock(engine_mu_);
-  return ConfigToProto(engine_.config());
+  return codec::ConfigToProto(engine_.config());
 }
 
 void Fleet::NodeConnected(const std::string& node_id, const std::string& peer,

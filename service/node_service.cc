@@ -119,6 +119,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       node_id_ = hello.node_id();
       // The version the node holds counts as sent and acknowledged.
       sent_version_ = acked_version_ = held;
+      pending_config_ = fleet_->EffectiveConfig();
     }
     if (!service_->Register(hello, held, peer_, shared_from_this())) {
       Kick(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect"));
@@ -202,8 +203,13 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   // acknowledgement.
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || write_in_flight_ || pending_finish_.has_value() || node_id_.empty()) return;
-    if (latest_policy_ != nullptr && latest_policy_->policy.version != sent_version_ &&
-        acked_version_ >= sent_version_) {
+    if (pending_config_.has_value()) {
+      v1::ServerMessage message;
+      *message.mutable_config() = *std::move(pending_config_);
+      pending_config_.reset();
+      SerializeLocked(message);
+    } else if (latest_policy_ != nullptr && latest_policy_->policy.version != sent_version_ &&
+               acked_version_ >= sent_version_) {
       grpc::Slice slice = latest_policy_->server_message;
       write_buffer_ = grpc::ByteBuffer(&slice, 1);
       sent_version_ = latest_policy_->policy.version;
@@ -211,17 +217,21 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       v1::ServerMessage message;
       *message.mutable_observation_ack() = *std::move(pending_ack_);
       pending_ack_.reset();
-      // The buffer still holds the previous message, and gRPC's serializer asserts (aborting
-      // the process) when it writes a message larger than an inlined slice into a non-empty
-      // buffer: an ack listing refusals did exactly that.
-      write_buffer_.Clear();
-      bool own_buffer = false;
-      grpc::SerializationTraits<v1::ServerMessage>::Serialize(message, &write_buffer_, &own_buffer);
+      SerializeLocked(message);
     } else {
       return;
     }
     write_in_flight_ = true;
     StartWrite(&write_buffer_);
+  }
+
+  void SerializeLocked(const v1::ServerMessage& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // The buffer still holds the previous message, and gRPC's serializer asserts (aborting
+    // the process) when it writes a message larger than an inlined slice into a non-empty
+    // buffer: an ack listing refusals did exactly that.
+    write_buffer_.Clear();
+    bool own_buffer = false;
+    grpc::SerializationTraits<v1::ServerMessage>::Serialize(message, &write_buffer_, &own_buffer);
   }
 
   void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -253,6 +263,8 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   uint64_t sent_version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t acked_version_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<v1::ObservationAck> pending_ack_ ABSL_GUARDED_BY(mu_);
+  // The configuration in force, sent once after the hello.
+  std::optional<v1::Config> pending_config_ ABSL_GUARDED_BY(mu_);
 };
 
 NodeService::NodeService(Fleet* fleet) : fleet_(fleet) {}

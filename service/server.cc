@@ -16,7 +16,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "service/config_file.h"
+#include "proto/codec/config_file.h"
 #include "service/sqlite_state_store.h"
 
 namespace breaker::service {
@@ -68,7 +68,7 @@ void SetServing(grpc::Server& server, bool serving) {
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   core::Config config;
   if (!options.config_path.empty()) {
-    absl::StatusOr<core::Config> loaded = LoadConfigFile(options.config_path);
+    absl::StatusOr<core::Config> loaded = codec::LoadConfigFile(options.config_path);
     if (!loaded.ok()) return loaded.status();
     config = *std::move(loaded);
   }

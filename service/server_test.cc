@@ -186,12 +186,19 @@ class NodeClient {
     return stream_->Write(message);
   }
 
-  // The next message from the server; nullopt when the stream has ended.
+  // The next policy or acknowledgement from the server; nullopt when the stream has ended.
+  // The configuration sent after the hello is kept aside (see config()).
   std::optional<v1::ServerMessage> Read() {
     v1::ServerMessage message;
-    if (!stream_->Read(&message)) return std::nullopt;
-    return message;
+    while (stream_->Read(&message)) {
+      if (!message.has_config()) return message;
+      config_ = message.config();
+    }
+    return std::nullopt;
   }
+
+  // The configuration the server sent after the hello, once read past.
+  const std::optional<v1::Config>& config() const { return config_; }
 
   // Returns the first policy received (and not yet looked at) for which `accept` holds,
   // reading on as needed. Every policy read is acknowledged at once (the server sends the
@@ -279,6 +286,7 @@ class NodeClient {
   std::unique_ptr<v1::Breaker::Stub> stub_;
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>> stream_;
+  std::optional<v1::Config> config_;
   bool finished_ = false;
   v1::ObservationAck acks_;
   std::optional<v1::Policy> latest_policy_;
@@ -561,6 +569,10 @@ TEST_F(ServerTest, HelloGetsTheCurrentPolicyAtOnce) {
   EXPECT_TRUE(MessageDifferencer::Equals(message->policy(), current))
       << message->policy().ShortDebugString();
   EXPECT_EQ(message->policy().mode(), v1::MODE_ALL_BUILDERS);
+  // The configuration came first, for the node's local fallback.
+  ASSERT_TRUE(node.config().has_value());
+  EXPECT_EQ(node.config()->critical_failures(), 2u);
+  EXPECT_EQ(node.config()->chain().gloas_fork_epoch(), 0u);
   EXPECT_TRUE(node.Close().ok());
 }
 

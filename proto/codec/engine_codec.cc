@@ -1,4 +1,4 @@
-#include "service/state_codec.h"
+#include "proto/codec/engine_codec.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include "core/missed_slots.h"
 #include "core/types.h"
 
-namespace breaker::service {
+namespace breaker::codec {
 namespace {
 
 namespace v1 = ::breaker::v1;
@@ -133,13 +133,6 @@ absl::StatusOr<core::BanKind> BanKindFromProto(v1::BanKind kind, absl::string_vi
 
 // --- Policy ----------------------------------------------------------------------------------
 
-void BanToProto(const core::Ban& ban, v1::Ban* proto) {
-  proto->set_kind(BanKindToProto(ban.kind));
-  proto->set_until_epoch(ban.until_epoch);
-  proto->set_until_reset(ban.until_reset);
-  proto->set_reason(ban.reason);
-}
-
 absl::StatusOr<core::Ban> BanFromProto(const v1::Ban& proto, absl::string_view field) {
   absl::StatusOr<core::BanKind> kind = BanKindFromProto(proto.kind(), field);
   if (!kind.ok()) return kind.status();
@@ -201,7 +194,7 @@ void TrackerToProto(const core::MissedSlotTracker::State& state,
                     Snapshot::MissedSlotTracker* proto) {
   proto->set_start_slot(state.start_slot);
   proto->mutable_present_slots()->Add(state.present_slots.begin(), state.present_slots.end());
-  if (state.has_present) proto->set_last_present_slot(state.last_present);
+  proto->mutable_observed_slots()->Add(state.observed_slots.begin(), state.observed_slots.end());
   if (state.has_finalized) proto->set_finalized_epoch(state.finalized_epoch);
   proto->set_latched(state.latched);
   proto->set_latched_rule(state.latched_rule);
@@ -211,8 +204,7 @@ core::MissedSlotTracker::State TrackerFromProto(const Snapshot::MissedSlotTracke
   core::MissedSlotTracker::State state;
   state.start_slot = proto.start_slot();
   state.present_slots.assign(proto.present_slots().begin(), proto.present_slots().end());
-  state.has_present = proto.has_last_present_slot();
-  state.last_present = proto.last_present_slot();
+  state.observed_slots.assign(proto.observed_slots().begin(), proto.observed_slots().end());
   state.has_finalized = proto.has_finalized_epoch();
   state.finalized_epoch = proto.finalized_epoch();
   state.latched = proto.latched();
@@ -227,6 +219,15 @@ absl::Status Duplicate(absl::string_view list, const std::string& key) {
 
 }  // namespace
 
+v1::Ban BanToProto(const core::Ban& ban) {
+  v1::Ban proto;
+  proto.set_kind(BanKindToProto(ban.kind));
+  proto.set_until_epoch(ban.until_epoch);
+  proto.set_until_reset(ban.until_reset);
+  proto.set_reason(ban.reason);
+  return proto;
+}
+
 // --- Policy ----------------------------------------------------------------------------------
 
 v1::Policy PolicyToProto(const core::Policy& policy) {
@@ -237,12 +238,12 @@ v1::Policy PolicyToProto(const core::Policy& policy) {
   for (const auto* entry : SortedEntries(policy.banned_builders)) {
     v1::BuilderBan* ban = proto.add_banned_builders();
     ban->set_builder_index(entry->first);
-    BanToProto(entry->second, ban->mutable_ban());
+    *ban->mutable_ban() = BanToProto(entry->second);
   }
   for (const auto* entry : SortedEntries(policy.banned_relays)) {
     v1::RelayBan* ban = proto.add_banned_relays();
     ban->set_relay(entry->first);
-    BanToProto(entry->second, ban->mutable_ban());
+    *ban->mutable_ban() = BanToProto(entry->second);
   }
   for (core::BuilderIndex builder : Sorted(policy.trusted_builders)) {
     proto.add_trusted_builders(builder);
@@ -548,4 +549,4 @@ absl::StatusOr<core::EngineState> SnapshotFromProto(const v1::EngineSnapshot& sn
   return state;
 }
 
-}  // namespace breaker::service
+}  // namespace breaker::codec

@@ -1,5 +1,5 @@
-#ifndef SERVICE_CONFIG_FILE_H_
-#define SERVICE_CONFIG_FILE_H_
+#ifndef PROTO_CODEC_CONFIG_FILE_H_
+#define PROTO_CODEC_CONFIG_FILE_H_
 
 // breakerd's configuration file: a text-format `breaker.v1.Config` (proto/breaker/v1/config.proto)
 // turned into the engine's `core::Config`, and back for GetConfig and logs.
@@ -19,7 +19,7 @@
 #include "breaker/v1/config.pb.h"
 #include "core/config.h"
 
-namespace breaker::service {
+namespace breaker::codec {
 
 // Builds the engine's configuration from the file's message and validates it.
 // Returns INVALID_ARGUMENT naming the field for a custom network without
@@ -47,6 +47,6 @@ absl::StatusOr<core::Config> LoadConfigFile(const std::string& path);
 // Returns the text format of ConfigToProto(config), for logs and `breakerctl config`.
 std::string ConfigToText(const core::Config& config);
 
-}  // namespace breaker::service
+}  // namespace breaker::codec
 
-#endif  // SERVICE_CONFIG_FILE_H_
+#endif  // PROTO_CODEC_CONFIG_FILE_H_

@@ -1,5 +1,5 @@
-#ifndef SERVICE_STATE_CODEC_H_
-#define SERVICE_STATE_CODEC_H_
+#ifndef PROTO_CODEC_ENGINE_CODEC_H_
+#define PROTO_CODEC_ENGINE_CODEC_H_
 
 // Conversions between the breaker engine's values (//core) and their protobuf forms: the
 // policy and observations of the API (breaker/v1/breaker.proto) and the engine snapshot of the
@@ -19,7 +19,10 @@
 #include "core/observation.h"
 #include "core/policy.h"
 
-namespace breaker::service {
+namespace breaker::codec {
+
+// Converts one ban for the API.
+breaker::v1::Ban BanToProto(const core::Ban& ban);
 
 // Converts a policy for the API: banned builders sorted by index, banned relays by identifier,
 // trusted builders and relays sorted. Sets only what core::Policy holds: no wall-clock time.
@@ -51,6 +54,6 @@ breaker::v1::EngineSnapshot SnapshotToProto(const core::EngineState& state);
 // operator ban, trust override).
 absl::StatusOr<core::EngineState> SnapshotFromProto(const breaker::v1::EngineSnapshot& snapshot);
 
-}  // namespace breaker::service
+}  // namespace breaker::codec
 
-#endif  // SERVICE_STATE_CODEC_H_
+#endif  // PROTO_CODEC_ENGINE_CODEC_H_

@@ -1,4 +1,4 @@
-#include "service/state_codec.h"
+#include "proto/codec/engine_codec.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "tests/status_matchers.h"
 
-namespace breaker::service {
+namespace breaker::codec {
 namespace {
 
 namespace v1 = ::breaker::v1;
@@ -454,6 +454,10 @@ class SnapshotTest : public ::testing::Test {
     v1::Observation seen = Numbered(0, kSlot + 1);
     seen.mutable_blocks_seen()->add_block_roots(RootBytes(1));
     Observe("bn-2", seen);
+    // A node without a block for kSlot: observed, not present.
+    v1::Observation none = Numbered(0, kSlot);
+    none.mutable_blocks_seen();
+    Observe("bn-1", none);
     v1::Observation finalized = Numbered(0, kSlot + 2);
     finalized.mutable_finalized()->set_epoch(8);
     Observe("bn-2", finalized);
@@ -489,7 +493,8 @@ TEST_F(SnapshotTest, PopulatedEngineHasEveryPart) {
   EXPECT_EQ(state.operator_bans.size(), 2u);
   EXPECT_EQ(state.builder_trust_overrides.size(), 2u);
   EXPECT_EQ(state.relay_trust_overrides.size(), 2u);
-  EXPECT_TRUE(state.missed_slots.has_present);
+  EXPECT_FALSE(state.missed_slots.present_slots.empty());
+  EXPECT_GT(state.missed_slots.observed_slots.size(), state.missed_slots.present_slots.size());
   EXPECT_TRUE(state.missed_slots.has_finalized);
 }
 
@@ -537,15 +542,17 @@ TEST_F(SnapshotTest, KeepsOperatorBanEndsAndTrackerPresence) {
   ASSERT_THAT(decoded, IsOk());
   EXPECT_EQ(decoded->operator_bans.at(9).until_epoch, std::nullopt);
   EXPECT_EQ(decoded->operator_bans.at(10).until_epoch, std::optional<core::Epoch>(20));
-  EXPECT_EQ(decoded->missed_slots.last_present, kSlot + 1);
+  EXPECT_THAT(decoded->missed_slots.present_slots, ElementsAre(kSlot + 1));
+  EXPECT_THAT(decoded->missed_slots.observed_slots, ElementsAre(kSlot, kSlot + 1));
   EXPECT_EQ(decoded->missed_slots.finalized_epoch, 8u);
 
   v1::EngineSnapshot without = snapshot;
-  without.mutable_missed_slots()->clear_last_present_slot();
+  without.mutable_missed_slots()->clear_observed_slots();
   without.mutable_missed_slots()->clear_finalized_epoch();
   decoded = SnapshotFromProto(without);
   ASSERT_THAT(decoded, IsOk());
-  EXPECT_FALSE(decoded->missed_slots.has_present);
+  EXPECT_THAT(decoded->missed_slots.present_slots, ElementsAre(kSlot + 1));
+  EXPECT_TRUE(decoded->missed_slots.observed_slots.empty());
   EXPECT_FALSE(decoded->missed_slots.has_finalized);
 }
 
@@ -612,8 +619,7 @@ core::EngineState StateWithEntries(int n, bool descending) {
   }
   state.missed_slots.start_slot = 900;
   state.missed_slots.present_slots = {901, 905, 990};
-  state.missed_slots.has_present = true;
-  state.missed_slots.last_present = 990;
+  state.missed_slots.observed_slots = {900, 901, 902, 905, 990};
   state.missed_slots.has_finalized = true;
   state.missed_slots.finalized_epoch = 28;
   state.missed_slots.latched = true;
@@ -630,6 +636,7 @@ TEST(SnapshotCodec, DecodingLosesNothing) {
   EXPECT_EQ(decoded->builders.at(3).failures,
             (core::FailureRecord{3, 13, true, 7, 3, "failure 3"}));
   EXPECT_THAT(decoded->missed_slots.present_slots, ElementsAre(901, 905, 990));
+  EXPECT_THAT(decoded->missed_slots.observed_slots, ElementsAre(900, 901, 902, 905, 990));
   EXPECT_EQ(decoded->missed_slots.latched_rule, "latched rule");
 }
 
@@ -690,4 +697,4 @@ TEST(SnapshotCodec, RefusesMalformedSnapshots) {
 }
 
 }  // namespace
-}  // namespace breaker::service
+}  // namespace breaker::codec

@@ -1,4 +1,4 @@
-#include "service/config_file.h"
+#include "proto/codec/config_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
-namespace breaker::service {
+namespace breaker::codec {
 namespace {
 
 constexpr absl::string_view kDefaultPreset = "mevboost";
@@ -280,4 +280,4 @@ std::string ConfigToText(const core::Config& config) {
   return text;
 }
 
-}  // namespace breaker::service
+}  // namespace breaker::codec

@@ -1,4 +1,4 @@
-#include "service/config_file.h"
+#include "proto/codec/config_file.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 #include "tests/status_matchers.h"
 
-namespace breaker::service {
+namespace breaker::codec {
 namespace {
 
 using ::breaker::testing::IsOk;
@@ -455,4 +455,4 @@ TEST(ConfigFile, ConfigToTextParsesBack) {
 }
 
 }  // namespace
-}  // namespace breaker::service
+}  // namespace breaker::codec

@@ -1,0 +1,264 @@
+#ifndef CLIENT_BREAKER_CLIENT_H_
+#define CLIENT_BREAKER_CLIENT_H_
+
+/*
+ * The C API of the breakerd client library: what a beacon node written in Go, Rust, Java or
+ * Nim links to take part in the fleet's shared circuit breaker. Pure C (C99 and later), over
+ * the C++ interface in client/client.h.
+ *
+ * A beacon node makes three kinds of calls: it reports what it sees (breaker_report_*), asks
+ * breaker_is_allowed at block production, and subscribes to policy changes. None of them waits
+ * for the network: observations are buffered and streamed by the library's own threads, and
+ * the policy is read from an immutable snapshot. When breakerd is unreachable the last fleet
+ * policy stays in force; past the staleness limit the library also applies its local engine's
+ * policy (the stricter of the two). Before any fleet policy has arrived, the local one applies.
+ *
+ * Conventions of every function below:
+ *   - Errors: a function that can fail returns an int code: 0 (BREAKER_OK) on success,
+ *     otherwise the canonical gRPC/absl status code (e.g. 3, BREAKER_INVALID_ARGUMENT).
+ *     breaker_client_new also fills an optional caller-provided breaker_error.
+ *   - Strings and byte arrays passed in are copied before the function returns; the caller
+ *     keeps ownership of them.
+ *   - Handles: every object this API allocates is freed by its matching _free function.
+ *   - Thread safety: every function may be called from any thread, concurrently, except the
+ *     _free functions, which must not race with any other call on the same object. A
+ *     breaker_options is not shared state: do not modify one from two threads at once.
+ *   - The library never throws across this boundary: the C++ side reports errors as status
+ *     values, never as exceptions.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------------
+ * Errors. */
+
+/* The codes this API returns (canonical gRPC/absl status codes). */
+enum breaker_code {
+  BREAKER_OK = 0,
+  BREAKER_INVALID_ARGUMENT = 3,
+  BREAKER_NOT_FOUND = 5,
+  BREAKER_FAILED_PRECONDITION = 9,
+  BREAKER_INTERNAL = 13
+};
+
+/* Filled by functions that take one. `message` is NUL-terminated (truncated to fit); empty when
+ * `code` is 0. */
+typedef struct breaker_error {
+  int code;
+  char message[256];
+} breaker_error;
+
+/* ------------------------------------------------------------------------------------------
+ * Options. */
+
+/* How to start a client. Opaque; allocate with breaker_options_new. */
+typedef struct breaker_options breaker_options;
+
+/* Returns new options with the library's defaults and no address nor node id (both required
+ * by breaker_client_new). Free with breaker_options_free. Returns NULL only when out of
+ * memory. */
+breaker_options* breaker_options_new(void);
+
+/* Frees `opts`. NULL is allowed. A client created from them does not need them any more. */
+void breaker_options_free(breaker_options* opts);
+
+/* Each setter returns 0, or BREAKER_INVALID_ARGUMENT for a NULL `opts` or string, or a value
+ * named below as refused; values out of range otherwise are refused by breaker_client_new,
+ * which names them. Strings are copied. */
+
+/* Adds a breakerd address ("host:port"); addresses are tried in turn. At least one is
+ * required. The connection is plaintext (loopback or a private network only). */
+int breaker_options_add_address(breaker_options* opts, const char* address);
+
+/* Sets this node's stable id in the fleet. Required, not empty. */
+int breaker_options_set_node_id(breaker_options* opts, const char* node_id);
+
+/* Sets the network the node follows (e.g. "mainnet"); breakerd refuses a node of another
+ * network. Empty (the default): not checked. */
+int breaker_options_set_network(breaker_options* opts, const char* network);
+
+/* Sets the version string reported to breakerd (default "breaker-client/1"). */
+int breaker_options_set_client_version(breaker_options* opts, const char* client_version);
+
+/* Sets how many observations are kept until breakerd acknowledges them (default 65536). When
+ * full, the oldest bids are dropped first, then other non-failure observations, failures
+ * last; drops are counted in breaker_stats. */
+int breaker_options_set_max_buffered_observations(breaker_options* opts, size_t max);
+
+/* Sets how long breakerd may be unreachable, in seconds, before the node also applies its
+ * local engine's policy. Default: two epochs of the chain. Refuses a negative, infinite or NaN
+ * value. */
+int breaker_options_set_staleness_limit_seconds(breaker_options* opts, double seconds);
+
+/* Sets the path of a breakerd configuration file (text-format breaker.v1.Config) whose
+ * configuration the local engine uses until breakerd sends its own. The file is read by
+ * breaker_client_new, not here. Empty (the default): the library's defaults for the network. */
+int breaker_options_set_fallback_config_file(breaker_options* opts, const char* path);
+
+/* ------------------------------------------------------------------------------------------
+ * The client. */
+
+/* A running client. Opaque; create with breaker_client_new, free with breaker_client_free. */
+typedef struct breaker_client breaker_client;
+
+/* Starts a client: its threads connect to breakerd in the background (this call does not wait
+ * for a connection) and keep reconnecting until the client is freed. On success stores the
+ * client in `*out` and returns 0; on failure stores NULL in `*out` (when `out` is not NULL),
+ * fills `err` when not NULL, and returns:
+ *   BREAKER_INVALID_ARGUMENT for NULL `opts` or `out`, no address, no node id, an option out
+ *     of range, or an invalid fallback configuration file (the message names what is wrong);
+ *   BREAKER_NOT_FOUND when the fallback configuration file does not exist;
+ *   BREAKER_FAILED_PRECONDITION when it cannot be read. */
+int breaker_client_new(const breaker_options* opts, breaker_client** out, breaker_error* err);
+
+/* Stops the client's threads and frees it. Buffered observations not yet acknowledged are
+ * lost (a restarted node reports anew). NULL is allowed.
+ * REQUIRES: no other call on `client` is running or will start; not called from a policy
+ * callback. */
+void breaker_client_free(breaker_client* client);
+
+/* ------------------------------------------------------------------------------------------
+ * Reports: what this node saw about `slot`. Each queues one observation and returns at once,
+ * never waiting for the network. Each returns 0, or BREAKER_INVALID_ARGUMENT (nothing queued)
+ * for a NULL client or a NULL pointer where one is required. Roots are 32 bytes. Builder
+ * indices are the chain's (UINT64_MAX is the proposer's own payload). Relays are endpoint
+ * identifiers in any spelling ("host:port", URLs with credentials, ...): the library
+ * normalizes them. */
+
+/* A bid for `builder` reached the node, through `relay_or_null` (NULL or "" for a bid received
+ * over P2P). `pubkey` (`pubkey_len` bytes) is the builder's public key when the node could
+ * look it up; NULL with length 0 otherwise. */
+int breaker_report_bid(breaker_client* client, uint64_t slot, uint64_t builder,
+                       const char* relay_or_null, const uint8_t* pubkey, size_t pubkey_len);
+
+/* The block `root`, whose bid names `builder`, got no payload; `attested_fraction` of the
+ * slot's committee weight attested the block. Refuses a fraction outside [0, 1] (or NaN). */
+int breaker_report_payload_missing(breaker_client* client, uint64_t slot, uint64_t builder,
+                                   const uint8_t root[32], double attested_fraction);
+
+/* `builder` revealed the payload of block `root`. */
+int breaker_report_payload_delivered(breaker_client* client, uint64_t slot, uint64_t builder,
+                                     const uint8_t root[32]);
+
+/* The blocks the node has for `slot`, canonical or not: `n_roots` roots of 32 bytes each,
+ * contiguous (`roots` may be NULL when `n_roots` is 0: the node has no block for the slot). */
+int breaker_report_blocks_seen(breaker_client* client, uint64_t slot, const uint8_t* roots,
+                               size_t n_roots);
+
+/* The node's latest finalized epoch is `epoch`, as of `slot`. */
+int breaker_report_finalized(breaker_client* client, uint64_t slot, uint64_t epoch);
+
+/* `builder` exited; its index may be given to a new builder later. */
+int breaker_report_builder_exited(breaker_client* client, uint64_t slot, uint64_t builder);
+
+/* Pre-Gloas: `relay` (required) signed the header of block `root` and did not reveal the
+ * payload. */
+int breaker_report_relay_reveal_missing(breaker_client* client, uint64_t slot, const char* relay,
+                                        const uint8_t root[32]);
+
+/* ------------------------------------------------------------------------------------------
+ * The policy in force. Each function reads one immutable snapshot without blocking; two calls
+ * may see two different policies if a new one arrives in between. */
+
+/* The fleet's fallback mode; the numbers are the proto's (breaker.v1.Mode). */
+enum breaker_mode {
+  /* Bids from every builder that is not banned. */
+  BREAKER_MODE_ALL_BUILDERS = 1,
+  /* Only bids from trusted builders or through trusted relays. */
+  BREAKER_MODE_TRUSTED_ONLY = 2,
+  /* No bid: the proposer builds its own payload. */
+  BREAKER_MODE_SELF_BUILD = 3
+};
+
+/* Where the policy in force comes from. */
+enum breaker_source {
+  /* The fleet's policy, from breakerd. */
+  BREAKER_SOURCE_FLEET = 1,
+  /* breakerd has been unreachable past the staleness limit: the stricter of the last fleet
+   * policy and the local engine's. */
+  BREAKER_SOURCE_FLEET_AND_LOCAL = 2,
+  /* No fleet policy received yet: the local engine's. */
+  BREAKER_SOURCE_LOCAL = 3
+};
+
+/* Returns whether the node may take a bid of `builder` received through `relay_or_null` (any
+ * spelling; NULL or "" for P2P). Returns false for a relay identifier that cannot be
+ * normalized (it is nobody's relay), and for a NULL client. */
+bool breaker_is_allowed(const breaker_client* client, uint64_t builder, const char* relay_or_null);
+
+/* Returns the mode in force (a breaker_mode), or 0 for a NULL client. */
+int breaker_mode(const breaker_client* client);
+
+/* Returns where the policy in force comes from (a breaker_source), or 0 for a NULL client. */
+int breaker_policy_source(const breaker_client* client);
+
+/* Returns the version of the fleet policy in force (also under
+ * BREAKER_SOURCE_FLEET_AND_LOCAL), or 0 when none has arrived yet or for a NULL client. */
+uint64_t breaker_policy_version(const breaker_client* client);
+
+/* Returns how many builders the policy in force bans, and copies the first `cap` of their
+ * indices, in increasing order, to `out` (which may be NULL when `cap` is 0). Returns 0 for a
+ * NULL client. */
+size_t breaker_banned_builders(const breaker_client* client, uint64_t* out, size_t cap);
+
+/* ------------------------------------------------------------------------------------------
+ * Subscriptions. */
+
+/* Called with every new policy in force (a new fleet version or a change of source), with its
+ * fleet version (as breaker_policy_version), mode (a breaker_mode) and source (a
+ * breaker_source). Runs on a library thread, never on the thread that subscribed, one call at
+ * a time; it should return quickly. It may read the policy, report and read stats, but must
+ * not call breaker_subscribe, breaker_unsubscribe or breaker_client_free (they wait for the
+ * callbacks to finish). */
+typedef void (*breaker_policy_callback)(void* user_data, uint64_t fleet_version, int mode,
+                                        int source);
+
+/* Subscribes `callback`, which is passed `user_data` as is, and stores the subscription's id
+ * in `*subscription_id`. Returns 0, or BREAKER_INVALID_ARGUMENT for a NULL client, callback or
+ * subscription_id. `user_data` must stay valid until breaker_unsubscribe (or
+ * breaker_client_free) has returned. */
+int breaker_subscribe(breaker_client* client, breaker_policy_callback callback, void* user_data,
+                      int* subscription_id);
+
+/* Ends a subscription: once this returns, the callback is not running and is not called any
+ * more. An unknown id or a NULL client is ignored.
+ * REQUIRES: not called from a policy callback. */
+void breaker_unsubscribe(breaker_client* client, int subscription_id);
+
+/* ------------------------------------------------------------------------------------------
+ * Statistics. */
+
+typedef struct breaker_stats {
+  /* A stream to breakerd is up. */
+  bool connected;
+  uint64_t reconnects;
+  /* Observations reported, acknowledged by breakerd, waiting (sent or not), dropped when the
+   * buffer was full (bids, other non-failures, failures), and refused by breakerd. */
+  uint64_t reported;
+  uint64_t acknowledged;
+  uint64_t buffered;
+  uint64_t dropped_bids;
+  uint64_t dropped_other;
+  uint64_t dropped_failures;
+  uint64_t refused;
+  /* As breaker_policy_version. */
+  uint64_t fleet_policy_version;
+  /* A breaker_source. */
+  int source;
+} breaker_stats;
+
+/* Fills `*out` with the client's counters. A NULL client fills zeros; a NULL `out` is
+ * ignored. */
+void breaker_get_stats(const breaker_client* client, breaker_stats* out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CLIENT_BREAKER_CLIENT_H_ */

@@ -1,0 +1,246 @@
+/* Tests of the C API (client/breaker_client.h), written in C so that the header is compiled as
+ * C. No breakerd runs: the client points at a port nothing listens on, keeps retrying in the
+ * background, and answers from its local policy. */
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client/breaker_client.h"
+
+/* ThreadSanitizer reads this hook at start-up. As in //tests:sanitizer_suppressions (which a C
+ * test does not link): the system's Abseil and gRPC are not built with -fsanitize=thread, so
+ * their synchronization is invisible to it. */
+const char* __tsan_default_suppressions(void);
+const char* __tsan_default_suppressions(void) {
+  return "race:libabsl_\n"
+         "race:libgrpc\n"
+         "race:libgpr\n"
+         "race:libprotobuf\n"
+         "race:grpc::internal::CallOpClientRecvStatus::FinishOp\n"
+         "deadlock:libabsl_\n"
+         "deadlock:libgrpc\n";
+}
+
+static int passed = 0;
+static int failed = 0;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (cond) {                                                                \
+      ++passed;                                                                \
+    } else {                                                                   \
+      ++failed;                                                                \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                          \
+  } while (0)
+
+#define CHECK_EQ_U64(a, b)                                                                      \
+  do {                                                                                          \
+    uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                            \
+    if (a_ == b_) {                                                                             \
+      ++passed;                                                                                 \
+    } else {                                                                                    \
+      ++failed;                                                                                 \
+      fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%llu vs %llu)\n", __FILE__, __LINE__, #a, \
+              #b, (unsigned long long)a_, (unsigned long long)b_);                              \
+    }                                                                                           \
+  } while (0)
+
+static const char kAddress[] = "127.0.0.1:1"; /* Nothing listens on port 1. */
+
+static void fill_root(uint8_t root[32], uint8_t seed) {
+  for (int i = 0; i < 32; ++i) root[i] = (uint8_t)(seed + i);
+}
+
+static void test_option_setters(void) {
+  breaker_options* opts = breaker_options_new();
+  CHECK(opts != NULL);
+  CHECK(breaker_options_add_address(opts, kAddress) == BREAKER_OK);
+  CHECK(breaker_options_set_node_id(opts, "c-node") == BREAKER_OK);
+  CHECK(breaker_options_set_network(opts, "mainnet") == BREAKER_OK);
+  CHECK(breaker_options_set_client_version(opts, "c-test/1") == BREAKER_OK);
+  CHECK(breaker_options_set_max_buffered_observations(opts, 1024) == BREAKER_OK);
+  CHECK(breaker_options_set_staleness_limit_seconds(opts, 60.0) == BREAKER_OK);
+  CHECK(breaker_options_set_fallback_config_file(opts, "") == BREAKER_OK);
+
+  CHECK(breaker_options_add_address(NULL, kAddress) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_options_add_address(opts, NULL) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_options_set_node_id(opts, NULL) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_options_set_network(opts, NULL) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_options_set_client_version(opts, NULL) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_options_set_max_buffered_observations(NULL, 1) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_options_set_staleness_limit_seconds(opts, -1.0) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_options_set_staleness_limit_seconds(opts, NAN) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_options_set_staleness_limit_seconds(opts, INFINITY) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_options_set_fallback_config_file(opts, NULL) == BREAKER_INVALID_ARGUMENT);
+
+  breaker_options_free(opts);
+  breaker_options_free(NULL);
+}
+
+static void test_options_errors(void) {
+  breaker_error err;
+  breaker_client* client = (breaker_client*)&err; /* Must be overwritten with NULL. */
+
+  /* No address. */
+  breaker_options* opts = breaker_options_new();
+  CHECK(breaker_options_set_node_id(opts, "c-node") == BREAKER_OK);
+  memset(&err, 0, sizeof(err));
+  CHECK(breaker_client_new(opts, &client, &err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(client == NULL);
+  CHECK(err.code == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "address") != NULL);
+  if (strstr(err.message, "address") == NULL) fprintf(stderr, "  message: %s\n", err.message);
+  /* The error is optional. */
+  CHECK(breaker_client_new(opts, &client, NULL) == BREAKER_INVALID_ARGUMENT);
+  breaker_options_free(opts);
+
+  /* No node id. */
+  opts = breaker_options_new();
+  CHECK(breaker_options_add_address(opts, kAddress) == BREAKER_OK);
+  memset(&err, 0, sizeof(err));
+  CHECK(breaker_client_new(opts, &client, &err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(client == NULL);
+  CHECK(err.code == BREAKER_INVALID_ARGUMENT);
+  CHECK(err.message[0] != '\0');
+
+  /* A fallback configuration file that does not exist. */
+  CHECK(breaker_options_set_node_id(opts, "c-node") == BREAKER_OK);
+  CHECK(breaker_options_set_fallback_config_file(opts, "/nonexistent/breakerd.textproto") ==
+        BREAKER_OK);
+  memset(&err, 0, sizeof(err));
+  CHECK(breaker_client_new(opts, &client, &err) == BREAKER_NOT_FOUND);
+  CHECK(client == NULL);
+  CHECK(err.code == BREAKER_NOT_FOUND);
+  CHECK(strstr(err.message, "fallback_config_file") != NULL);
+  breaker_options_free(opts);
+
+  /* NULL arguments. */
+  memset(&err, 0, sizeof(err));
+  CHECK(breaker_client_new(NULL, &client, &err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(err.code == BREAKER_INVALID_ARGUMENT);
+  opts = breaker_options_new();
+  CHECK(breaker_client_new(opts, NULL, &err) == BREAKER_INVALID_ARGUMENT);
+  breaker_options_free(opts);
+}
+
+/* Counts the callback's calls; it runs on a library thread. */
+static atomic_int callback_calls;
+
+static void count_calls(void* user_data, uint64_t fleet_version, int mode, int source) {
+  (void)fleet_version;
+  (void)mode;
+  (void)source;
+  atomic_fetch_add((atomic_int*)user_data, 1);
+}
+
+static void test_client(void) {
+  breaker_options* opts = breaker_options_new();
+  CHECK(breaker_options_add_address(opts, kAddress) == BREAKER_OK);
+  CHECK(breaker_options_set_node_id(opts, "c-node") == BREAKER_OK);
+  breaker_error err;
+  memset(&err, 0x7f, sizeof(err));
+  breaker_client* client = NULL;
+  CHECK(breaker_client_new(opts, &client, &err) == BREAKER_OK);
+  CHECK(err.code == BREAKER_OK);
+  CHECK(err.message[0] == '\0');
+  /* The client does not need its options any more. */
+  breaker_options_free(opts);
+  if (client == NULL) {
+    fprintf(stderr, "  breaker_client_new: %d %s\n", err.code, err.message);
+    return;
+  }
+
+  /* One observation of each kind. */
+  const uint64_t slot = 1000;
+  uint8_t root[32];
+  fill_root(root, 1);
+  uint8_t roots[64];
+  fill_root(roots, 2);
+  fill_root(roots + 32, 3);
+  const uint8_t pubkey[48] = {0xaa, 0xbb};
+  CHECK(breaker_report_bid(client, slot, 7, "https://relay.example", pubkey, sizeof(pubkey)) ==
+        BREAKER_OK);
+  CHECK(breaker_report_payload_missing(client, slot, 7, root, 0.9) == BREAKER_OK);
+  CHECK(breaker_report_payload_delivered(client, slot, 8, root) == BREAKER_OK);
+  CHECK(breaker_report_blocks_seen(client, slot, roots, 2) == BREAKER_OK);
+  CHECK(breaker_report_finalized(client, slot, 30) == BREAKER_OK);
+  CHECK(breaker_report_builder_exited(client, slot, 9) == BREAKER_OK);
+  CHECK(breaker_report_relay_reveal_missing(client, slot, "relay.example:18550", root) ==
+        BREAKER_OK);
+
+  /* Refused arguments queue nothing. */
+  CHECK(breaker_report_bid(NULL, slot, 7, NULL, NULL, 0) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_bid(client, slot, 7, NULL, NULL, 48) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_payload_missing(client, slot, 7, NULL, 0.9) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_payload_missing(client, slot, 7, root, 1.5) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_payload_missing(client, slot, 7, root, NAN) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_payload_delivered(client, slot, 8, NULL) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_blocks_seen(client, slot, NULL, 1) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_blocks_seen(client, slot, roots, SIZE_MAX) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_finalized(NULL, slot, 30) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_builder_exited(NULL, slot, 9) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_relay_reveal_missing(client, slot, NULL, root) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_relay_reveal_missing(client, slot, "relay.example", NULL) ==
+        BREAKER_INVALID_ARGUMENT);
+
+  /* No fleet policy: the local engine's, with defaults. */
+  CHECK(breaker_is_allowed(client, 12345, NULL));
+  CHECK(breaker_is_allowed(client, 12345, ""));
+  CHECK(breaker_is_allowed(client, 12345, "https://other-relay.example"));
+  CHECK(!breaker_is_allowed(client, 12345, "ftp://relay.example")); /* Not a relay. */
+  CHECK(breaker_is_allowed(client, UINT64_MAX, NULL));              /* Self-build, always. */
+  CHECK(!breaker_is_allowed(NULL, 12345, NULL));
+  CHECK(breaker_mode(client) == BREAKER_MODE_ALL_BUILDERS);
+  CHECK(breaker_policy_source(client) == BREAKER_SOURCE_LOCAL);
+  CHECK_EQ_U64(breaker_policy_version(client), 0);
+  uint64_t banned[4] = {0};
+  CHECK_EQ_U64(breaker_banned_builders(client, banned, 4), 0);
+  CHECK_EQ_U64(breaker_banned_builders(client, NULL, 0), 0);
+  CHECK(breaker_mode(NULL) == 0);
+  CHECK(breaker_policy_source(NULL) == 0);
+
+  breaker_stats stats;
+  memset(&stats, 0x7f, sizeof(stats));
+  breaker_get_stats(client, &stats);
+  CHECK(!stats.connected);
+  CHECK_EQ_U64(stats.reported, 7);
+  CHECK_EQ_U64(stats.buffered, 7);
+  CHECK_EQ_U64(stats.acknowledged, 0);
+  CHECK_EQ_U64(stats.dropped_bids + stats.dropped_other + stats.dropped_failures, 0);
+  CHECK_EQ_U64(stats.refused, 0);
+  CHECK_EQ_U64(stats.fleet_policy_version, 0);
+  CHECK(stats.source == BREAKER_SOURCE_LOCAL);
+  breaker_get_stats(client, NULL);
+  breaker_get_stats(NULL, &stats);
+  CHECK_EQ_U64(stats.reported, 0);
+
+  /* Subscriptions. */
+  int id = -1;
+  int other_id = -1;
+  CHECK(breaker_subscribe(client, count_calls, &callback_calls, &id) == BREAKER_OK);
+  CHECK(breaker_subscribe(client, count_calls, &callback_calls, &other_id) == BREAKER_OK);
+  CHECK(id != other_id);
+  CHECK(breaker_subscribe(client, NULL, NULL, &id) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_subscribe(client, count_calls, NULL, NULL) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_subscribe(NULL, count_calls, NULL, &id) == BREAKER_INVALID_ARGUMENT);
+  breaker_unsubscribe(client, id);
+  breaker_unsubscribe(client, id); /* Twice: ignored. */
+  breaker_unsubscribe(NULL, id);
+  /* other_id stays subscribed until the client is freed. */
+
+  breaker_client_free(client);
+  breaker_client_free(NULL);
+}
+
+int main(void) {
+  test_option_setters();
+  test_options_errors();
+  test_client();
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,150 @@
+#ifndef CLIENT_CLIENT_H_
+#define CLIENT_CLIENT_H_
+
+// The library a beacon node links to take part in the fleet's shared breaker.
+//
+// A beacon node makes three calls: Report what it sees, ask IsAllowed at block production, and
+// Subscribe to policy changes. None of them ever waits for the network: observations are
+// buffered and streamed by the library's own threads, and the policy is read from an immutable
+// snapshot.
+//
+// When breakerd is unreachable the last fleet policy stays in force (fail-static). Past the
+// staleness limit the library also runs the breaker engine locally over this node's own
+// observations and applies the stricter of the two; when breakerd is back, the fleet policy
+// takes over again. Before any fleet policy has arrived, the local one applies.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/observation.h"
+#include "core/policy.h"
+#include "core/types.h"
+
+namespace grpc {
+class ChannelCredentials;
+}  // namespace grpc
+
+namespace breaker::client {
+
+struct ClientOptions {
+  // breakerd addresses ("host:port"), tried in turn. Required.
+  std::vector<std::string> addresses;
+  // Channel credentials; null means plaintext (loopback or a private network only).
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // This node's stable id in the fleet. Required.
+  std::string node_id;
+  // The network the node follows; breakerd refuses a node of another network. Empty: not
+  // checked.
+  std::string network;
+  // Reported to breakerd for ListNodes.
+  std::string client_version = "breaker-client/1";
+
+  // Observations kept until breakerd acknowledges them. When full, the oldest bids are
+  // dropped first, then other non-failure observations, failures last; drops are counted.
+  size_t max_buffered_observations = 65536;
+  // Observations per message (breakerd accepts at most 1000).
+  size_t max_batch = 500;
+
+  // Reconnect backoff: the first wait, its growth, its cap, and +/- jitter (a fraction).
+  absl::Duration initial_backoff = absl::Seconds(1);
+  double backoff_multiplier = 1.6;
+  absl::Duration max_backoff = absl::Seconds(30);
+  double backoff_jitter = 0.2;
+
+  // Unreachable for longer than this, the node also applies its local engine's policy.
+  // Default: two epochs of the chain.
+  std::optional<absl::Duration> staleness_limit;
+  // The local engine's configuration until breakerd sends its own (it does at every connect),
+  // e.g. from a local file. Default: core::Config{} with `network`'s chain.
+  std::optional<core::Config> fallback_config;
+
+  // REQUIRES: outlives the client.
+  const core::Clock* clock = &core::SystemClock();
+};
+
+// Where the policy in force comes from.
+enum class PolicySource {
+  // The fleet's policy, from breakerd.
+  kFleet,
+  // breakerd has been unreachable past the staleness limit: the stricter of the last fleet
+  // policy and the local engine's.
+  kFleetAndLocal,
+  // No fleet policy received yet: the local engine's.
+  kLocal,
+};
+
+absl::string_view PolicySourceName(PolicySource source);
+
+// The policy in force, immutable.
+struct PolicySnapshot {
+  core::Policy policy;
+  PolicySource source = PolicySource::kLocal;
+  // The fleet policy's version in it; 0 when none.
+  uint64_t fleet_version = 0;
+};
+
+struct ClientStats {
+  bool connected = false;
+  // The address of the current (or last) connection.
+  std::string address;
+  uint64_t reconnects = 0;
+  // Observations reported, acknowledged by breakerd, waiting (sent or not), dropped when the
+  // buffer was full (bids, other non-failures, failures), and refused by breakerd.
+  uint64_t reported = 0;
+  uint64_t acknowledged = 0;
+  uint64_t buffered = 0;
+  uint64_t dropped_bids = 0;
+  uint64_t dropped_other = 0;
+  uint64_t dropped_failures = 0;
+  uint64_t refused = 0;
+  uint64_t fleet_policy_version = 0;
+  PolicySource source = PolicySource::kLocal;
+};
+
+// Thread-safe: every method may be called from any thread.
+class BreakerClient {
+ public:
+  virtual ~BreakerClient() = default;
+
+  // Queues an observation of this node about `slot`. Never blocks on the network.
+  virtual void Report(core::Slot slot, core::Event event) = 0;
+
+  // The policy in force. Wait-free in the common case (no lock shared with the network path).
+  virtual std::shared_ptr<const PolicySnapshot> policy() const = 0;
+
+  // May the node take a bid of `builder` received through `relay` (any spelling; empty for
+  // P2P)? Answers from the policy in force, without blocking.
+  virtual bool IsAllowed(core::BuilderIndex builder, absl::string_view relay) const = 0;
+
+  // Calls `callback` with every new policy in force (a new fleet version, or a change of
+  // source), on a library thread, never on the caller's. Returns an id for Unsubscribe.
+  using PolicyCallback = std::function<void(std::shared_ptr<const PolicySnapshot>)>;
+  virtual int Subscribe(PolicyCallback callback) = 0;
+  // After it returns, the callback is not called any more (unless it is running on the
+  // library's thread, which waits for nothing).
+  virtual void Unsubscribe(int id) = 0;
+
+  virtual ClientStats stats() const = 0;
+
+  // Stops the library's threads; buffered observations not yet acknowledged are lost (a
+  // restarted node reports anew). Idempotent; the destructor calls it.
+  virtual void Stop() = 0;
+};
+
+// Starts a client over gRPC. Returns INVALID_ARGUMENT for missing addresses or node id,
+// a bad fallback configuration, or options out of range (named).
+absl::StatusOr<std::unique_ptr<BreakerClient>> StartGrpcClient(ClientOptions options);
+
+}  // namespace breaker::client
+
+#endif  // CLIENT_CLIENT_H_

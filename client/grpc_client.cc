@@ -1,0 +1,491 @@
+// BreakerClient over gRPC: one Connect stream to breakerd at a time, a local engine beside it.
+//
+// Threads, all the library's own:
+//   - the connection thread: connects (addresses in turn, jittered backoff), says hello, then
+//     reads policies and acknowledgements until the stream ends;
+//   - a sender thread per connection: writes observation batches and policy acknowledgements
+//     (gRPC allows one reader and one writer on a stream at once);
+//   - the ticker: moves the local engine's time along and notices when the fleet policy has
+//     gone stale;
+//   - the dispatcher: calls subscribers, so that a slow one never delays the network.
+// Callers' threads only touch the observation buffer's and the local engine's short locks,
+// and read the policy cell.
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "breaker/v1/breaker.grpc.pb.h"
+#include "client/backoff.h"
+#include "client/client.h"
+#include "client/observation_buffer.h"
+#include "client/policy_cell.h"
+#include "core/chain_time.h"
+#include "core/engine.h"
+#include "core/relay_id.h"
+#include "glog/logging.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "proto/codec/config_file.h"
+#include "proto/codec/engine_codec.h"
+
+namespace breaker::client {
+
+namespace v1 = ::breaker::v1;
+
+absl::string_view PolicySourceName(PolicySource source) {
+  switch (source) {
+    case PolicySource::kFleet:
+      return "fleet";
+    case PolicySource::kFleetAndLocal:
+      return "fleet+local";
+    case PolicySource::kLocal:
+      return "local";
+  }
+  return "unknown";
+}
+
+namespace {
+
+absl::Status ValidateOptions(const ClientOptions& options) {
+  if (options.addresses.empty()) {
+    return absl::InvalidArgumentError(
+        "addresses is empty; give at least one breakerd address, host:port");
+  }
+  if (options.node_id.empty()) {
+    return absl::InvalidArgumentError("node_id is empty; give the node's stable id");
+  }
+  if (options.max_buffered_observations == 0) {
+    return absl::InvalidArgumentError("max_buffered_observations is 0; it must be at least 1");
+  }
+  if (options.max_batch == 0 || options.max_batch > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch is ", options.max_batch, "; it must be in 1..1000"));
+  }
+  if (options.initial_backoff <= absl::ZeroDuration() ||
+      options.max_backoff < options.initial_backoff || options.backoff_multiplier < 1 ||
+      options.backoff_jitter < 0 || options.backoff_jitter >= 1) {
+    return absl::InvalidArgumentError(
+        "backoff: initial_backoff must be positive and at most max_backoff, "
+        "backoff_multiplier at least 1, backoff_jitter in [0, 1)");
+  }
+  if (options.staleness_limit.has_value() && *options.staleness_limit <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("staleness_limit must be positive");
+  }
+  if (options.clock == nullptr) return absl::InvalidArgumentError("clock is null");
+  return absl::OkStatus();
+}
+
+class GrpcClient : public BreakerClient {
+ public:
+  GrpcClient(ClientOptions options, core::Engine local_engine, absl::Duration staleness_limit)
+      : options_(std::move(options)),
+        staleness_limit_(staleness_limit),
+        buffer_(options_.max_buffered_observations,
+                static_cast<uint64_t>(absl::ToUnixMicros(options_.clock->Now()))),
+        backoff_(options_.initial_backoff, options_.backoff_multiplier, options_.max_backoff,
+                 options_.backoff_jitter,
+                 static_cast<uint64_t>(absl::ToUnixNanos(options_.clock->Now()))),
+        local_(std::move(local_engine)) {
+    last_contact_ = options_.clock->Now();
+    Republish();
+    connection_thread_ = std::thread([this] { ConnectionLoop(); });
+    ticker_thread_ = std::thread([this] { TickerLoop(); });
+    dispatcher_thread_ = std::thread([this] { DispatchLoop(); });
+  }
+
+  ~GrpcClient() override { Stop(); }
+
+  void Report(core::Slot slot, core::Event event) override {
+    const uint64_t sequence = buffer_.Add(slot, event);
+    {
+      // The local engine learns the node's own observations all the time, so that it is ready
+      // when breakerd goes away.
+      std::lock_guard<std::mutex> lock(local_mu_);
+      (void)local_.Observe(core::Observation{slot, options_.node_id, sequence, std::move(event)});
+    }
+    WakeSender();
+  }
+
+  std::shared_ptr<const PolicySnapshot> policy() const override { return cell_.Get(); }
+
+  bool IsAllowed(core::BuilderIndex builder, absl::string_view relay) const override {
+    const std::shared_ptr<const PolicySnapshot> snapshot = cell_.Get();
+    if (relay.empty()) return snapshot->policy.IsAllowed(builder, "");
+    // Callers pass the same few endpoints again and again: remember the last normalization.
+    thread_local std::string last_raw;
+    thread_local std::string last_normalized;
+    if (relay != last_raw) {
+      absl::StatusOr<std::string> normalized = core::NormalizeRelayId(relay);
+      // An identifier that cannot be normalized is nobody's relay: refuse its bids.
+      if (!normalized.ok()) return false;
+      last_raw = std::string(relay);
+      last_normalized = *std::move(normalized);
+    }
+    return snapshot->policy.IsAllowed(builder, last_normalized);
+  }
+
+  int Subscribe(PolicyCallback callback) override {
+    std::lock_guard<std::mutex> lock(subscribers_mu_);
+    subscribers_.emplace(next_subscriber_, std::move(callback));
+    return next_subscriber_++;
+  }
+
+  void Unsubscribe(int id) override {
+    std::lock_guard<std::mutex> lock(subscribers_mu_);
+    subscribers_.erase(id);
+  }
+
+  ClientStats stats() const override {
+    ClientStats stats;
+    const ObservationBuffer::Stats buffer = buffer_.stats();
+    stats.reported = buffer.reported;
+    stats.acknowledged = buffer.acknowledged;
+    stats.buffered = buffer.buffered;
+    stats.dropped_bids = buffer.dropped_bids;
+    stats.dropped_other = buffer.dropped_other;
+    stats.dropped_failures = buffer.dropped_failures;
+    stats.refused = refused_.load();
+    stats.reconnects = reconnects_.load();
+    const std::shared_ptr<const PolicySnapshot> snapshot = cell_.Get();
+    stats.fleet_policy_version = snapshot->fleet_version;
+    stats.source = snapshot->source;
+    std::lock_guard<std::mutex> lock(state_mu_);
+    stats.connected = connected_;
+    stats.address = address_;
+    return stats;
+  }
+
+  void Stop() override {
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      if (stopping_) return;
+      stopping_ = true;
+      if (context_ != nullptr) context_->TryCancel();
+    }
+    state_cv_.notify_all();
+    send_cv_.notify_all();
+    dispatch_cv_.notify_all();
+    connection_thread_.join();
+    ticker_thread_.join();
+    dispatcher_thread_.join();
+  }
+
+ private:
+  // --- The connection ---------------------------------------------------------------------
+
+  void ConnectionLoop() {
+    size_t next_address = 0;
+    while (!Stopping()) {
+      const std::string address = options_.addresses[next_address];
+      next_address = (next_address + 1) % options_.addresses.size();
+      RunStream(address);
+      if (Stopping()) return;
+      const absl::Duration wait = backoff_.Next();
+      std::unique_lock<std::mutex> lock(state_mu_);
+      state_cv_.wait_for(lock, absl::ToChronoNanoseconds(wait), [this] { return stopping_; });
+    }
+  }
+
+  std::shared_ptr<grpc::Channel> ChannelTo(const std::string& address) {
+    auto it = channels_.find(address);
+    if (it != channels_.end()) return it->second;
+    grpc::ChannelArguments args;
+    // A long-lived stream through NATs and proxies: ping, within what breakerd permits.
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    std::shared_ptr<grpc::ChannelCredentials> credentials =
+        options_.credentials != nullptr ? options_.credentials : grpc::InsecureChannelCredentials();
+    auto channel = grpc::CreateCustomChannel(address, credentials, args);
+    channels_.emplace(address, channel);
+    return channel;
+  }
+
+  void RunStream(const std::string& address) {
+    std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(ChannelTo(address));
+    grpc::ClientContext context;
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      if (stopping_) return;
+      context_ = &context;
+      address_ = address;
+    }
+    std::unique_ptr<grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>> stream =
+        stub->Connect(&context);
+
+    v1::NodeMessage hello;
+    hello.mutable_hello()->set_node_id(options_.node_id);
+    hello.mutable_hello()->set_client_version(options_.client_version);
+    hello.mutable_hello()->set_network(options_.network);
+    hello.mutable_hello()->set_policy_version(cell_.Get()->fleet_version);
+    // Everything not acknowledged goes again, in order; breakerd ignores what it already has.
+    buffer_.Rewind();
+    bool stream_open = stream->Write(hello);
+    std::thread sender;
+    if (stream_open) sender = std::thread([this, &stream] { SendLoop(*stream); });
+
+    v1::ServerMessage message;
+    while (stream_open && stream->Read(&message)) {
+      OnServerMessage(message);
+    }
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      stream_done_ = true;
+      if (connected_) LOG(WARNING) << "breakerd stream to " << address << " ended";
+      connected_ = false;
+    }
+    send_cv_.notify_all();
+    context.TryCancel();
+    if (sender.joinable()) sender.join();
+    const grpc::Status status = stream->Finish();
+    if (!status.ok() && !Stopping()) {
+      LOG(WARNING) << "breakerd at " << address << ": " << status.error_message() << " (code "
+                   << status.error_code() << "); reconnecting with backoff";
+    }
+    std::lock_guard<std::mutex> lock(state_mu_);
+    context_ = nullptr;
+    stream_done_ = false;
+    pending_policy_ack_ = 0;
+    ++reconnects_;
+  }
+
+  void SendLoop(grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>& stream) {
+    while (true) {
+      uint64_t ack = 0;
+      {
+        std::unique_lock<std::mutex> lock(state_mu_);
+        send_cv_.wait(lock, [this] {
+          return stopping_ || stream_done_ || pending_policy_ack_ != 0 || buffer_.HasUnsent();
+        });
+        if (stopping_ || stream_done_) return;
+        std::swap(ack, pending_policy_ack_);
+      }
+      if (ack != 0) {
+        v1::NodeMessage message;
+        message.mutable_policy_ack()->set_version(ack);
+        if (!stream.Write(message)) return;
+      }
+      std::vector<ObservationBuffer::Entry> batch = buffer_.NextBatch(options_.max_batch);
+      if (batch.empty()) continue;
+      v1::NodeMessage message;
+      for (ObservationBuffer::Entry& entry : batch) {
+        *message.mutable_observations()->add_observations() =
+            codec::ObservationToProto(core::Observation{entry.slot, options_.node_id,
+                                                        entry.sequence, std::move(entry.event)});
+      }
+      if (!stream.Write(message)) return;
+    }
+  }
+
+  void OnServerMessage(const v1::ServerMessage& message) {
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      last_contact_ = options_.clock->Now();
+      if (!connected_) {
+        connected_ = true;
+        backoff_.Reset();
+        LOG(INFO) << "connected to breakerd at " << address_;
+      }
+    }
+    switch (message.kind_case()) {
+      case v1::ServerMessage::kPolicy: {
+        absl::StatusOr<core::Policy> policy = codec::PolicyFromProto(message.policy());
+        if (!policy.ok()) {
+          LOG(ERROR) << "breakerd sent a policy this client cannot read, ignored: "
+                     << policy.status();
+          break;
+        }
+        {
+          std::lock_guard<std::mutex> lock(state_mu_);
+          fleet_ = *std::move(policy);
+          pending_policy_ack_ = fleet_->version;
+        }
+        send_cv_.notify_all();
+        break;
+      }
+      case v1::ServerMessage::kObservationAck:
+        buffer_.Acknowledge(message.observation_ack().sequence());
+        WakeSender();
+        refused_ += message.observation_ack().refused_size();
+        for (const v1::ObservationRefusal& refusal : message.observation_ack().refused()) {
+          LOG(WARNING) << "breakerd refused observation " << refusal.sequence() << ": "
+                       << refusal.message();
+        }
+        break;
+      case v1::ServerMessage::kConfig: {
+        absl::StatusOr<core::Config> config = codec::ConfigFromProto(message.config());
+        if (!config.ok()) {
+          LOG(ERROR) << "breakerd sent a configuration this client cannot use, keeping the "
+                        "local one: "
+                     << config.status();
+          break;
+        }
+        std::lock_guard<std::mutex> lock(local_mu_);
+        if (absl::Status status = local_.Reconfigure(*std::move(config)); !status.ok()) {
+          LOG(ERROR) << "local engine refused breakerd's configuration: " << status;
+        }
+        break;
+      }
+      case v1::ServerMessage::KIND_NOT_SET:
+        break;
+    }
+    Republish();
+  }
+
+  // --- Time and the policy in force -------------------------------------------------------
+
+  void TickerLoop() {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(state_mu_);
+        // Often enough to notice staleness and slot changes; cheap when nothing changed.
+        state_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+        if (stopping_) return;
+      }
+      {
+        std::lock_guard<std::mutex> lock(local_mu_);
+        local_.Advance(core::SlotAt(options_.clock->Now(), local_.config().chain));
+      }
+      Republish();
+    }
+  }
+
+  // Recomputes the policy in force and publishes it when it changed.
+  void Republish() {
+    core::Policy local;
+    {
+      std::lock_guard<std::mutex> lock(local_mu_);
+      local = local_.policy();
+    }
+    std::shared_ptr<PolicySnapshot> next = std::make_shared<PolicySnapshot>();
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      const bool stale = !connected_ && options_.clock->Now() - last_contact_ > staleness_limit_;
+      if (!fleet_.has_value()) {
+        next->policy = std::move(local);
+        next->source = PolicySource::kLocal;
+      } else if (stale) {
+        next->policy = core::StricterOf(*fleet_, local);
+        next->source = PolicySource::kFleetAndLocal;
+        next->fleet_version = fleet_->version;
+      } else {
+        next->policy = *fleet_;
+        next->source = PolicySource::kFleet;
+        next->fleet_version = fleet_->version;
+      }
+      const std::shared_ptr<const PolicySnapshot> current = cell_.Get();
+      if (current != nullptr && current->source == next->source &&
+          current->fleet_version == next->fleet_version &&
+          current->policy.SameDecisions(next->policy)) {
+        return;
+      }
+      if (current != nullptr && current->source != next->source) {
+        LOG(WARNING) << "breaker policy now from " << PolicySourceName(next->source) << " (was "
+                     << PolicySourceName(current->source) << "), mode "
+                     << core::ModeName(next->policy.mode);
+      }
+      cell_.Set(next);
+    }
+    dispatch_cv_.notify_one();
+  }
+
+  void DispatchLoop() {
+    std::shared_ptr<const PolicySnapshot> delivered;
+    while (true) {
+      std::shared_ptr<const PolicySnapshot> latest;
+      {
+        std::unique_lock<std::mutex> lock(state_mu_);
+        dispatch_cv_.wait(lock, [&] { return stopping_ || cell_.Get() != delivered; });
+        if (stopping_) return;
+        latest = cell_.Get();
+      }
+      delivered = latest;
+      std::lock_guard<std::mutex> lock(subscribers_mu_);
+      for (const auto& [id, callback] : subscribers_) callback(latest);
+    }
+  }
+
+  // The sender waits on state_mu_: taking it before notifying means it cannot miss the news
+  // between checking for work and going to sleep.
+  void WakeSender() {
+    { std::lock_guard<std::mutex> lock(state_mu_); }
+    send_cv_.notify_all();
+  }
+
+  bool Stopping() {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    return stopping_;
+  }
+
+  const ClientOptions options_;
+  const absl::Duration staleness_limit_;
+  ObservationBuffer buffer_;
+  PolicyCell<PolicySnapshot> cell_;
+  std::atomic<uint64_t> refused_{0};
+  std::atomic<uint64_t> reconnects_{0};
+
+  // The connection's state. The policy cell is written under it, so that publications are
+  // ordered; readers of the cell never take it.
+  mutable std::mutex state_mu_;
+  std::condition_variable state_cv_;
+  std::condition_variable send_cv_;
+  std::condition_variable dispatch_cv_;
+  bool stopping_ = false;
+  bool connected_ = false;
+  bool stream_done_ = false;
+  std::string address_;
+  grpc::ClientContext* context_ = nullptr;
+  absl::Time last_contact_;
+  std::optional<core::Policy> fleet_;
+  uint64_t pending_policy_ack_ = 0;
+  Backoff backoff_;
+
+  std::mutex local_mu_;
+  core::Engine local_;
+
+  std::mutex subscribers_mu_;
+  std::map<int, PolicyCallback> subscribers_;
+  int next_subscriber_ = 1;
+
+  // Only the connection thread uses these.
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
+
+  std::thread connection_thread_;
+  std::thread ticker_thread_;
+  std::thread dispatcher_thread_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BreakerClient>> StartGrpcClient(ClientOptions options) {
+  if (absl::Status status = ValidateOptions(options); !status.ok()) return status;
+  core::Config config;
+  if (options.fallback_config.has_value()) {
+    config = *options.fallback_config;
+  } else if (!options.network.empty()) {
+    absl::StatusOr<core::ChainSpec> chain = core::ChainSpecForNetwork(options.network);
+    if (!chain.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("network '", options.network, "' has no built-in chain settings; give ",
+                       "fallback_config with its chain: ", chain.status().message()));
+    }
+    config.chain = *chain;
+  }
+  const core::Slot now = core::SlotAt(options.clock->Now(), config.chain);
+  absl::StatusOr<core::Engine> engine = core::Engine::Create(config, now);
+  if (!engine.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("fallback_config: ", engine.status().message()));
+  }
+  const absl::Duration staleness_limit = options.staleness_limit.value_or(
+      absl::Seconds(2 * config.chain.slots_per_epoch * config.chain.seconds_per_slot));
+  return std::unique_ptr<BreakerClient>(
+      new GrpcClient(std::move(options), *std::move(engine), staleness_limit));
+}
+
+}  // namespace breaker::client
