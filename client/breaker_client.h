@@ -23,8 +23,8 @@
  *   - Thread safety: every function may be called from any thread, concurrently, except the
  *     _free functions, which must not race with any other call on the same object. A
  *     breaker_options is not shared state: do not modify one from two threads at once.
- *   - The library never throws across this boundary: the C++ side reports errors as status
- *     values, never as exceptions.
+ *   - Nothing is thrown across this boundary: the C++ side reports errors as status values.
+ *     Running out of memory (other than in breaker_options_new) ends the process.
  */
 
 #include <stdbool.h>
@@ -43,8 +43,7 @@ enum breaker_code {
   BREAKER_OK = 0,
   BREAKER_INVALID_ARGUMENT = 3,
   BREAKER_NOT_FOUND = 5,
-  BREAKER_FAILED_PRECONDITION = 9,
-  BREAKER_INTERNAL = 13
+  BREAKER_FAILED_PRECONDITION = 9
 };
 
 /* Filled by functions that take one. `message` is NUL-terminated (truncated to fit); empty when
@@ -213,9 +212,9 @@ size_t breaker_banned_builders(const breaker_client* client, uint64_t* out, size
 /* Called with every new policy in force (a new fleet version or a change of source), with its
  * fleet version (as breaker_policy_version), mode (a breaker_mode) and source (a
  * breaker_source). Runs on a library thread, never on the thread that subscribed, one call at
- * a time; it should return quickly. It may read the policy, report and read stats, but must
- * not call breaker_subscribe, breaker_unsubscribe or breaker_client_free (they wait for the
- * callbacks to finish). */
+ * a time; it should return quickly. It may call any function of this API on the client
+ * (including breaker_subscribe and breaker_unsubscribe) except breaker_client_free, which it
+ * must not call. */
 typedef void (*breaker_policy_callback)(void* user_data, uint64_t fleet_version, int mode,
                                         int source);
 
@@ -227,8 +226,8 @@ int breaker_subscribe(breaker_client* client, breaker_policy_callback callback, 
                       int* subscription_id);
 
 /* Ends a subscription: once this returns, the callback is not running and is not called any
- * more. An unknown id or a NULL client is ignored.
- * REQUIRES: not called from a policy callback. */
+ * more. Called from a policy callback, it does not wait (the running callback returns
+ * normally). An unknown id or a NULL client is ignored. */
 void breaker_unsubscribe(breaker_client* client, int subscription_id);
 
 /* ------------------------------------------------------------------------------------------

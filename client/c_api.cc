@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,7 +103,7 @@ extern "C" {
 
 // --- Options ---
 
-breaker_options* breaker_options_new(void) { return new breaker_options(); }
+breaker_options* breaker_options_new(void) { return new (std::nothrow) breaker_options(); }
 
 void breaker_options_free(breaker_options* opts) { delete opts; }
 

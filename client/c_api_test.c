@@ -7,23 +7,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client/breaker_client.h"
-
-/* ThreadSanitizer reads this hook at start-up. As in //tests:sanitizer_suppressions (which a C
- * test does not link): the system's Abseil and gRPC are not built with -fsanitize=thread, so
- * their synchronization is invisible to it. */
-const char* __tsan_default_suppressions(void);
-const char* __tsan_default_suppressions(void) {
-  return "race:libabsl_\n"
-         "race:libgrpc\n"
-         "race:libgpr\n"
-         "race:libprotobuf\n"
-         "race:grpc::internal::CallOpClientRecvStatus::FinishOp\n"
-         "deadlock:libabsl_\n"
-         "deadlock:libgrpc\n";
-}
 
 static int passed = 0;
 static int failed = 0;
@@ -125,6 +112,48 @@ static void test_options_errors(void) {
   CHECK(err.code == BREAKER_INVALID_ARGUMENT);
   opts = breaker_options_new();
   CHECK(breaker_client_new(opts, NULL, &err) == BREAKER_INVALID_ARGUMENT);
+  breaker_options_free(opts);
+}
+
+/* Writes `text` to `name` in the test's temporary directory; stores the path in `path`. */
+static bool write_temp_file(const char* name, const char* text, char* path, size_t path_size) {
+  const char* dir = getenv("TEST_TMPDIR");
+  if (dir == NULL || dir[0] == '\0') dir = "/tmp";
+  if (snprintf(path, path_size, "%s/%s", dir, name) >= (int)path_size) return false;
+  FILE* file = fopen(path, "w");
+  if (file == NULL) return false;
+  const bool written = fputs(text, file) >= 0;
+  return fclose(file) == 0 && written;
+}
+
+static void test_fallback_config_file(void) {
+  char path[4096];
+  breaker_error err;
+  breaker_client* client = NULL;
+  breaker_options* opts = breaker_options_new();
+  CHECK(breaker_options_add_address(opts, kAddress) == BREAKER_OK);
+  CHECK(breaker_options_set_node_id(opts, "c-node") == BREAKER_OK);
+
+  /* A file the loader refuses: the message names the option and the file. */
+  CHECK(write_temp_file("bad.textproto", "no_such_field: 1\n", path, sizeof(path)));
+  CHECK(breaker_options_set_fallback_config_file(opts, path) == BREAKER_OK);
+  memset(&err, 0, sizeof(err));
+  CHECK(breaker_client_new(opts, &client, &err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(client == NULL);
+  CHECK(strstr(err.message, "fallback_config_file") != NULL);
+  /* The path comes first; a long one truncates the rest of the message to fit. */
+  CHECK(strstr(err.message, "bad.textproto") != NULL);
+  CHECK(strlen(err.message) < sizeof(err.message));
+
+  /* A valid one. */
+  CHECK(write_temp_file("good.textproto", "allowed_failures: 1\n", path, sizeof(path)));
+  CHECK(breaker_options_set_fallback_config_file(opts, path) == BREAKER_OK);
+  memset(&err, 0, sizeof(err));
+  CHECK(breaker_client_new(opts, &client, &err) == BREAKER_OK);
+  if (err.code != BREAKER_OK) fprintf(stderr, "  message: %s\n", err.message);
+  CHECK(client != NULL);
+  CHECK(breaker_policy_source(client) == BREAKER_SOURCE_LOCAL);
+  breaker_client_free(client);
   breaker_options_free(opts);
 }
 
@@ -240,6 +269,7 @@ static void test_client(void) {
 int main(void) {
   test_option_setters();
   test_options_errors();
+  test_fallback_config_file();
   test_client();
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;

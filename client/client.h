@@ -67,6 +67,9 @@ struct ClientOptions {
   // The local engine's configuration until breakerd sends its own (it does at every connect),
   // e.g. from a local file. Default: core::Config{} with `network`'s chain.
   std::optional<core::Config> fallback_config;
+  // How often the library moves the local engine to the clock's slot and re-evaluates the
+  // policy in force (staleness included), in real time. Tests with a fake clock shorten it.
+  absl::Duration evaluation_interval = absl::Seconds(1);
 
   // REQUIRES: outlives the client.
   const core::Clock* clock = &core::SystemClock();

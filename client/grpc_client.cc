@@ -77,6 +77,9 @@ absl::Status ValidateOptions(const ClientOptions& options) {
   if (options.staleness_limit.has_value() && *options.staleness_limit <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("staleness_limit must be positive");
   }
+  if (options.evaluation_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("evaluation_interval must be positive");
+  }
   if (options.clock == nullptr) return absl::InvalidArgumentError("clock is null");
   return absl::OkStatus();
 }
@@ -97,6 +100,7 @@ class GrpcClient : public BreakerClient {
     connection_thread_ = std::thread([this] { ConnectionLoop(); });
     ticker_thread_ = std::thread([this] { TickerLoop(); });
     dispatcher_thread_ = std::thread([this] { DispatchLoop(); });
+    dispatcher_id_ = dispatcher_thread_.get_id();
   }
 
   ~GrpcClient() override { Stop(); }
@@ -107,6 +111,11 @@ class GrpcClient : public BreakerClient {
       // The local engine learns the node's own observations all the time, so that it is ready
       // when breakerd goes away.
       std::lock_guard<std::mutex> lock(local_mu_);
+      // The ticker moves the engine's time only every evaluation_interval: catch up first, or
+      // an observation of a slot the clock has reached may be refused as too far ahead (and
+      // lost to the local engine for good).
+      const core::Slot now = core::SlotAt(options_.clock->Now(), local_.config().chain);
+      if (now > local_.current_slot()) local_.Advance(now);
       (void)local_.Observe(core::Observation{slot, options_.node_id, sequence, std::move(event)});
     }
     WakeSender();
@@ -132,13 +141,19 @@ class GrpcClient : public BreakerClient {
 
   int Subscribe(PolicyCallback callback) override {
     std::lock_guard<std::mutex> lock(subscribers_mu_);
-    subscribers_.emplace(next_subscriber_, std::move(callback));
+    subscribers_.emplace(next_subscriber_, std::make_shared<PolicyCallback>(std::move(callback)));
     return next_subscriber_++;
   }
 
   void Unsubscribe(int id) override {
-    std::lock_guard<std::mutex> lock(subscribers_mu_);
+    std::unique_lock<std::mutex> lock(subscribers_mu_);
     subscribers_.erase(id);
+    // A callback that unsubscribes (itself or another) runs on the dispatcher, which must not
+    // wait for itself. (The dispatcher used to hold subscribers_mu_ while calling callbacks,
+    // so that an Unsubscribe from a callback deadlocked on it.)
+    if (std::this_thread::get_id() == dispatcher_id_) return;
+    // Elsewhere, wait for the callback to return if it is running.
+    subscribers_cv_.wait(lock, [&] { return calling_ != id; });
   }
 
   ClientStats stats() const override {
@@ -237,7 +252,13 @@ class GrpcClient : public BreakerClient {
     {
       std::lock_guard<std::mutex> lock(state_mu_);
       stream_done_ = true;
-      if (connected_) LOG(WARNING) << "breakerd stream to " << address << " ended";
+      if (connected_) {
+        LOG(WARNING) << "breakerd stream to " << address << " ended";
+        // breakerd was reachable until now, however quiet the stream was: the staleness limit
+        // counts from here. (It used to count from the last message received, so that after a
+        // quiet stream the fleet policy went stale at once on disconnection.)
+        last_contact_ = options_.clock->Now();
+      }
       connected_ = false;
     }
     send_cv_.notify_all();
@@ -345,7 +366,8 @@ class GrpcClient : public BreakerClient {
       {
         std::unique_lock<std::mutex> lock(state_mu_);
         // Often enough to notice staleness and slot changes; cheap when nothing changed.
-        state_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+        state_cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.evaluation_interval),
+                           [this] { return stopping_; });
         if (stopping_) return;
       }
       {
@@ -406,8 +428,26 @@ class GrpcClient : public BreakerClient {
         latest = cell_.Get();
       }
       delivered = latest;
-      std::lock_guard<std::mutex> lock(subscribers_mu_);
-      for (const auto& [id, callback] : subscribers_) callback(latest);
+      // Each subscriber in turn, by id, without holding subscribers_mu_ during the call: a
+      // callback may Subscribe or Unsubscribe.
+      int last_called = 0;
+      while (true) {
+        std::shared_ptr<PolicyCallback> callback;
+        {
+          std::lock_guard<std::mutex> lock(subscribers_mu_);
+          auto next = subscribers_.upper_bound(last_called);
+          if (next == subscribers_.end()) break;
+          last_called = next->first;
+          callback = next->second;
+          calling_ = last_called;
+        }
+        (*callback)(latest);
+        {
+          std::lock_guard<std::mutex> lock(subscribers_mu_);
+          calling_ = 0;
+        }
+        subscribers_cv_.notify_all();
+      }
     }
   }
 
@@ -450,8 +490,12 @@ class GrpcClient : public BreakerClient {
   core::Engine local_;
 
   std::mutex subscribers_mu_;
-  std::map<int, PolicyCallback> subscribers_;
+  // Signalled when calling_ changes.
+  std::condition_variable subscribers_cv_;
+  std::map<int, std::shared_ptr<PolicyCallback>> subscribers_;
   int next_subscriber_ = 1;
+  // The subscriber whose callback the dispatcher is running; 0 when none.
+  int calling_ = 0;
 
   // Only the connection thread uses these.
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
@@ -459,6 +503,8 @@ class GrpcClient : public BreakerClient {
   std::thread connection_thread_;
   std::thread ticker_thread_;
   std::thread dispatcher_thread_;
+  // Set once at construction (join() clears dispatcher_thread_'s).
+  std::thread::id dispatcher_id_;
 };
 
 }  // namespace

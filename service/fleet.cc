@@ -170,18 +170,24 @@ void Fleet::SubmitObservations(std::string node_id,
   Enqueue(std::move(work));
 }
 
-void Fleet::SubmitAdmin(v1::AdminAction action, PolicyCallback done) {
+void Fleet::Submit(v1::JournalEntry entry, std::function<void(const absl::Status&)> done) {
   auto work = std::make_unique<Work>();
-  *work->entry.mutable_admin() = std::move(action);
+  work->entry = std::move(entry);
   Work* raw = work.get();
-  work->on_applied = [this, done, raw] {
-    if (!raw->status.ok()) {
-      done(raw->status);
-    } else {
-      done(policy());
-    }
-  };
+  work->on_applied = [done = std::move(done), raw] { done(raw->status); };
   Enqueue(std::move(work));
+}
+
+void Fleet::SubmitAdmin(v1::AdminAction action, PolicyCallback done) {
+  v1::JournalEntry entry;
+  *entry.mutable_admin() = std::move(action);
+  Submit(std::move(entry), [this, done = std::move(done)](const absl::Status& status) {
+    if (status.ok()) {
+      done(policy());
+    } else {
+      done(status);
+    }
+  });
 }
 
 void Fleet::ReloadConfig(ConfigCallback done) {
@@ -205,17 +211,15 @@ void Fleet::ReloadConfig(ConfigCallback done) {
       return;
     }
   }
-  auto work = std::make_unique<Work>();
-  *work->entry.mutable_reconfigure() = codec::ConfigToProto(*config);
-  Work* raw = work.get();
-  work->on_applied = [this, done, raw] {
-    if (!raw->status.ok()) {
-      done(raw->status);
-    } else {
+  v1::JournalEntry entry;
+  *entry.mutable_reconfigure() = codec::ConfigToProto(*config);
+  Submit(std::move(entry), [this, done = std::move(done)](const absl::Status& status) {
+    if (status.ok()) {
       done(EffectiveConfig());
+    } else {
+      done(status);
     }
-  };
-  Enqueue(std::move(work));
+  });
 }
 
 core::Slot Fleet::ClockSlot() const {

@@ -153,6 +153,8 @@ class Fleet {
   Fleet(Options options, core::Engine engine);
 
   void Enqueue(std::unique_ptr<Work> work);
+  // Enqueues `entry`; `done` gets the status of applying it.
+  void Submit(breaker::v1::JournalEntry entry, std::function<void(const absl::Status&)> done);
   void WriterLoop();
   void TickerLoop();
   // Applies one journal entry to the engine and refreshes the policy. Deterministic: the same
