@@ -32,6 +32,7 @@
 #include "service/sqlite_state_store.h"
 #include "tests/fake_clock.h"
 #include "tests/status_matchers.h"
+#include "tests/test_util.h"
 
 namespace breaker::service {
 namespace {
@@ -39,8 +40,11 @@ namespace {
 namespace v1 = ::breaker::v1;
 
 using ::breaker::testing::FakeClock;
+using ::breaker::testing::FromGrpc;
 using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
+using ::breaker::testing::TestDir;
+using ::breaker::testing::WaitFor;
 using ::google::protobuf::util::MessageDifferencer;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -49,30 +53,6 @@ using ::testing::IsEmpty;
 // Every call and stream of a test ends by this deadline at the latest, so nothing can hang.
 std::chrono::system_clock::time_point Deadline() {
   return std::chrono::system_clock::now() + std::chrono::seconds(10);
-}
-
-std::string TempDir() { return std::getenv("TEST_TMPDIR"); }
-
-// A directory of its own for the running test: TEST_TMPDIR is shared by the whole binary.
-std::string TestDir() {
-  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string dir = TempDir() + "/" + info->test_suite_name() + "." + info->name();
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-// Polls `condition` until it holds or 10 s have passed; returns whether it holds.
-bool WaitUntil(const std::function<bool()>& condition) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!condition()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
-
-absl::Status FromGrpc(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
 // Mainnet with Gloas from genesis: the per-builder rules apply, the missed-slot rules do not.
@@ -1202,7 +1182,7 @@ TEST_F(ServerTest, ListNodesShowsConnectionAndLag) {
   // status reaches the client.
   EXPECT_TRUE(node->Close().ok());
   node.reset();
-  EXPECT_TRUE(WaitUntil([&] { return !GetNode("bn-1").connected(); }));
+  EXPECT_TRUE(WaitFor([&] { return !GetNode("bn-1").connected(); }));
   std::unique_ptr<NodeClient> other = ConnectedNode("bn-2");
   response = ListNodes();
   ASSERT_EQ(response.nodes_size(), 2);

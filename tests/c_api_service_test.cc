@@ -17,20 +17,14 @@
 #include "gtest/gtest.h"
 #include "service/server.h"
 #include "tests/status_matchers.h"
+#include "tests/test_util.h"
 
 namespace breaker {
 namespace {
 
 using ::breaker::testing::IsOk;
-
-bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout = absl::Seconds(30)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
-}
+using ::breaker::testing::TestDir;
+using ::breaker::testing::WaitFor;
 
 struct Notifications {
   std::atomic<int> calls{0};
@@ -44,8 +38,7 @@ void OnPolicy(void* user_data, uint64_t fleet_version, int /*mode*/, int /*sourc
 }
 
 TEST(CApiService, ReportAskAndSubscribeThroughTheCApi) {
-  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/c_api_service");
-  std::filesystem::create_directories(dir);
+  const std::string dir = TestDir();
   const std::string config_path = dir + "/breakerd.textproto";
   std::ofstream(config_path) << "chain { network: \"mainnet\" gloas_fork_epoch: 0 }\n";
   service::ServerOptions server_options;

@@ -44,6 +44,7 @@
 #include "service/server.h"
 #include "tests/fake_clock.h"
 #include "tests/status_matchers.h"
+#include "tests/test_util.h"
 
 namespace breaker {
 namespace {
@@ -56,31 +57,10 @@ using ::breaker::client::ClientStats;
 using ::breaker::client::PolicySnapshot;
 using ::breaker::client::PolicySource;
 using ::breaker::testing::FakeClock;
+using ::breaker::testing::FromGrpc;
 using ::breaker::testing::IsOk;
-
-// Polls `condition` every 2 ms until it holds or `timeout` of real time has passed; returns
-// whether it holds. The timeout is generous: sanitizers slow everything down.
-bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout = absl::Seconds(30)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(2));
-  }
-  return true;
-}
-
-// A directory of its own for the running test: TEST_TMPDIR is shared by the whole binary.
-std::string TestDir() {
-  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string dir =
-      absl::StrCat(std::getenv("TEST_TMPDIR"), "/", info->test_suite_name(), ".", info->name());
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-absl::Status FromGrpc(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
+using ::breaker::testing::TestDir;
+using ::breaker::testing::WaitFor;
 
 // Mainnet with Gloas from genesis: the per-builder rules apply, the missed-slot rules do not.
 core::ChainSpec Chain() {
