@@ -39,6 +39,7 @@ namespace {
 
 namespace v1 = ::breaker::v1;
 
+using ::breaker::testing::CallUnary;
 using ::breaker::testing::FakeClock;
 using ::breaker::testing::FromGrpc;
 using ::breaker::testing::IsOk;
@@ -371,22 +372,13 @@ class ServerTest : public ::testing::Test {
     server_->fleet()->Sync();
   }
 
-  // Calls a unary Admin rpc with a deadline. Through the callback API: ThreadSanitizer
-  // reports the blocking API's hand-over of an error status from gRPC's (uninstrumented)
-  // threads as a race in gRPC's header code.
+  // Calls a unary Admin rpc and waits for it (see breaker::testing::CallUnary).
   template <typename Request, typename Response>
   absl::StatusOr<Response> Call(
       void (v1::Admin::Stub::async::*method)(grpc::ClientContext*, const Request*, Response*,
                                              std::function<void(grpc::Status)>),
       const Request& request) {
-    grpc::ClientContext context;
-    context.set_deadline(Deadline());
-    Response response;
-    std::promise<absl::Status> done;
-    (admin_->async()->*method)(&context, &request, &response,
-                               [&done](grpc::Status status) { done.set_value(FromGrpc(status)); });
-    if (absl::Status status = done.get_future().get(); !status.ok()) return status;
-    return response;
+    return CallUnary(*admin_, method, request);
   }
 
   v1::Policy GetPolicy() {

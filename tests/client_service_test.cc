@@ -56,8 +56,8 @@ using ::breaker::client::ClientOptions;
 using ::breaker::client::ClientStats;
 using ::breaker::client::PolicySnapshot;
 using ::breaker::client::PolicySource;
+using ::breaker::testing::CallUnary;
 using ::breaker::testing::FakeClock;
-using ::breaker::testing::FromGrpc;
 using ::breaker::testing::IsOk;
 using ::breaker::testing::TestDir;
 using ::breaker::testing::WaitFor;
@@ -258,21 +258,13 @@ class ClientServiceTest : public ::testing::Test {
     }
   }
 
-  // Calls a unary Admin rpc with a deadline, through the callback API (ThreadSanitizer
-  // reports the blocking API's hand-over of a status from gRPC's uninstrumented threads).
+  // Calls a unary Admin rpc and waits for it (see breaker::testing::CallUnary).
   template <typename Request, typename Response>
   absl::StatusOr<Response> Call(
       void (v1::Admin::Stub::async::*method)(grpc::ClientContext*, const Request*, Response*,
                                              std::function<void(grpc::Status)>),
       const Request& request) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    Response response;
-    std::promise<absl::Status> done;
-    (admin_->async()->*method)(&context, &request, &response,
-                               [&done](grpc::Status status) { done.set_value(FromGrpc(status)); });
-    if (absl::Status status = done.get_future().get(); !status.ok()) return status;
-    return response;
+    return CallUnary(*admin_, method, request);
   }
 
   v1::Policy GetPolicy() {
