@@ -13,6 +13,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "proto/codec/config_file.h"
 #include "proto/codec/engine_codec.h"
+#include "proto/codec/scenario_codec.h"
 
 namespace breaker::service {
 namespace {
@@ -360,7 +361,7 @@ void Fleet::Apply(Work& work) {
       engine_.Advance(entry.advance_to_slot());
       break;
     case v1::JournalEntry::kAdmin:
-      work.status = ApplyAdmin(entry.admin());
+      work.status = codec::ApplyAdminAction(entry.admin(), engine_);
       break;
     case v1::JournalEntry::kReconfigure: {
       absl::StatusOr<core::Config> config = codec::ConfigFromProto(entry.reconfigure());
@@ -376,30 +377,6 @@ void Fleet::Apply(Work& work) {
     LOG(INFO) << "policy version " << engine_.policy().version << " (was " << before << "), mode "
               << core::ModeName(engine_.policy().mode) << ": " << engine_.policy().reason;
   }
-}
-
-absl::Status Fleet::ApplyAdmin(const v1::AdminAction& action) {
-  switch (action.action_case()) {
-    case v1::AdminAction::kBan: {
-      const v1::BanBuilderRequest& ban = action.ban();
-      std::optional<core::Epoch> until;
-      if (ban.until_epoch() != 0) until = ban.until_epoch();
-      return engine_.BanBuilder(ban.builder_index(), ban.reason(), until);
-    }
-    case v1::AdminAction::kUnban:
-      return engine_.UnbanBuilder(action.unban().builder_index());
-    case v1::AdminAction::kBuilderTrust:
-      return engine_.SetBuilderTrust(action.builder_trust().builder_index(),
-                                     action.builder_trust().trusted());
-    case v1::AdminAction::kRelayTrust:
-      return engine_.SetRelayTrust(action.relay_trust().relay(), action.relay_trust().trusted());
-    case v1::AdminAction::kReset:
-      engine_.Reset();
-      return absl::OkStatus();
-    case v1::AdminAction::ACTION_NOT_SET:
-      break;
-  }
-  return absl::InvalidArgumentError("the admin action is empty");
 }
 
 std::shared_ptr<const PublishedPolicy> Fleet::Publish() {

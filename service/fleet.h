@@ -160,8 +160,6 @@ class Fleet {
   // Applies one journal entry to the engine and refreshes the policy. Deterministic: the same
   // entries on the same state give the same engine, live or in replay.
   void Apply(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
-  absl::Status ApplyAdmin(const breaker::v1::AdminAction& action)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
   // Builds the published form of the engine's policy and makes it current.
   std::shared_ptr<const PublishedPolicy> Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
   absl::Status WriteSnapshot();

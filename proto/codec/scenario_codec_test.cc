@@ -1,0 +1,102 @@
+#include "proto/codec/scenario_codec.h"
+
+#include <string>
+
+#include "core/config.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/status_matchers.h"
+
+namespace breaker::codec {
+namespace {
+
+namespace v1 = ::breaker::v1;
+using ::breaker::testing::IsOk;
+using ::breaker::testing::StatusIs;
+using ::testing::HasSubstr;
+
+TEST(ExpandScriptedObservationTest, SlotZeroBecomesTheCurrentSlot) {
+  v1::Observation observation;
+  observation.mutable_bid_seen()->set_builder_index(3);
+  EXPECT_EQ(ExpandScriptedObservation(observation, 1234).slot(), 1234u);
+
+  observation.set_slot(99);
+  EXPECT_EQ(ExpandScriptedObservation(observation, 1234).slot(), 99u);
+}
+
+TEST(ExpandScriptedObservationTest, ShortRootsArePaddedLabels) {
+  v1::Observation missing;
+  missing.mutable_payload_missing()->set_block_root("r1");
+  const std::string root = ExpandScriptedObservation(missing, 1).payload_missing().block_root();
+  EXPECT_EQ(root, std::string("r1") + std::string(30, '\0'));
+
+  v1::Observation seen;
+  seen.mutable_blocks_seen()->add_block_roots("a");
+  seen.mutable_blocks_seen()->add_block_roots(std::string(32, 'x'));
+  const v1::Observation expanded = ExpandScriptedObservation(seen, 1);
+  EXPECT_EQ(expanded.blocks_seen().block_roots(0), std::string("a") + std::string(31, '\0'));
+  EXPECT_EQ(expanded.blocks_seen().block_roots(1), std::string(32, 'x'));
+
+  v1::Observation delivered;
+  delivered.mutable_payload_delivered()->set_block_root("r1");
+  EXPECT_EQ(ExpandScriptedObservation(delivered, 1).payload_delivered().block_root(), root);
+
+  v1::Observation reveal;
+  reveal.mutable_relay_reveal_missing()->set_block_root("r1");
+  EXPECT_EQ(ExpandScriptedObservation(reveal, 1).relay_reveal_missing().block_root(), root);
+}
+
+TEST(ExpandScriptedObservationTest, LongRootsAreLeftForTheCodecToRefuse) {
+  v1::Observation missing;
+  missing.mutable_payload_missing()->set_block_root(std::string(33, 'x'));
+  EXPECT_EQ(ExpandScriptedObservation(missing, 1).payload_missing().block_root().size(), 33u);
+}
+
+class ApplyAdminActionTest : public ::testing::Test {
+ protected:
+  core::Engine engine_ = core::Engine::Create(core::Config{}, 32 * 10).value();
+};
+
+TEST_F(ApplyAdminActionTest, BanAndUnban) {
+  v1::AdminAction ban;
+  ban.mutable_ban()->set_builder_index(7);
+  ban.mutable_ban()->set_reason("suspicious");
+  ASSERT_THAT(ApplyAdminAction(ban, engine_), IsOk());
+  engine_.RefreshPolicy();
+  EXPECT_TRUE(engine_.policy().banned_builders.contains(7));
+
+  v1::AdminAction unban;
+  unban.mutable_unban()->set_builder_index(7);
+  ASSERT_THAT(ApplyAdminAction(unban, engine_), IsOk());
+  engine_.RefreshPolicy();
+  EXPECT_FALSE(engine_.policy().banned_builders.contains(7));
+}
+
+TEST_F(ApplyAdminActionTest, TrustOverrides) {
+  v1::AdminAction trust;
+  trust.mutable_builder_trust()->set_builder_index(4);
+  trust.mutable_builder_trust()->set_trusted(true);
+  ASSERT_THAT(ApplyAdminAction(trust, engine_), IsOk());
+  v1::AdminAction relay;
+  relay.mutable_relay_trust()->set_relay("Relay.Example.com:18550");
+  relay.mutable_relay_trust()->set_trusted(true);
+  ASSERT_THAT(ApplyAdminAction(relay, engine_), IsOk());
+  engine_.RefreshPolicy();
+  EXPECT_TRUE(engine_.policy().trusted_builders.contains(4));
+  EXPECT_EQ(engine_.policy().trusted_relays.size(), 1u);
+}
+
+TEST_F(ApplyAdminActionTest, ErrorsComeFromTheEngineOrTheEmptyAction) {
+  v1::AdminAction ban;
+  ban.mutable_ban()->set_builder_index(7);  // No reason.
+  EXPECT_THAT(ApplyAdminAction(ban, engine_), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(ApplyAdminAction(v1::AdminAction(), engine_),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty")));
+
+  v1::AdminAction reset;
+  reset.mutable_reset();
+  ASSERT_THAT(ApplyAdminAction(reset, engine_), IsOk());
+}
+
+}  // namespace
+}  // namespace breaker::codec
