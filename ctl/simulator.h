@@ -1,0 +1,66 @@
+#ifndef CTL_SIMULATOR_H_
+#define CTL_SIMULATOR_H_
+
+// `breakerctl simulate`: plays a scenario (breaker/v1/scenario.proto) on the breaker engine
+// offline, with the same checks and the same policy recomputation as breakerd, and records
+// every new policy version and every failed expectation.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "breaker/v1/breaker.pb.h"
+#include "breaker/v1/scenario.pb.h"
+#include "core/config.h"
+#include "core/types.h"
+
+namespace breaker::ctl {
+
+// A new policy version, and the step that made it.
+struct TimelineEntry {
+  // 0 for the policy the scenario starts with; steps count from 1.
+  int step = 0;
+  // The step's name ("step N" when the scenario gives none).
+  std::string step_name;
+  core::Slot slot = 0;
+  core::Epoch epoch = 0;
+  breaker::v1::Policy policy;
+};
+
+// An expectation that did not hold.
+struct ExpectationFailure {
+  int step = 0;
+  std::string step_name;
+  // What was expected and what was found, e.g. "mode: expected MODE_TRUSTED_ONLY, got
+  // MODE_ALL_BUILDERS".
+  std::string message;
+};
+
+struct SimulationResult {
+  std::string description;
+  std::vector<TimelineEntry> timeline;
+  std::vector<ExpectationFailure> failures;
+};
+
+// Reads a text-format breaker.v1.Scenario. Returns NOT_FOUND for a missing file and
+// INVALID_ARGUMENT with the parser's line and column for a malformed one.
+absl::StatusOr<breaker::v1::Scenario> LoadScenarioFile(const std::string& path);
+
+// Plays `scenario` under `config`. Returns INVALID_ARGUMENT naming the step for a scenario
+// that cannot be played (a step without node, an advance backwards, ...). A refused action
+// or an unmet expectation is not an error: it is a failure in the result.
+absl::StatusOr<SimulationResult> Simulate(const core::Config& config,
+                                          const breaker::v1::Scenario& scenario);
+
+// The timeline as a table for people: one line per version (step, slot, epoch, version, mode,
+// banned builders and relays, reason), then one line per failed expectation.
+std::string FormatTimeline(const SimulationResult& result);
+
+// The timeline as JSON for scripts: {"description", "timeline": [{"step", "stepName", "slot",
+// "epoch", "policy": <breaker.v1.Policy in proto JSON>}], "failures": [{"step", "stepName",
+// "message"}]}.
+std::string TimelineToJson(const SimulationResult& result);
+
+}  // namespace breaker::ctl
+
+#endif  // CTL_SIMULATOR_H_
