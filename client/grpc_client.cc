@@ -238,7 +238,13 @@ class GrpcClient : public BreakerClient {
     hello.mutable_hello()->set_node_id(options_.node_id);
     hello.mutable_hello()->set_client_version(options_.client_version);
     hello.mutable_hello()->set_network(options_.network);
-    hello.mutable_hello()->set_policy_version(cell_.Get()->fleet_version);
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      if (fleet_.has_value()) {
+        hello.mutable_hello()->set_policy_version(fleet_->version);
+        hello.mutable_hello()->set_fleet_id(fleet_id_);
+      }
+    }
     // Everything not acknowledged goes again, in order; breakerd ignores what it already has.
     buffer_.Rewind();
     bool stream_open = stream->Write(hello);
@@ -325,6 +331,7 @@ class GrpcClient : public BreakerClient {
         {
           std::lock_guard<std::mutex> lock(state_mu_);
           fleet_ = *std::move(policy);
+          fleet_id_ = message.policy().fleet_id();
           pending_policy_ack_ = fleet_->version;
         }
         send_cv_.notify_all();
@@ -483,6 +490,8 @@ class GrpcClient : public BreakerClient {
   grpc::ClientContext* context_ = nullptr;
   absl::Time last_contact_;
   std::optional<core::Policy> fleet_;
+  // The fleet id that came with fleet_: its version means something only to that breakerd.
+  std::string fleet_id_;
   uint64_t pending_policy_ack_ = 0;
   Backoff backoff_;
 

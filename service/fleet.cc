@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +33,14 @@ std::string Serialize(const google::protobuf::Message& message) {
   return bytes;
 }
 
+// 128 random bits, in hex: unique among the state directories a fleet will ever see.
+std::string NewFleetId() {
+  std::random_device random;
+  std::string id;
+  for (int i = 0; i < 4; ++i) absl::StrAppend(&id, absl::Hex(random(), absl::kZeroPad8));
+  return id;
+}
+
 google::protobuf::Timestamp ToProto(absl::Time time) {
   return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(time));
 }
@@ -49,6 +58,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   const core::Slot now = core::SlotAt(options.clock->Now(), options.config.chain);
   std::optional<core::Engine> engine;
   uint64_t journal_sequence = 0;
+  std::string fleet_id;
   if (stored->snapshot.has_value()) {
     v1::EngineSnapshot snapshot;
     if (!snapshot.ParseFromString(*stored->snapshot)) {
@@ -72,6 +82,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
     }
     engine.emplace(*std::move(imported));
     journal_sequence = snapshot.journal_sequence();
+    fleet_id = snapshot.fleet_id();
   } else {
     absl::StatusOr<core::Engine> created = core::Engine::Create(options.config, now);
     if (!created.ok()) return created.status();
@@ -85,7 +96,11 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
         "' with other chain settings than the configuration's (network '", config.chain.network,
         "'); use a state directory per chain"));
   }
-  std::unique_ptr<Fleet> fleet(new Fleet(std::move(options), *std::move(engine)));
+  // A state without an identity gets one now, and keeps it from the snapshot written below.
+  const bool new_identity = fleet_id.empty();
+  if (new_identity) fleet_id = NewFleetId();
+  std::unique_ptr<Fleet> fleet(
+      new Fleet(std::move(options), *std::move(engine), std::move(fleet_id)));
   {
     std::lock_guard<std::mutex> lock(fleet->engine_mu_);
     fleet->journal_sequence_ = journal_sequence;
@@ -105,8 +120,9 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
               << " and " << stored->journal.size() << " journal entries; policy version "
               << fleet->engine_.policy().version;
   }
-  // A fresh state directory gets its first snapshot now, so the journal always has a base.
-  if (!stored->snapshot.has_value()) {
+  // A fresh state directory gets its first snapshot now, so the journal always has a base and
+  // the fleet id is durable before any policy carries it.
+  if (new_identity) {
     if (absl::Status status = fleet->WriteSnapshot(); !status.ok()) return status;
   }
 
@@ -126,11 +142,12 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   return fleet;
 }
 
-Fleet::Fleet(Options options, core::Engine engine)
+Fleet::Fleet(Options options, core::Engine engine, std::string fleet_id)
     : clock_(*options.clock),
       store_(std::move(options.store)),
       config_path_(std::move(options.config_path)),
       network_(options.config.chain.network),
+      fleet_id_(std::move(fleet_id)),
       snapshot_every_entries_(options.snapshot_every_entries),
       ticker_enabled_(options.run_ticker),
       engine_(std::move(engine)) {
@@ -383,6 +400,7 @@ std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
   auto published = std::make_shared<PublishedPolicy>();
   published->policy = engine_.policy();
   published->proto = codec::PolicyToProto(published->policy);
+  published->proto.set_fleet_id(fleet_id_);
   v1::ServerMessage message;
   *message.mutable_policy() = published->proto;
   const std::string bytes = message.SerializeAsString();
@@ -399,6 +417,7 @@ absl::Status Fleet::WriteSnapshot() {
     snapshot = codec::SnapshotToProto(engine_.Export());
     *snapshot.mutable_config() = codec::ConfigToProto(engine_.config());
     snapshot.set_journal_sequence(journal_sequence_);
+    snapshot.set_fleet_id(fleet_id_);
     entries_since_snapshot_ = 0;
     snapshot_epoch_ = engine_.current_epoch();
   }

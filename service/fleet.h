@@ -120,6 +120,8 @@ class Fleet {
   breaker::v1::ListNodesResponse ListNodes() const;
   breaker::v1::Config EffectiveConfig() const;
   const std::string& network() const { return network_; }
+  // This state's identity (breaker.v1.Policy.fleet_id): policy versions count under it.
+  const std::string& fleet_id() const { return fleet_id_; }
 
   // --- The node registry, kept by the streams. ---
   // A node opened a stream (now, by the fleet's clock), holding policy `policy_version`.
@@ -150,7 +152,7 @@ class Fleet {
     uint64_t policy_version_acked = 0;
   };
 
-  Fleet(Options options, core::Engine engine);
+  Fleet(Options options, core::Engine engine, std::string fleet_id);
 
   void Enqueue(std::unique_ptr<Work> work);
   // Enqueues `entry`; `done` gets the status of applying it.
@@ -172,6 +174,7 @@ class Fleet {
   const std::unique_ptr<StateStore> store_;
   const std::string config_path_;
   const std::string network_;
+  const std::string fleet_id_;
   const uint64_t snapshot_every_entries_;
   const bool ticker_enabled_;
 

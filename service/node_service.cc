@@ -109,11 +109,13 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
                                  "serves '",
                                  fleet_->network(), "'; connect to the right one"));
     }
-    // A version above the current one is none of this service's (versions never go back):
-    // the node holds nothing known. Taken as is, it counted as acknowledged beyond every
-    // version to come, and the node was sent each new version without acknowledging the last.
-    const uint64_t held =
-        hello.policy_version() <= fleet_->policy()->policy.version ? hello.policy_version() : 0;
+    // A version of another fleet id (another state directory), or above the current one, is
+    // none of this service's: the node holds nothing known. Taken as is, it counted as
+    // acknowledged beyond every version to come, or hid the current policy from the node.
+    const uint64_t held = hello.fleet_id() == fleet_->fleet_id() &&
+                                  hello.policy_version() <= fleet_->policy()->policy.version
+                              ? hello.policy_version()
+                              : 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       node_id_ = hello.node_id();

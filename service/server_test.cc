@@ -142,8 +142,9 @@ class NodeClient {
   }
 
   bool Hello(const std::string& node_id, uint64_t policy_version = 0,
-             const std::string& network = "mainnet") {
+             const std::string& network = "mainnet", const std::string& fleet_id = "") {
     v1::NodeMessage message;
+    message.mutable_hello()->set_fleet_id(fleet_id);
     message.mutable_hello()->set_node_id(node_id);
     message.mutable_hello()->set_client_version("test/1.0");
     message.mutable_hello()->set_network(network);
@@ -758,10 +759,11 @@ TEST_F(ServerTest, ReconnectWithTheCurrentVersionGetsNoPolicy) {
   StartServer();
   std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
   const uint64_t version = node->latest_policy()->version();
+  const std::string fleet_id = node->latest_policy()->fleet_id();
   EXPECT_TRUE(node->Close().ok());
 
   NodeClient again(channel_);
-  ASSERT_TRUE(again.Hello("bn-1", version));
+  ASSERT_TRUE(again.Hello("bn-1", version, "mainnet", fleet_id));
   ASSERT_TRUE(again.Observe({Bid(1, 7, "")}));
   std::optional<v1::ServerMessage> message = again.Read();
   ASSERT_TRUE(message.has_value());
@@ -773,6 +775,24 @@ TEST_F(ServerTest, ReconnectWithTheCurrentVersionGetsNoPolicy) {
   std::optional<v1::Policy> next = again.AwaitPolicy();
   ASSERT_TRUE(next.has_value());
   EXPECT_EQ(next->version(), version + 1);
+}
+
+// A node that held version v of a breakerd on another state directory (or of an older
+// breakerd, which sent no fleet id) holds nothing of this one's, even when the numbers match.
+TEST_F(ServerTest, TheCurrentVersionOfAnotherFleetIdGetsThePolicy) {
+  StartServer();
+  const v1::Policy current = GetPolicy();
+  ASSERT_FALSE(current.fleet_id().empty());
+  for (const std::string& fleet_id : {std::string("another-state-directory"), std::string()}) {
+    NodeClient node(channel_);
+    ASSERT_TRUE(node.Hello("bn-1", current.version(), "mainnet", fleet_id));
+    std::optional<v1::ServerMessage> message = node.Read();
+    ASSERT_TRUE(message.has_value()) << "fleet id '" << fleet_id << "'";
+    ASSERT_TRUE(message->has_policy()) << message->ShortDebugString();
+    EXPECT_EQ(message->policy().version(), current.version());
+    EXPECT_EQ(message->policy().fleet_id(), current.fleet_id());
+    EXPECT_TRUE(node.Close().ok());
+  }
 }
 
 TEST_F(ServerTest, ReconnectWithAnOldVersionGetsTheCurrentPolicy) {

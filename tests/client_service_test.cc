@@ -183,12 +183,13 @@ class ClientServiceTest : public ::testing::Test {
 
   void TearDown() override { StopServer(); }
 
-  // Starts breakerd on `port` (0: any free one) over the test's state directory, and connects
-  // the admin stub. A restart passes the first server's port: the clients know that address.
-  void StartServer(int port = 0) {
+  // Starts breakerd on `port` (0: any free one) over the test's state directory (or another
+  // one, `state`, under the test's directory), and connects the admin stub. A restart passes
+  // the first server's port: the clients know that address.
+  void StartServer(int port = 0, const std::string& state = "state") {
     service::ServerOptions options;
     options.listen_address = absl::StrCat("127.0.0.1:", port);
-    options.state_dir = dir_ + "/state";
+    options.state_dir = absl::StrCat(dir_, "/", state);
     options.config_path = config_path_;
     options.clock = &clock_;
     options.run_ticker = false;
@@ -527,6 +528,29 @@ TEST_F(ClientServiceTest, RestartedServiceGetsEveryObservationOnce) {
 
   EXPECT_EQ(GetNode("bn-restart").last_sequence(), first_sequence + 3 * kPerPhase - 1);
   EXPECT_EQ(GetBuilder(5).failed(), 3 * kPerPhase);
+}
+
+// breakerd is replaced by one on a new state directory whose version count happens to reach
+// the very version the node holds, with other decisions: the node must still get them.
+TEST_F(ClientServiceTest, ANewStateDirectorysPolicyReplacesAnEqualVersion) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const int port = server_->port();
+  ASSERT_THAT(BanBuilder(5), IsOk());
+  std::unique_ptr<BreakerClient> client = StartClient(ClientOptionsFor("bn-moved"));
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(AwaitFleetPolicy(*client));
+  const uint64_t held = client->policy()->fleet_version;
+  EXPECT_FALSE(client->IsAllowed(5, ""));
+
+  StopServer();
+  ASSERT_TRUE(WaitFor([&] { return !client->stats().connected; }));
+  ASSERT_NO_FATAL_FAILURE(StartServer(port, "new-state"));
+  ASSERT_THAT(BanBuilder(7), IsOk());
+  ASSERT_EQ(GetPolicy().version(), held) << "the test needs the same version number";
+
+  EXPECT_TRUE(WaitFor([&] { return client->IsAllowed(5, "") && !client->IsAllowed(7, ""); }))
+      << "the node kept the old breakerd's decisions";
+  EXPECT_EQ(client->policy()->source, PolicySource::kFleet);
 }
 
 TEST_F(ClientServiceTest, PastTheStalenessLimitTheLocalEngineAddsItsBans) {
