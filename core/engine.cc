@@ -232,13 +232,12 @@ absl::StatusOr<ObserveOutcome> Engine::Observe(const Observation& observation) {
     return absl::InvalidArgumentError(
         "observation.sequence is 0; each node numbers its observations from 1");
   }
-  auto known = node_sequences_.find(observation.node);
-  if (known != node_sequences_.end() && observation.sequence <= known->second) {
-    return ObserveOutcome::kDuplicate;
-  }
+  // One look-up of the node's string, on the path every observation takes.
+  auto [known, first] = node_sequences_.try_emplace(observation.node, 0);
+  if (!first && observation.sequence <= known->second) return ObserveOutcome::kDuplicate;
   // The node's number is taken even when the observation is refused below: it was handled
   // and acknowledged, and a resend under the same number is a replay.
-  node_sequences_[observation.node] = observation.sequence;
+  known->second = observation.sequence;
   if (absl::Status status = ValidateObservation(observation); !status.ok()) return status;
   const bool is_failure = std::holds_alternative<PayloadMissing>(observation.event) ||
                           std::holds_alternative<RelayRevealMissing>(observation.event);
@@ -315,14 +314,14 @@ ObserveOutcome Engine::OnBid(Slot slot, const BidSeen& bid) {
     }
   }
   if (!bid.relay.empty()) {
-    // Most bids come through relays already known by their normalized name.
-    std::string relay =
-        relays_.contains(bid.relay) ? bid.relay : NormalizeRelayId(bid.relay).value();
-    const Epoch epoch = EpochOf(slot, config_.chain);
-    RelayRecord* record = FindOrAddRelay(relay);
+    // Most bids come through relays already known by their normalized name: one look-up.
+    auto known = relays_.find(bid.relay);
+    RelayRecord* record = known != relays_.end()
+                              ? &known->second
+                              : FindOrAddRelay(NormalizeRelayId(bid.relay).value());
     if (record != nullptr) {
-      record->last_seen_epoch = std::max(record->last_seen_epoch, epoch);
-      LearnMembership(relay, bid.builder);
+      record->last_seen_epoch = std::max(record->last_seen_epoch, EpochOf(slot, config_.chain));
+      LearnMembership(*record, bid.builder);
       outcome = ObserveOutcome::kApplied;
     }
   }
@@ -510,8 +509,7 @@ RelayRecord* Engine::FindOrAddRelay(const std::string& relay_id) {
   return &relays_[relay_id];
 }
 
-void Engine::LearnMembership(const std::string& relay_id, BuilderIndex builder) {
-  RelayRecord& relay = relays_.at(relay_id);
+void Engine::LearnMembership(RelayRecord& relay, BuilderIndex builder) {
   const Epoch now = current_epoch();
   auto it = relay.learned.find(builder);
   if (it != relay.learned.end()) {

@@ -214,7 +214,7 @@ class Engine {
   std::vector<BuilderIndex> Members(const std::string& relay_id, const RelayRecord& relay) const;
   BuilderRecord* FindOrAddBuilder(BuilderIndex builder);
   RelayRecord* FindOrAddRelay(const std::string& relay_id);
-  void LearnMembership(const std::string& relay_id, BuilderIndex builder);
+  void LearnMembership(RelayRecord& relay, BuilderIndex builder);
   bool IsTrustedBuilder(BuilderIndex builder) const;
   bool IsTrustedRelay(const std::string& relay_id) const;
   void Prune();
