@@ -17,6 +17,8 @@ packages=(
   libbenchmark-dev          # Google Benchmark
   libsqlite3-dev            # the state store
 )
+# Node.js and npm for tests/interop, from Debian only when no node is installed already.
+command -v node >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -25,11 +27,26 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -q
+  "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -q
-"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+# The interop test's npm packages, exactly as package-lock.json pins them, into
+# tests/interop/node_modules (git-ignored). A stamp of the lockfile skips `npm ci` (which
+# deletes and refetches everything) when nothing changed, so a second run stays offline.
+interop="$(cd "$(dirname "$0")/.." && pwd)/tests/interop"
+stamp="$interop/node_modules/.setup-lock.sha256"
+lock_sum=$(cat "$interop/package.json" "$interop/package-lock.json" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" = "$lock_sum" ]; then
+  echo "setup: tests/interop/node_modules up to date"
+else
+  command -v npm >/dev/null || { echo "setup: npm is missing: install npm beside node" >&2; exit 1; }
+  echo "setup: npm ci in tests/interop"
+  # No install scripts: none of the locked packages needs one to work.
+  (cd "$interop" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$lock_sum" >"$stamp"
+fi
