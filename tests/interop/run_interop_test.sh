@@ -39,15 +39,6 @@ chain {
 }
 EOF
 
-# Under --config=tsan: the tests' suppressions of races inside the uninstrumented system
-# libraries (tests/sanitizer_suppressions.cc, the library entries) reach a test binary through
-# a linked hook, which the breakerd binary lacks; without them it stops at start-up.
-if [ -n "${TSAN_OPTIONS:-}" ]; then
-  printf '%s\n' race:libabsl_ race:libgrpc race:libgpr race:libprotobuf \
-    deadlock:libabsl_ deadlock:libgrpc >"$tmp/tsan_suppressions.txt"
-  export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$tmp/tsan_suppressions.txt"
-fi
-
 state_dir=$(mktemp -d "$tmp/state.XXXXXX")
 log="$tmp/breakerd.log"
 "$root/service/breakerd" --listen=127.0.0.1:0 --state_dir="$state_dir" --config="$config" \
