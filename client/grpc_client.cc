@@ -215,6 +215,14 @@ class GrpcClient : public BreakerClient {
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    // gRPC keeps its own reconnection backoff under ours (up to 120 s by default), which made
+    // a node wait far longer than max_backoff for a breakerd that was back: align it with ours.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+                static_cast<int>(absl::ToInt64Milliseconds(options_.initial_backoff)));
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+                static_cast<int>(absl::ToInt64Milliseconds(options_.initial_backoff)));
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+                static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
     std::shared_ptr<grpc::ChannelCredentials> credentials =
         options_.credentials != nullptr ? options_.credentials : grpc::InsecureChannelCredentials();
     auto channel = grpc::CreateCustomChannel(address, credentials, args);
@@ -240,7 +248,10 @@ class GrpcClient : public BreakerClient {
     hello.mutable_hello()->set_network(options_.network);
     {
       std::lock_guard<std::mutex> lock(state_mu_);
-      if (fleet_.has_value()) {
+      BeginCatchUpLocked();
+      // Catching up needs this stream's own policy: claim none, so breakerd sends it even when
+      // the version held is current.
+      if (fleet_.has_value() && !catching_up_) {
         hello.mutable_hello()->set_policy_version(fleet_->version);
         hello.mutable_hello()->set_fleet_id(fleet_id_);
       }
@@ -333,12 +344,23 @@ class GrpcClient : public BreakerClient {
           fleet_ = *std::move(policy);
           fleet_id_ = message.policy().fleet_id();
           pending_policy_ack_ = fleet_->version;
+          stream_policy_received_ = true;
+          UpdateCatchUpLocked();
         }
         send_cv_.notify_all();
         break;
       }
       case v1::ServerMessage::kObservationAck:
         buffer_.Acknowledge(message.observation_ack().sequence());
+        {
+          std::lock_guard<std::mutex> lock(state_mu_);
+          if (catch_up_sequence_ != 0 &&
+              message.observation_ack().sequence() >= catch_up_sequence_) {
+            catch_up_sequence_ = 0;
+            catch_up_version_ = message.observation_ack().policy_version();
+          }
+          UpdateCatchUpLocked();
+        }
         WakeSender();
         refused_ += message.observation_ack().refused_size();
         for (const v1::ObservationRefusal& refusal : message.observation_ack().refused()) {
@@ -364,6 +386,30 @@ class GrpcClient : public BreakerClient {
         break;
     }
     Republish();
+  }
+
+  // --- Catching up after local decisions --------------------------------------------------
+  //
+  // While breakerd was away, the node applied its own engine's bans too (or only them). At
+  // reconnection the fleet policy it holds may predate the failures it saw meanwhile, which
+  // breakerd has not applied yet: taking that policy alone at once allowed, for a moment, a
+  // builder the node had seen fail. So the stricter of fleet and local stays in force until
+  // this stream has brought a policy, breakerd has acknowledged every observation reported
+  // before the hello, and the node holds the version current when they were applied.
+
+  void BeginCatchUpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_) {
+    const std::shared_ptr<const PolicySnapshot> current = cell_.Get();
+    catching_up_ = current != nullptr && current->source != PolicySource::kFleet;
+    stream_policy_received_ = false;
+    catch_up_sequence_ = catching_up_ && buffer_.stats().buffered > 0 ? buffer_.LastSequence() : 0;
+    catch_up_version_ = 0;
+  }
+
+  void UpdateCatchUpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_) {
+    if (catching_up_ && stream_policy_received_ && catch_up_sequence_ == 0 && fleet_.has_value() &&
+        fleet_->version >= catch_up_version_) {
+      catching_up_ = false;
+    }
   }
 
   // --- Time and the policy in force -------------------------------------------------------
@@ -399,7 +445,7 @@ class GrpcClient : public BreakerClient {
       if (!fleet_.has_value()) {
         next->policy = std::move(local);
         next->source = PolicySource::kLocal;
-      } else if (stale) {
+      } else if (stale || catching_up_) {
         next->policy = core::StricterOf(*fleet_, local);
         next->source = PolicySource::kFleetAndLocal;
         next->fleet_version = fleet_->version;
@@ -492,6 +538,12 @@ class GrpcClient : public BreakerClient {
   std::optional<core::Policy> fleet_;
   // The fleet id that came with fleet_: its version means something only to that breakerd.
   std::string fleet_id_;
+  // Catching up (see BeginCatchUpLocked): whether, what this stream has brought so far, the
+  // last observation to be acknowledged (0: done) and the version reflecting them.
+  bool catching_up_ = false;
+  bool stream_policy_received_ = false;
+  uint64_t catch_up_sequence_ = 0;
+  uint64_t catch_up_version_ = 0;
   uint64_t pending_policy_ack_ = 0;
   Backoff backoff_;
 

@@ -106,4 +106,9 @@ ObservationBuffer::Stats ObservationBuffer::stats() const {
   return stats;
 }
 
+uint64_t ObservationBuffer::LastSequence() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_sequence_ - 1;
+}
+
 }  // namespace breaker::client

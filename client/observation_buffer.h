@@ -86,6 +86,9 @@ class ObservationBuffer {
   // True when NextBatch would return something.
   bool HasUnsent() const;
 
+  // The sequence number of the latest Add; first_sequence - 1 before any.
+  uint64_t LastSequence() const;
+
   Stats stats() const;
 
  private:

@@ -394,6 +394,7 @@ void Fleet::Apply(Work& work) {
     LOG(INFO) << "policy version " << engine_.policy().version << " (was " << before << "), mode "
               << core::ModeName(engine_.policy().mode) << ": " << engine_.policy().reason;
   }
+  if (entry.has_observations()) work.ack.set_policy_version(engine_.policy().version);
 }
 
 std::shared_ptr<const PublishedPolicy> Fleet::Publish() {

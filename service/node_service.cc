@@ -154,6 +154,8 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     std::lock_guard<std::mutex> lock(mu_);
     if (!pending_ack_.has_value()) pending_ack_.emplace();
     pending_ack_->set_sequence(std::max(pending_ack_->sequence(), ack.sequence()));
+    pending_ack_->set_policy_version(
+        std::max(pending_ack_->policy_version(), ack.policy_version()));
     for (v1::ObservationRefusal& refusal : *ack.mutable_refused()) {
       if (pending_ack_->refused_size() >= kMaxPendingRefusals) break;
       *pending_ack_->add_refused() = std::move(refusal);

@@ -562,6 +562,8 @@ TEST_F(ServerTest, HelloOverAnInProcessChannelGetsThePolicy) {
   std::optional<v1::Policy> banned = node.AwaitPolicy();
   ASSERT_TRUE(banned.has_value());
   EXPECT_TRUE(Bans(*banned, 5));
+  // The acknowledgement names the version that reflects the failure.
+  EXPECT_EQ(ack->policy_version(), banned->version());
   EXPECT_TRUE(node.Close().ok());
 }
 

@@ -608,6 +608,50 @@ TEST_F(ClientServiceTest, PastTheStalenessLimitTheLocalEngineAddsItsBans) {
   EXPECT_FALSE(absl::StartsWith(client->policy()->policy.mode_reason, "local: "));
 }
 
+// A node that saw a builder fail while breakerd was away must not allow it, not even for a
+// moment, when breakerd comes back without knowing of that failure yet.
+TEST_F(ClientServiceTest, AReconnectingNodeKeepsItsOwnBansUntilTheFleetPolicyHasThem) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const int port = server_->port();
+  constexpr absl::Duration kStalenessLimit = absl::Minutes(1);
+  ClientOptions options = ClientOptionsFor("bn-back");
+  options.staleness_limit = kStalenessLimit;
+  std::unique_ptr<BreakerClient> client = StartClient(options);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(AwaitFleetPolicy(*client));
+
+  StopServer();
+  ASSERT_TRUE(WaitFor([&] { return !client->stats().connected; }));
+  constexpr core::BuilderIndex kFailed = 21;
+  client->Report(core::SlotAt(clock_.Now(), Chain()), Missing(kFailed, 1));
+  AdvanceClock(2 * kStalenessLimit);
+  ASSERT_TRUE(WaitFor([&] {
+    return client->policy()->source == PolicySource::kFleetAndLocal &&
+           !client->IsAllowed(kFailed, "");
+  }));
+
+  // Every policy put in force from now on.
+  std::mutex mu;
+  int published = 0;
+  std::vector<std::string> allowing;
+  client->Subscribe([&](std::shared_ptr<const PolicySnapshot> snapshot) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++published;
+    if (snapshot->policy.IsAllowed(kFailed, "")) {
+      allowing.push_back(
+          absl::StrCat(PolicySourceName(snapshot->source), " version ", snapshot->fleet_version));
+    }
+  });
+  ASSERT_NO_FATAL_FAILURE(StartServer(port));
+  EXPECT_TRUE(AwaitAllAcknowledged(*client));
+  EXPECT_TRUE(AwaitFleetPolicy(*client));
+  EXPECT_EQ(client->policy()->source, PolicySource::kFleet);
+  EXPECT_FALSE(client->IsAllowed(kFailed, ""));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_GT(published, 0);
+  EXPECT_THAT(allowing, ::testing::IsEmpty()) << "policies allowing builder " << kFailed;
+}
+
 TEST_F(ClientServiceTest, WithoutAnyServiceTheLocalEngineDecides) {
   ClientOptions options = ClientOptionsFor("bn-alone");
   options.addresses = {"127.0.0.1:1"};  // nothing listens there
