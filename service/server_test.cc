@@ -262,6 +262,7 @@ class NodeClient {
 
   void Merge(const v1::ObservationAck& ack) {
     acks_.set_sequence(std::max(acks_.sequence(), ack.sequence()));
+    acks_.set_policy_version(std::max(acks_.policy_version(), ack.policy_version()));
     for (const v1::ObservationRefusal& refusal : ack.refused()) *acks_.add_refused() = refusal;
   }
 
