@@ -3,11 +3,9 @@
 
 // Small helpers shared by the tests that run a real breakerd.
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
-#include <future>
 #include <string>
 
 #include "absl/status/status.h"
@@ -15,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "ctl/unary_call.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
 #include "gtest/gtest.h"
@@ -44,27 +43,17 @@ inline std::string TestDir() {
 }
 
 // The test side's conversion of a call's status, for the status matchers.
-inline absl::Status FromGrpc(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
+inline absl::Status FromGrpc(const grpc::Status& status) { return ctl::FromGrpcStatus(status); }
 
-// Calls a unary rpc of `stub` with a 10 s deadline and waits for it. Through the callback
-// API: ThreadSanitizer reports the blocking API's hand-over of an error status from gRPC's
-// uninstrumented threads as a race in gRPC's header code.
+// Calls a unary rpc of `stub` with a 10 s deadline and waits for it (see ctl/unary_call.h: through
+// the callback API, which ThreadSanitizer can follow).
 template <typename Stub, typename Request, typename Response>
 absl::StatusOr<Response> CallUnary(Stub& stub,
                                    void (Stub::async::*method)(grpc::ClientContext*, const Request*,
                                                                Response*,
                                                                std::function<void(grpc::Status)>),
                                    const Request& request) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  Response response;
-  std::promise<absl::Status> done;
-  (stub.async()->*method)(&context, &request, &response,
-                          [&done](grpc::Status status) { done.set_value(FromGrpc(status)); });
-  if (absl::Status status = done.get_future().get(); !status.ok()) return status;
-  return response;
+  return ctl::CallUnary(stub, method, request, absl::Seconds(10));
 }
 
 }  // namespace breaker::testing

@@ -225,33 +225,41 @@ breaker::v1::Config ConfigToProto(const core::Config& config) {
 
 absl::StatusOr<core::Config> ParseConfigText(absl::string_view text,
                                              absl::string_view source_name) {
-  FirstErrorCollector errors(source_name);
-  google::protobuf::TextFormat::Parser parser;
-  parser.RecordErrorsTo(&errors);
-  // The parser's defaults already refuse unknown fields and a singular field given twice: a
-  // misspelled option silently taking its default is the mistake a config file must not allow.
   breaker::v1::Config proto;
-  const std::string input(text);
-  if (!parser.ParseFromString(input, &proto)) {
-    return absl::InvalidArgumentError(
-        errors.error().empty() ? absl::StrCat(source_name, ": not a text-format breaker.v1.Config")
-                               : errors.error());
+  if (absl::Status status = ParseTextFormat(text, source_name, proto); !status.ok()) {
+    return status;
   }
   return ConfigFromProto(proto);
 }
 
 absl::StatusOr<core::Config> LoadConfigFile(const std::string& path) {
+  absl::StatusOr<std::string> contents = ReadTextFile(path, "config file");
+  if (absl::IsNotFound(contents.status())) {
+    return absl::NotFoundError(
+        absl::StrCat(contents.status().message(),
+                     "; pass --config with an existing file or omit it for the defaults"));
+  }
+  if (!contents.ok()) return contents.status();
+  return ParseConfigText(*contents, path);
+}
+
+std::string ConfigToText(const core::Config& config) {
+  std::string text;
+  // Printing into a string cannot fail; the result says whether the output stream did.
+  google::protobuf::TextFormat::PrintToString(ConfigToProto(config), &text);
+  return text;
+}
+
+absl::StatusOr<std::string> ReadTextFile(const std::string& path, absl::string_view what) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int error = errno;
     if (error == ENOENT) {
-      return absl::NotFoundError(absl::StrCat(
-          "config file '", path,
-          "' does not exist; pass --config with an existing file or omit it for the defaults"));
+      return absl::NotFoundError(absl::StrCat(what, " '", path, "' does not exist"));
     }
     // std::generic_category() gives strerror's text without strerror's shared buffer.
     return absl::FailedPreconditionError(absl::StrCat(
-        "cannot open config file '", path, "': ", std::generic_category().message(error)));
+        "cannot open ", what, " '", path, "': ", std::generic_category().message(error)));
   }
 
   std::string contents;
@@ -266,18 +274,29 @@ absl::StatusOr<core::Config> LoadConfigFile(const std::string& path) {
       const int error = errno;
       ::close(fd);
       return absl::FailedPreconditionError(absl::StrCat(
-          "cannot read config file '", path, "': ", std::generic_category().message(error)));
+          "cannot read ", what, " '", path, "': ", std::generic_category().message(error)));
     }
   }
   ::close(fd);
-  return ParseConfigText(contents, path);
+  return contents;
 }
 
-std::string ConfigToText(const core::Config& config) {
-  std::string text;
-  // Printing into a string cannot fail; the result says whether the output stream did.
-  google::protobuf::TextFormat::PrintToString(ConfigToProto(config), &text);
-  return text;
+absl::Status ParseTextFormat(absl::string_view text, absl::string_view source_name,
+                             google::protobuf::Message& message) {
+  FirstErrorCollector errors(source_name);
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  // The parser's defaults already refuse unknown fields and a singular field given twice: a
+  // misspelled option silently taking its default is the mistake a hand-written file must not
+  // allow.
+  const std::string input(text);
+  if (!parser.ParseFromString(input, &message)) {
+    return absl::InvalidArgumentError(errors.error().empty()
+                                          ? absl::StrCat(source_name, ": not a text-format ",
+                                                         message.GetDescriptor()->full_name())
+                                          : errors.error());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace breaker::codec
