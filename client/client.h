@@ -11,7 +11,9 @@
 // When breakerd is unreachable the last fleet policy stays in force (fail-static). Past the
 // staleness limit the library also runs the breaker engine locally over this node's own
 // observations and applies the stricter of the two; when breakerd is back, the fleet policy
-// takes over again. Before any fleet policy has arrived, the local one applies.
+// takes over again once breakerd has acknowledged what the node saw meanwhile and the node holds
+// the policy that reflects it (so a builder the node saw fail is never allowed in between).
+// Before any fleet policy has arrived, the local one applies.
 
 #include <cstdint>
 #include <functional>
@@ -79,8 +81,9 @@ struct ClientOptions {
 enum class PolicySource {
   // The fleet's policy, from breakerd.
   kFleet,
-  // breakerd has been unreachable past the staleness limit: the stricter of the last fleet
-  // policy and the local engine's.
+  // breakerd has been unreachable past the staleness limit, or is back and has not yet
+  // reflected what the node saw without it: the stricter of the last fleet policy and the
+  // local engine's.
   kFleetAndLocal,
   // No fleet policy received yet: the local engine's.
   kLocal,
