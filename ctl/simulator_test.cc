@@ -59,6 +59,22 @@ core::Config PreGloasConfig() {
   return config.ok() ? *config : core::Config();
 }
 
+// A pre-Gloas scenario's start: slots 320000-320005 reported without a block, one slot passing
+// after each.
+std::string SixMissedSlotsFrom320000() {
+  std::string text = "start_slot: 320000\n";
+  for (int i = 0; i < 6; ++i) {
+    absl::StrAppend(&text, R"pb(step {
+                                  observe {
+                                    node: "bn-1"
+                                    observation { blocks_seen {} }
+                                  }
+                                }
+                                step { advance { slots: 1 } })pb");
+  }
+  return text;
+}
+
 v1::Scenario ParseScenario(const std::string& text) {
   v1::Scenario scenario;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &scenario)) << text;
@@ -204,16 +220,7 @@ TEST(SimulateTest, AnAdvanceIsPlayedSlotBySlotAsBreakerdsClockMovesIt) {
   // Pre-Gloas: slots 320000-320005 are missed. The sixth is judged at 320007, where the latched
   // rule trips; at 320008 slot 320006 (no report: unknown) is the latest judged and the run is
   // over. breakerd, whose clock ticks at every slot, trips at 320007: so must a jump past it.
-  std::string text = "start_slot: 320000\n";
-  for (int i = 0; i < 6; ++i) {
-    absl::StrAppend(&text, R"pb(step {
-                                  observe {
-                                    node: "bn-1"
-                                    observation { blocks_seen {} }
-                                  }
-                                }
-                                step { advance { slots: 1 } })pb");
-  }
+  std::string text = SixMissedSlotsFrom320000();
   absl::StrAppend(&text, R"pb(
     step {
       name: "two slots later"
@@ -523,16 +530,7 @@ TEST(SimulateTest, FailedExpectationsNameTheStepWhatWasExpectedAndWhatWasFound) 
 
 TEST(SimulateTest, MissedSlotsTrippedIsChecked) {
   // Pre-Gloas: six missed slots from 320000, the sixth judged at 320007.
-  std::string text = "start_slot: 320000\n";
-  for (int i = 0; i < 6; ++i) {
-    absl::StrAppend(&text, R"pb(step {
-                                  observe {
-                                    node: "bn-1"
-                                    observation { blocks_seen {} }
-                                  }
-                                }
-                                step { advance { slots: 1 } })pb");
-  }
+  std::string text = SixMissedSlotsFrom320000();
   absl::StrAppend(&text, R"pb(
     step {
       name: "judged"
