@@ -19,7 +19,6 @@
 #include "core/chain_time.h"
 #include "core/engine.h"
 #include "core/relay_id.h"
-#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/codec/config_file.h"
 #include "proto/codec/engine_codec.h"
@@ -334,29 +333,6 @@ std::string ValidUtf8(absl::string_view text) {
   return out;
 }
 
-// A JSON string literal, escaped by the protobuf JSON printer (a google.protobuf.Value holding
-// the string prints as exactly that), so that no escaping rule is written twice.
-std::string JsonString(absl::string_view text) {
-  google::protobuf::Value value;
-  value.set_string_value(ValidUtf8(text));
-  std::string json;
-  // Printing a string Value fails on nothing but invalid UTF-8, which ValidUtf8 removed.
-  if (!google::protobuf::util::MessageToJsonString(value, &json).ok()) return "\"\"";
-  return json;
-}
-
-std::string PolicyJson(const v1::Policy& policy) {
-  google::protobuf::util::JsonPrintOptions options;
-  // Every field present, so that a script need not know proto3's defaults (an empty ban list,
-  // a breaker that has not tripped).
-  options.always_print_primitive_fields = true;
-  std::string json;
-  if (google::protobuf::util::MessageToJsonString(policy, &json, options).ok()) return json;
-  // The policy's strings are the engine's own (identifiers, numbers, reasons built from them);
-  // should one ever not print, the entry still parses and says why.
-  return absl::StrCat("{\"error\":", JsonString("the policy cannot be printed as JSON"), "}");
-}
-
 }  // namespace
 
 absl::StatusOr<v1::Scenario> LoadScenarioFile(const std::string& path) {
@@ -471,26 +447,33 @@ std::string FormatTimeline(const SimulationResult& result) {
 }
 
 std::string TimelineToJson(const SimulationResult& result) {
-  // Written field by field rather than as a google.protobuf.Struct, whose keys print in no
-  // fixed order: the same scenario must give the same bytes, for diffs and golden files.
-  // Slots and epochs are strings, as the policy's own 64-bit fields are in proto JSON, so
-  // that none loses precision in a reader's double.
-  std::vector<std::string> entries;
+  v1::SimulationReport report;
+  report.set_description(ValidUtf8(result.description));
   for (const TimelineEntry& entry : result.timeline) {
-    entries.push_back(absl::StrCat("{\"step\":", entry.step,
-                                   ",\"stepName\":", JsonString(entry.step_name), ",\"slot\":\"",
-                                   entry.slot, "\",\"epoch\":\"", entry.epoch,
-                                   "\",\"policy\":", PolicyJson(entry.policy), "}"));
+    v1::SimulationReport::Entry* out = report.add_timeline();
+    out->set_step(entry.step);
+    out->set_step_name(ValidUtf8(entry.step_name));
+    out->set_slot(entry.slot);
+    out->set_epoch(entry.epoch);
+    *out->mutable_policy() = entry.policy;
   }
-  std::vector<std::string> failures;
   for (const ExpectationFailure& failure : result.failures) {
-    failures.push_back(absl::StrCat("{\"step\":", failure.step,
-                                    ",\"stepName\":", JsonString(failure.step_name),
-                                    ",\"message\":", JsonString(failure.message), "}"));
+    v1::SimulationReport::Failure* out = report.add_failures();
+    out->set_step(failure.step);
+    out->set_step_name(ValidUtf8(failure.step_name));
+    out->set_message(ValidUtf8(failure.message));
   }
-  return absl::StrCat("{\"description\":", JsonString(result.description), ",\"timeline\":[",
-                      absl::StrJoin(entries, ","), "],\"failures\":[", absl::StrJoin(failures, ","),
-                      "]}\n");
+  google::protobuf::util::JsonPrintOptions options;
+  // Every field present, so that a script need not know proto3's defaults (an empty ban list,
+  // a breaker that has not tripped).
+  options.always_print_primitive_fields = true;
+  std::string json;
+  // Printing fails on nothing but invalid UTF-8: ValidUtf8 removed it from the report's own
+  // strings, and the policy's are the engine's (identifiers, numbers, reasons built from them).
+  if (!google::protobuf::util::MessageToJsonString(report, &json, options).ok()) {
+    return "{\"error\":\"the timeline cannot be printed as JSON\"}\n";
+  }
+  return json + "\n";
 }
 
 }  // namespace breaker::ctl

@@ -56,9 +56,9 @@ absl::StatusOr<SimulationResult> Simulate(const core::Config& config,
 // banned builders and relays, reason), then one line per failed expectation.
 std::string FormatTimeline(const SimulationResult& result);
 
-// The timeline as JSON for scripts: {"description", "timeline": [{"step", "stepName", "slot",
-// "epoch", "policy": <breaker.v1.Policy in proto JSON>}], "failures": [{"step", "stepName",
-// "message"}]}.
+// The timeline as JSON for scripts: a breaker.v1.SimulationReport in proto JSON, every field
+// present, one line. Fields print in their declared order, so the same result gives the same
+// bytes. Bytes of names that are not UTF-8 become U+FFFD.
 std::string TimelineToJson(const SimulationResult& result);
 
 }  // namespace breaker::ctl

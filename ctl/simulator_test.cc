@@ -21,7 +21,6 @@
 #include "breaker/v1/scenario.pb.h"
 #include "core/config.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -773,9 +772,9 @@ TEST(FormatTimelineTest, KeepsEachRowOnOneLine) {
   EXPECT_THAT(table, HasSubstr("FAILED step 1 (a b): x y\n"));
 }
 
-// The JSON output, parsed back as a script would.
-google::protobuf::Struct ParseJson(const std::string& json) {
-  google::protobuf::Struct parsed;
+// The JSON output, parsed back as a script would, against the schema it follows.
+v1::SimulationReport ParseJson(const std::string& json) {
+  v1::SimulationReport parsed;
   EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &parsed).ok()) << json;
   return parsed;
 }
@@ -798,54 +797,34 @@ TEST(TimelineToJsonTest, ParsesBackWithEveryField) {
                )pb"));
   ASSERT_THAT(result, IsOk());
   const std::string json = TimelineToJson(*result);
-  const google::protobuf::Struct parsed = ParseJson(json);
-  const auto& fields = parsed.fields();
-  ASSERT_TRUE(fields.contains("description"));
-  EXPECT_EQ(fields.at("description").string_value(),
-            "quotes \" backslash \\ newline \n tab \t unicode é");
+  const v1::SimulationReport parsed = ParseJson(json);
+  EXPECT_EQ(parsed.description(), "quotes \" backslash \\ newline \n tab \t unicode é");
 
-  ASSERT_TRUE(fields.contains("timeline"));
-  const auto& timeline = fields.at("timeline").list_value().values();
-  ASSERT_EQ(timeline.size(), 2);
-  const auto& start = timeline[0].struct_value().fields();
-  EXPECT_EQ(start.at("step").number_value(), 0);
-  EXPECT_EQ(start.at("stepName").string_value(), "start");
-  EXPECT_EQ(start.at("slot").string_value(), "320000");
-  EXPECT_EQ(start.at("epoch").string_value(), "10000");
-  const auto& entry = timeline[1].struct_value().fields();
-  EXPECT_EQ(entry.at("step").number_value(), 1);
-  EXPECT_EQ(entry.at("stepName").string_value(), "builder \"5\" fails");
+  ASSERT_EQ(parsed.timeline_size(), 2);
+  const v1::SimulationReport::Entry& start = parsed.timeline(0);
+  EXPECT_EQ(start.step(), 0);
+  EXPECT_EQ(start.step_name(), "start");
+  EXPECT_EQ(start.slot(), 320000u);
+  EXPECT_EQ(start.epoch(), 10000u);
+  const v1::SimulationReport::Entry& entry = parsed.timeline(1);
+  EXPECT_EQ(entry.step(), 1);
+  EXPECT_EQ(entry.step_name(), "builder \"5\" fails");
+  EXPECT_EQ(entry.policy().version(), 2u);
+  EXPECT_EQ(entry.policy().mode(), v1::MODE_ALL_BUILDERS);
+  EXPECT_THAT(BannedBuilders(entry.policy()), ElementsAre(5));
+  // 64-bit numbers are strings, as proto JSON has them; defaults are printed too.
+  EXPECT_THAT(json, HasSubstr("\"slot\":\"320000\""));
+  EXPECT_THAT(json, HasSubstr("\"trustedBuilders\":[]"));
 
-  // The policy is breaker.v1.Policy's proto JSON, every field present: it parses back.
-  std::string policy_json;
-  ASSERT_TRUE(
-      google::protobuf::util::MessageToJsonString(entry.at("policy").struct_value(), &policy_json)
-          .ok());
-  v1::Policy policy;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(policy_json, &policy).ok())
-      << policy_json;
-  EXPECT_EQ(policy.version(), 2u);
-  EXPECT_EQ(policy.mode(), v1::MODE_ALL_BUILDERS);
-  EXPECT_THAT(BannedBuilders(policy), ElementsAre(5));
-  const auto& policy_fields = entry.at("policy").struct_value().fields();
-  EXPECT_EQ(policy_fields.at("mode").string_value(), "MODE_ALL_BUILDERS");
-  EXPECT_TRUE(policy_fields.contains("trustedBuilders")) << "defaults are printed too";
-
-  ASSERT_TRUE(fields.contains("failures"));
-  const auto& failures = fields.at("failures").list_value().values();
-  ASSERT_EQ(failures.size(), 1);
-  const auto& failure = failures[0].struct_value().fields();
-  EXPECT_EQ(failure.at("step").number_value(), 1);
-  EXPECT_EQ(failure.at("stepName").string_value(), "builder \"5\" fails");
-  EXPECT_EQ(failure.at("message").string_value(),
-            "mode: expected MODE_SELF_BUILD, got MODE_ALL_BUILDERS");
+  ASSERT_EQ(parsed.failures_size(), 1);
+  EXPECT_EQ(parsed.failures(0).step(), 1);
+  EXPECT_EQ(parsed.failures(0).step_name(), "builder \"5\" fails");
+  EXPECT_EQ(parsed.failures(0).message(), "mode: expected MODE_SELF_BUILD, got MODE_ALL_BUILDERS");
 }
 
 TEST(TimelineToJsonTest, AnEmptyResultIsStillAnObject) {
-  const google::protobuf::Struct parsed = ParseJson(TimelineToJson(SimulationResult()));
-  EXPECT_EQ(parsed.fields().at("description").string_value(), "");
-  EXPECT_EQ(parsed.fields().at("timeline").list_value().values_size(), 0);
-  EXPECT_EQ(parsed.fields().at("failures").list_value().values_size(), 0);
+  const std::string json = TimelineToJson(SimulationResult());
+  EXPECT_EQ(json, "{\"description\":\"\",\"timeline\":[],\"failures\":[]}\n");
 }
 
 TEST(TimelineToJsonTest, TextThatIsNotUtf8KeepsItsPlace) {
@@ -854,11 +833,11 @@ TEST(TimelineToJsonTest, TextThatIsNotUtf8KeepsItsPlace) {
   result.description = "caf\xe9 \xe2\x82\xac";  // Latin-1 "café", then a valid euro sign.
   result.failures.push_back(
       ExpectationFailure{1, std::string("bad \xff\xc0\xaf \xed\xa0\x80 \xf0\x9f\x98"), "m"});
-  const google::protobuf::Struct parsed = ParseJson(TimelineToJson(result));
-  EXPECT_EQ(parsed.fields().at("description").string_value(), "caf\uFFFD \u20AC");
-  const auto& failure = parsed.fields().at("failures").list_value().values(0).struct_value();
+  const v1::SimulationReport parsed = ParseJson(TimelineToJson(result));
+  EXPECT_EQ(parsed.description(), "caf\uFFFD \u20AC");
+  ASSERT_EQ(parsed.failures_size(), 1);
   // An invalid byte, an overlong '/', a surrogate, a truncated sequence.
-  EXPECT_EQ(failure.fields().at("stepName").string_value(),
+  EXPECT_EQ(parsed.failures(0).step_name(),
             "bad \uFFFD\uFFFD\uFFFD \uFFFD\uFFFD\uFFFD \uFFFD\uFFFD\uFFFD");
 }
 
