@@ -250,6 +250,10 @@ typedef struct breaker_stats {
   uint64_t fleet_policy_version;
   /* A breaker_source. */
   int source;
+  /* The node's local engine takes part in the policy in force (source is not
+   * BREAKER_SOURCE_FLEET): breakerd unreachable past the staleness limit, not caught up with
+   * the node yet, or never reached. Export it from the node's metrics to alert on it. */
+  bool fallback_active;
 } breaker_stats;
 
 /* Fills `*out` with the client's counters. A NULL client fills zeros; a NULL `out` is

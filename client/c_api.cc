@@ -322,6 +322,7 @@ void breaker_get_stats(const breaker_client* client, breaker_stats* out) {
   out->refused = stats.refused;
   out->fleet_policy_version = stats.fleet_policy_version;
   out->source = SourceNumber(stats.source);
+  out->fallback_active = stats.fallback_active;
 }
 
 }  // extern "C"

@@ -244,9 +244,12 @@ static void test_client(void) {
   CHECK_EQ_U64(stats.refused, 0);
   CHECK_EQ_U64(stats.fleet_policy_version, 0);
   CHECK(stats.source == BREAKER_SOURCE_LOCAL);
+  /* No fleet policy yet: the local engine's rules are in force. */
+  CHECK(stats.fallback_active);
   breaker_get_stats(client, NULL);
   breaker_get_stats(NULL, &stats);
   CHECK_EQ_U64(stats.reported, 0);
+  CHECK(!stats.fallback_active);
 
   /* Subscriptions. */
   int id = -1;

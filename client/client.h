@@ -115,6 +115,10 @@ struct ClientStats {
   uint64_t refused = 0;
   uint64_t fleet_policy_version = 0;
   PolicySource source = PolicySource::kLocal;
+  // The node's own local engine takes part in the policy in force (source is not kFleet):
+  // breakerd has been unreachable past the staleness limit, has not caught up with the node
+  // yet, or has never been reached. The signal for a "fallback active somewhere" alert.
+  bool fallback_active = true;
 };
 
 // Thread-safe: every method may be called from any thread.

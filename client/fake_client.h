@@ -159,6 +159,7 @@ class FakeClient : public BreakerClient {
     stats.buffered = reports_.size();
     stats.fleet_policy_version = snapshot_->fleet_version;
     stats.source = snapshot_->source;
+    stats.fallback_active = snapshot_->source != PolicySource::kFleet;
     return stats;
   }
 

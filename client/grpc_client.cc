@@ -170,6 +170,7 @@ class GrpcClient : public BreakerClient {
     const std::shared_ptr<const PolicySnapshot> snapshot = cell_.Get();
     stats.fleet_policy_version = snapshot->fleet_version;
     stats.source = snapshot->source;
+    stats.fallback_active = snapshot->source != PolicySource::kFleet;
     std::lock_guard<std::mutex> lock(state_mu_);
     stats.connected = connected_;
     stats.address = address_;
@@ -217,9 +218,9 @@ class GrpcClient : public BreakerClient {
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     // gRPC keeps its own reconnection backoff under ours (up to 120 s by default), which made
     // a node wait far longer than max_backoff for a breakerd that was back: align it with ours.
+    // (Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also takes it as the connect timeout, and a
+    // short one cut handshakes off on a loaded machine.)
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
-                static_cast<int>(absl::ToInt64Milliseconds(options_.initial_backoff)));
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
                 static_cast<int>(absl::ToInt64Milliseconds(options_.initial_backoff)));
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
                 static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));

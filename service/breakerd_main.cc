@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/time/time.h"
 #include "glog/logging.h"
 #include "service/server.h"
 
@@ -22,10 +23,27 @@ ABSL_FLAG(std::string, config, "",
           "examples/breakerd.textproto). Empty: the defaults for mainnet. Re-read by the "
           "Admin.ReloadConfig rpc.");
 
+ABSL_FLAG(std::string, metrics_listen, "",
+          "Address to serve Prometheus metrics on (HTTP, path /metrics), host:port. Port 0 "
+          "picks a free port. Empty: no metrics.");
+
+ABSL_FLAG(int, max_message_bytes, 1 << 20,
+          "Largest message a client may send, in bytes; a larger one ends its call with "
+          "RESOURCE_EXHAUSTED. A full batch of 1000 observations takes about 100 KB.");
+ABSL_FLAG(int, max_concurrent_streams, 100,
+          "Calls one client connection may hold open at once; beyond it, the client's next call "
+          "waits for one to end.");
+// Seconds, not an absl::Duration flag: that one's reads compile to a fence ThreadSanitizer
+// builds refuse.
+ABSL_FLAG(double, drain_seconds, 0,
+          "At SIGTERM/SIGINT, how many seconds health reports NOT_SERVING before node streams "
+          "end, so that load balancers move away first.");
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "breakerd: the staking pool's shared builder circuit breaker.\n"
-      "Usage: breakerd [--listen=HOST:PORT] [--state_dir=DIR] [--config=FILE]");
+      "Usage: breakerd [--listen=HOST:PORT] [--state_dir=DIR] [--config=FILE] "
+      "[--metrics_listen=HOST:PORT]");
   absl::ParseCommandLine(argc, argv);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
@@ -47,6 +65,10 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.config_path = absl::GetFlag(FLAGS_config);
+  options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  options.drain_period = absl::Seconds(absl::GetFlag(FLAGS_drain_seconds));
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   auto server = breaker::service::Server::Start(options);
   if (!server.ok()) {
     LOG(ERROR) << "breakerd cannot start: " << server.status();

@@ -1,9 +1,13 @@
 #include "service/fleet.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "core/chain_time.h"
@@ -23,6 +27,9 @@ using ::google::protobuf::util::TimeUtil;
 
 // Refusals listed in one acknowledgement; beyond, they are only counted in the log.
 constexpr int kMaxRefusalsPerAck = 100;
+
+// Token buckets kept at most (one per node id seen recently); see TakeObservationTokens.
+constexpr size_t kMaxTokenBuckets = 65536;
 
 std::string Serialize(const google::protobuf::Message& message) {
   std::string bytes;
@@ -44,6 +51,60 @@ std::string NewFleetId() {
 google::protobuf::Timestamp ToProto(absl::Time time) {
   return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(time));
 }
+
+// The metrics' name of an observation's event: its field name in the proto's oneof.
+absl::string_view EventKind(const breaker::v1::Observation& observation) {
+  if (observation.event_case() == breaker::v1::Observation::EVENT_NOT_SET) return "none";
+  return breaker::v1::Observation::descriptor()
+      ->FindFieldByNumber(observation.event_case())
+      ->name();
+}
+
+absl::string_view OutcomeName(core::ObserveOutcome outcome) {
+  switch (outcome) {
+    case core::ObserveOutcome::kApplied:
+      return "applied";
+    case core::ObserveOutcome::kNoEffect:
+      return "no_effect";
+    case core::ObserveOutcome::kDuplicate:
+      return "duplicate";
+  }
+  return "unknown";
+}
+
+// The latest failure the engine recorded against what a failure report names ("" when none),
+// or nullopt for other events. Observe() reports a failure vote, complete or not, as applied;
+// each recorded failure describes its own root and slot, so a change across Observe() tells a
+// failure recorded from a vote still waiting for reporters.
+std::optional<std::string> LastFailure(const core::Engine& engine,
+                                       const core::Observation& observation) {
+  if (const auto* missing = std::get_if<core::PayloadMissing>(&observation.event)) {
+    auto record = engine.builders().find(missing->builder);
+    return record == engine.builders().end() ? "" : record->second.failures.last_failure;
+  }
+  if (const auto* missing = std::get_if<core::RelayRevealMissing>(&observation.event)) {
+    absl::StatusOr<std::string> id = core::NormalizeRelayId(missing->relay);
+    if (!id.ok()) return "";
+    auto record = engine.relays().find(*id);
+    return record == engine.relays().end() ? "" : record->second.failures.last_failure;
+  }
+  return std::nullopt;
+}
+
+// Times a store operation for the metrics.
+class StoreTimer {
+ public:
+  StoreTimer(MetricsSink& metrics, absl::string_view operation)
+      : metrics_(metrics), operation_(operation), start_(std::chrono::steady_clock::now()) {}
+  ~StoreTimer() {
+    metrics_.StoreWrite(operation_, absl::FromChrono(std::chrono::steady_clock::now() - start_));
+  }
+
+ private:
+  MetricsSink& metrics_;
+  const absl::string_view operation_;
+  const std::chrono::steady_clock::time_point start_;
+};
 
 }  // namespace
 
@@ -150,8 +211,10 @@ Fleet::Fleet(Options options, core::Engine engine, std::string fleet_id)
       fleet_id_(std::move(fleet_id)),
       snapshot_every_entries_(options.snapshot_every_entries),
       ticker_enabled_(options.run_ticker),
+      metrics_(options.metrics != nullptr ? *options.metrics : NoMetrics()),
       engine_(std::move(engine)) {
   snapshot_epoch_ = engine_.current_epoch();
+  SetLimits(engine_.config());
 }
 
 Fleet::~Fleet() {
@@ -179,12 +242,49 @@ void Fleet::Enqueue(std::unique_ptr<Work> work) {
 void Fleet::SubmitObservations(std::string node_id,
                                google::protobuf::RepeatedPtrField<v1::Observation> observations,
                                AckCallback done) {
+  // The rate limit applies here, before the journal, not in Apply: it depends on the clock,
+  // which a replay of the journal must not; and observations refused here cost no disk write.
+  std::string over_rate_message;
+  const int size = observations.size();
+  const int allowed = TakeObservationTokens(node_id, size, &over_rate_message);
+  v1::ObservationAck over_rate;
+  if (allowed < size) {
+    uint64_t highest = 0;
+    for (int i = allowed; i < size; ++i) {
+      highest = std::max(highest, observations[i].sequence());
+      if (over_rate.refused_size() >= kMaxRefusalsPerAck) continue;
+      v1::ObservationRefusal* refusal = over_rate.add_refused();
+      refusal->set_sequence(observations[i].sequence());
+      refusal->set_code(static_cast<int32_t>(absl::StatusCode::kResourceExhausted));
+      refusal->set_message(over_rate_message);
+    }
+    over_rate.set_sequence(highest);
+    LOG(WARNING) << "node " << node_id << ": " << size - allowed << " of " << size
+                 << " observations refused: " << over_rate_message;
+    observations.DeleteSubrange(allowed, size - allowed);
+    if (allowed == 0) {
+      // Nothing to apply: answer at once rather than journal an empty batch.
+      over_rate.set_policy_version(policy()->policy.version);
+      done(std::move(over_rate));
+      return;
+    }
+  }
   auto work = std::make_unique<Work>();
   v1::NodeObservations* entry = work->entry.mutable_observations();
   entry->set_node_id(std::move(node_id));
   entry->mutable_observations()->Swap(&observations);
   Work* raw = work.get();
-  work->on_applied = [done, raw] { done(std::move(raw->ack)); };
+  work->on_applied = [done, raw, over_rate] {
+    v1::ObservationAck ack = std::move(raw->ack);
+    if (over_rate.refused_size() > 0) {
+      ack.set_sequence(std::max(ack.sequence(), over_rate.sequence()));
+      for (const v1::ObservationRefusal& refusal : over_rate.refused()) {
+        if (ack.refused_size() >= kMaxRefusalsPerAck) break;
+        *ack.add_refused() = refusal;
+      }
+    }
+    done(std::move(ack));
+  };
   Enqueue(std::move(work));
 }
 
@@ -279,7 +379,11 @@ void Fleet::WriterLoop() {
     std::vector<std::string> entries;
     entries.reserve(works.size());
     for (const auto& work : works) entries.push_back(Serialize(work->entry));
-    absl::StatusOr<uint64_t> last_sequence = store_->Append(entries);
+    absl::StatusOr<uint64_t> last_sequence;
+    {
+      StoreTimer timer(metrics_, "append");
+      last_sequence = store_->Append(entries);
+    }
     // The write may have landed or not: only a restart, which reloads the journal, knows.
     LOG_IF(FATAL, !last_sequence.ok())
         << "the state store failed to append " << works.size() << " changes, none of them "
@@ -351,11 +455,28 @@ void Fleet::Apply(Work& work) {
             codec::ObservationFromProto(proto, batch.node_id());
         absl::Status status = observation.status();
         if (status.ok()) {
-          status = engine_.Observe(*observation).status();
+          // Replays are not counted again: the metrics count since this process started.
+          std::optional<std::string> failure_before;
+          if (!work.replay) failure_before = LastFailure(engine_, *observation);
+          absl::StatusOr<core::ObserveOutcome> outcome = engine_.Observe(*observation);
+          status = outcome.status();
+          if (!work.replay && outcome.ok()) {
+            metrics_.ObservationHandled(EventKind(proto), OutcomeName(*outcome));
+            if (failure_before.has_value() &&
+                LastFailure(engine_, *observation) != failure_before) {
+              metrics_.FailureRecorded(
+                  std::holds_alternative<core::PayloadMissing>(observation->event) ? "builder"
+                                                                                   : "relay");
+            }
+          }
         } else {
           engine_.MarkHandled(batch.node_id(), proto.sequence());
         }
         if (status.ok()) continue;
+        if (!work.replay) {
+          metrics_.ObservationHandled(EventKind(proto), "refused");
+          metrics_.Refused("observation", status.code());
+        }
         if (++refused <= kMaxRefusalsPerAck) {
           v1::ObservationRefusal* refusal = work.ack.add_refused();
           refusal->set_sequence(proto.sequence());
@@ -383,6 +504,7 @@ void Fleet::Apply(Work& work) {
     case v1::JournalEntry::kReconfigure: {
       absl::StatusOr<core::Config> config = codec::ConfigFromProto(entry.reconfigure());
       work.status = config.ok() ? engine_.Reconfigure(*std::move(config)) : config.status();
+      if (work.status.ok()) SetLimits(engine_.config());
       if (work.status.ok() && !work.replay) LOG(INFO) << "configuration applied";
       break;
     }
@@ -406,6 +528,7 @@ std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
   *message.mutable_policy() = published->proto;
   const std::string bytes = message.SerializeAsString();
   published->server_message = grpc::Slice(bytes);
+  published->published_at = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(policy_mu_);
   policy_ = published;
   return published;
@@ -422,7 +545,9 @@ absl::Status Fleet::WriteSnapshot() {
     entries_since_snapshot_ = 0;
     snapshot_epoch_ = engine_.current_epoch();
   }
-  return store_->WriteSnapshot(Serialize(snapshot), snapshot.journal_sequence());
+  const std::string bytes = Serialize(snapshot);
+  StoreTimer timer(metrics_, "snapshot");
+  return store_->WriteSnapshot(bytes, snapshot.journal_sequence());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -600,6 +725,61 @@ void Fleet::NodeAckedPolicy(const std::string& node_id, uint64_t version) {
   std::lock_guard<std::mutex> lock(nodes_mu_);
   NodeInfo& info = nodes_[node_id];
   info.policy_version_acked = std::max(info.policy_version_acked, version);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Service limits
+
+uint32_t Fleet::max_connected_nodes() const {
+  std::lock_guard<std::mutex> lock(limits_mu_);
+  return max_connected_nodes_;
+}
+
+void Fleet::SetLimits(const core::Config& config) {
+  std::lock_guard<std::mutex> lock(limits_mu_);
+  max_connected_nodes_ = config.max_connected_nodes;
+  node_observation_rate_ = config.node_observation_rate;
+  node_observation_burst_ = config.node_observation_burst;
+}
+
+int Fleet::TakeObservationTokens(const std::string& node_id, int wanted, std::string* refusal) {
+  if (wanted <= 0) return 0;
+  const absl::Time now = clock_.Now();
+  std::lock_guard<std::mutex> lock(limits_mu_);
+  const double rate = node_observation_rate_;
+  const double burst = node_observation_burst_;
+  auto refilled = [&](const TokenBucket& bucket) {
+    return now > bucket.updated
+               ? std::min(burst, bucket.tokens + rate * absl::ToDoubleSeconds(now - bucket.updated))
+               : std::min(burst, bucket.tokens);
+  };
+  if (!buckets_.contains(node_id) && buckets_.size() >= kMaxTokenBuckets) {
+    // A full bucket is the same as none: forget those. Node ids are the nodes' to choose (a
+    // Report may name any), so if that is not enough, forget them all: the memory stays
+    // bounded, at the price of a fresh burst for every node.
+    for (auto it = buckets_.begin(); it != buckets_.end();) {
+      if (refilled(it->second) >= burst) {
+        buckets_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+    if (buckets_.size() >= kMaxTokenBuckets) buckets_.clear();
+  }
+  auto [it, inserted] = buckets_.try_emplace(node_id, TokenBucket{burst, now});
+  TokenBucket& bucket = it->second;
+  bucket.tokens = refilled(bucket);
+  bucket.updated = std::max(bucket.updated, now);
+  const int taken = static_cast<int>(std::min<double>(wanted, std::floor(bucket.tokens)));
+  bucket.tokens -= taken;
+  if (taken < wanted) {
+    *refusal = absl::StrCat(
+        "node ", node_id, " is over its observation rate (node_observation_rate ",
+        node_observation_rate_, " per second, node_observation_burst ", node_observation_burst_,
+        "); not applied: send fewer observations, or raise those limits in "
+        "breakerd's configuration");
+  }
+  return taken;
 }
 
 }  // namespace breaker::service

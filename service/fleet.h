@@ -11,6 +11,7 @@
 // submitters. A restart loads the latest snapshot and replays the journal after it through the
 // same code, so the engine, and the policy version, come back exactly as they were.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -31,6 +32,7 @@
 #include "core/config.h"
 #include "core/engine.h"
 #include "grpcpp/support/slice.h"
+#include "service/metrics_sink.h"
 #include "service/state_store.h"
 
 namespace breaker::service {
@@ -42,6 +44,8 @@ struct PublishedPolicy {
   breaker::v1::Policy proto;
   // A ServerMessage holding `proto`, serialized. Every stream writes this same slice.
   grpc::Slice server_message;
+  // When the fleet published it, in real time, for the fan-out latency metric.
+  std::chrono::steady_clock::time_point published_at;
 };
 
 // Receives every new policy version. Called on the fleet's writer thread: must not block.
@@ -66,6 +70,8 @@ class Fleet {
     bool run_ticker = true;
     // Fold the journal into a new snapshot after this many entries (and at every epoch).
     uint64_t snapshot_every_entries = 4096;
+    // Where the fleet reports its events; null: nowhere. REQUIRES: outlives the fleet.
+    MetricsSink* metrics = nullptr;
   };
 
   // Restores the stored state (snapshot, then journal), applies `options.config` if it differs
@@ -122,6 +128,10 @@ class Fleet {
   const std::string& network() const { return network_; }
   // This state's identity (breaker.v1.Policy.fleet_id): policy versions count under it.
   const std::string& fleet_id() const { return fleet_id_; }
+  // The configuration's max_connected_nodes, kept by the node service.
+  uint32_t max_connected_nodes() const;
+  // Where the fleet and its streams report events (a no-op sink when metrics are off).
+  MetricsSink& metrics() const { return metrics_; }
 
   // --- The node registry, kept by the streams. ---
   // A node opened a stream (now, by the fleet's clock), holding policy `policy_version`.
@@ -177,6 +187,7 @@ class Fleet {
   const std::string fleet_id_;
   const uint64_t snapshot_every_entries_;
   const bool ticker_enabled_;
+  MetricsSink& metrics_;
 
   // The mutexes are std::mutex, not absl::Mutex: Debian's Abseil is not built with
   // ThreadSanitizer, which then cannot see absl::Mutex synchronize and reports races on what
@@ -207,6 +218,25 @@ class Fleet {
   // The latest slot an advance was submitted for, so that Tick() submits each slot once.
   core::Slot submitted_slot_ ABSL_GUARDED_BY(queue_mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+
+  // --- Service limits (the configuration's; the engine ignores them) ---
+  // A node's observation allowance, refilled at node_observation_rate by the fleet's clock.
+  struct TokenBucket {
+    double tokens = 0;
+    absl::Time updated = absl::InfinitePast();
+  };
+  // Takes up to `wanted` of `node_id`'s tokens; returns how many it got, and when fewer, sets
+  // `refusal` to what the refused observations are told.
+  int TakeObservationTokens(const std::string& node_id, int wanted, std::string* refusal);
+  // Takes the limits of `config` (at start and at every reconfiguration).
+  void SetLimits(const core::Config& config);
+
+  // Taken under engine_mu_ (by Apply), never the other way round.
+  mutable std::mutex limits_mu_;
+  uint32_t max_connected_nodes_ ABSL_GUARDED_BY(limits_mu_) = 0;
+  uint32_t node_observation_rate_ ABSL_GUARDED_BY(limits_mu_) = 0;
+  uint32_t node_observation_burst_ ABSL_GUARDED_BY(limits_mu_) = 0;
+  absl::flat_hash_map<std::string, TokenBucket> buckets_ ABSL_GUARDED_BY(limits_mu_);
 
   std::thread writer_;
   std::thread ticker_;

@@ -1,6 +1,7 @@
 #include "service/node_service.h"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -81,6 +82,13 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
         OnPolicyAck(message.policy_ack().version());
         return ReadNext();
       case v1::NodeMessage::KIND_NOT_SET:
+        if (!message.GetReflection()->GetUnknownFields(message).empty()) {
+          // A kind of message newer than this breakerd: ignored, so that a newer client keeps
+          // its stream (ending it would only make it reconnect and send it again).
+          LOG_FIRST_N(WARNING, 10) << "node " << node_id_ << " sent a NodeMessage of a kind "
+                                   << "this breakerd does not know; ignored";
+          return ReadNext();
+        }
         return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
                       "empty NodeMessage; set hello, observations or policy_ack");
     }
@@ -122,10 +130,13 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       // The version the node holds counts as sent and acknowledged.
       sent_version_ = acked_version_ = held;
       pending_config_ = fleet_->EffectiveConfig();
+      subscribed_at_ = std::chrono::steady_clock::now();
     }
-    if (!service_->Register(hello, held, peer_, shared_from_this())) {
-      Kick(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect"));
-      return;
+    if (grpc::Status registered = service_->Register(hello, held, peer_, shared_from_this());
+        !registered.ok()) {
+      // Shutting down is no fault of the node's: no warning for it.
+      if (registered.error_code() == grpc::StatusCode::UNAVAILABLE) return Kick(registered);
+      return Refuse(registered.error_code(), registered.error_message());
     }
     LOG(INFO) << "node " << hello.node_id() << " connected from " << peer_ << " ("
               << hello.client_version() << "), holds policy version " << hello.policy_version();
@@ -176,6 +187,11 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   void OnWriteDone(bool ok) override {
     std::lock_guard<std::mutex> lock(mu_);
     write_in_flight_ = false;
+    if (ok && writing_published_at_.has_value()) {
+      fleet_->metrics().FanOut(
+          absl::FromChrono(std::chrono::steady_clock::now() - *writing_published_at_));
+    }
+    writing_published_at_.reset();
     if (!ok) {
       FinishLocked(grpc::Status::OK);  // the call is broken; the status goes nowhere
       return;
@@ -200,6 +216,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   void Refuse(grpc::StatusCode code, const std::string& message) {
     LOG(WARNING) << "stream from " << peer_ << (node_id_.empty() ? "" : " (node ") << node_id_
                  << (node_id_.empty() ? "" : ")") << " refused: " << message;
+    fleet_->metrics().Refused("message", static_cast<absl::StatusCode>(code));
     Kick(grpc::Status(code, message));
   }
 
@@ -217,6 +234,11 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       grpc::Slice slice = latest_policy_->server_message;
       write_buffer_ = grpc::ByteBuffer(&slice, 1);
       sent_version_ = latest_policy_->policy.version;
+      // Fan-out counts the versions published while the stream was subscribed: the policy a
+      // node gets at its hello may be hours old.
+      if (latest_policy_->published_at >= subscribed_at_) {
+        writing_published_at_ = latest_policy_->published_at;
+      }
     } else if (pending_ack_.has_value()) {
       v1::ServerMessage message;
       *message.mutable_observation_ack() = *std::move(pending_ack_);
@@ -269,6 +291,10 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   std::optional<v1::ObservationAck> pending_ack_ ABSL_GUARDED_BY(mu_);
   // The configuration in force, sent once after the hello.
   std::optional<v1::Config> pending_config_ ABSL_GUARDED_BY(mu_);
+  // When the stream subscribed to the fleet's policies (its hello).
+  std::chrono::steady_clock::time_point subscribed_at_ ABSL_GUARDED_BY(mu_);
+  // The publication time of the policy being written, when its fan-out latency counts.
+  std::optional<std::chrono::steady_clock::time_point> writing_published_at_ ABSL_GUARDED_BY(mu_);
 };
 
 NodeService::NodeService(Fleet* fleet) : fleet_(fleet) {}
@@ -297,16 +323,29 @@ void NodeService::Closed(const NodeStream* stream) {
   open_streams_.erase(stream);
 }
 
-bool NodeService::Register(const v1::Hello& hello, uint64_t held_version, const std::string& peer,
-                           const std::shared_ptr<NodeStream>& stream) {
+grpc::Status NodeService::Register(const v1::Hello& hello, uint64_t held_version,
+                                   const std::string& peer,
+                                   const std::shared_ptr<NodeStream>& stream) {
   const std::string& node_id = hello.node_id();
+  const uint32_t max_nodes = fleet_->max_connected_nodes();
   std::shared_ptr<NodeStream> replaced;
   {
     // The fleet's registry is updated under mu_, with the stream table: a replaced stream
     // ending late must not mark the node disconnected while its newer stream is up (it did,
     // when the streams updated the registry themselves, unconditionally, in OnDone).
     std::lock_guard<std::mutex> lock(mu_);
-    if (shutting_down_) return false;
+    if (shutting_down_) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect");
+    }
+    // A node already connected may always replace its stream: only new nodes count.
+    if (!streams_.contains(node_id) && streams_.size() >= max_nodes) {
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("breakerd already serves max_connected_nodes (", max_nodes,
+                       ") nodes; node '", node_id,
+                       "' refused: raise max_connected_nodes in breakerd's configuration, or "
+                       "check that nodes keep stable ids"));
+    }
     std::weak_ptr<NodeStream>& slot = streams_[node_id];
     replaced = slot.lock();
     slot = stream;
@@ -317,7 +356,7 @@ bool NodeService::Register(const v1::Hello& hello, uint64_t held_version, const 
     replaced->Kick(grpc::Status(grpc::StatusCode::ABORTED,
                                 "a newer stream of the same node id replaced this one"));
   }
-  return true;
+  return grpc::Status::OK;
 }
 
 void NodeService::Unregister(const std::string& node_id, const NodeStream* stream) {
@@ -352,12 +391,14 @@ grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* conte
                                               v1::ReportResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (request->node_id().empty()) {
+    fleet_->metrics().Refused("report", absl::StatusCode::kInvalidArgument);
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                  "node_id is empty; give the node's stable id"));
     return reactor;
   }
   const int size = request->observations().observations_size();
   if (size > kMaxObservationsPerBatch) {
+    fleet_->metrics().Refused("report", absl::StatusCode::kInvalidArgument);
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                  absl::StrCat("a batch of ", size, " observations; send at most ",
                                               kMaxObservationsPerBatch, " per request")));

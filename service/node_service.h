@@ -44,9 +44,10 @@ class NodeService final
   friend class NodeStream;
 
   // Makes `stream` the node's stream and records the node as connected, holding policy
-  // `held_version`, ending the stream it replaces. False when shutting down.
-  bool Register(const breaker::v1::Hello& hello, uint64_t held_version, const std::string& peer,
-                const std::shared_ptr<NodeStream>& stream);
+  // `held_version`, ending the stream it replaces. UNAVAILABLE when shutting down,
+  // RESOURCE_EXHAUSTED for a new node beyond max_connected_nodes.
+  grpc::Status Register(const breaker::v1::Hello& hello, uint64_t held_version,
+                        const std::string& peer, const std::shared_ptr<NodeStream>& stream);
   // Forgets `stream`, and records the node as disconnected, if it is still the node's
   // stream; a replaced stream changes nothing.
   void Unregister(const std::string& node_id, const NodeStream* stream);

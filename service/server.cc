@@ -11,12 +11,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "proto/codec/config_file.h"
+#include "service/metrics.h"
 #include "service/sqlite_state_store.h"
 
 namespace breaker::service {
@@ -74,6 +76,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   if (absl::Status status = EnsureDirectory(options.state_dir); !status.ok()) return status;
   std::unique_ptr<Server> server(new Server());
+  // Bound first: a bad --metrics_listen stops the start before the state is locked or loaded.
+  if (!options.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<Metrics>> metrics = Metrics::Start(options.metrics_listen);
+    if (!metrics.ok()) return metrics.status();
+    server->metrics_ = *std::move(metrics);
+  }
   absl::StatusOr<int> lock = LockStateDirectory(options.state_dir);
   if (!lock.ok()) return lock.status();
   server->lock_fd_ = *lock;
@@ -87,9 +95,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   fleet_options.store = *std::move(store);
   fleet_options.clock = options.clock;
   fleet_options.run_ticker = options.run_ticker;
+  fleet_options.metrics = server->metrics_.get();
   absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Open(std::move(fleet_options));
   if (!fleet.ok()) return fleet.status();
   server->fleet_ = *std::move(fleet);
+  if (server->metrics_ != nullptr) server->metrics_->SetFleet(server->fleet_.get());
   server->node_service_ = std::make_unique<NodeService>(server->fleet_.get());
   server->admin_service_ = std::make_unique<AdminService>(server->fleet_.get());
 
@@ -105,6 +115,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // Hostile or broken input is bounded before it is parsed (see ServerOptions).
+  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   int port = 0;
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(server->node_service_.get());
@@ -116,28 +129,44 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                                                "with a free host:port"));
   }
   server->port_ = port;
+  server->drain_period_ = options.drain_period;
   SetServing(*server->server_, true);
   LOG(INFO) << "breakerd listening on " << options.listen_address << " (port " << port
             << "), network " << server->fleet_->network() << ", state in " << options.state_dir
             << ", policy version " << server->fleet_->policy()->policy.version;
+  if (server->metrics_ != nullptr) {
+    LOG(INFO) << "metrics on " << options.metrics_listen << " (port " << server->metrics_->port()
+              << "), /metrics";
+  }
   return server;
 }
 
+Server::Server() = default;
+
 Server::~Server() { Shutdown(); }
+
+int Server::metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
 
 void Server::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (server_ != nullptr) {
     SetServing(*server_, false);
+    if (drain_period_ > absl::ZeroDuration()) {
+      LOG(INFO) << "health is NOT_SERVING; draining for " << drain_period_;
+      absl::SleepFor(drain_period_);
+    }
     node_service_->Shutdown();
     admin_service_->Shutdown();
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   }
   if (fleet_ != nullptr) {
+    if (metrics_ != nullptr) metrics_->SetFleet(nullptr);  // scrapes stop reading the fleet
     fleet_.reset();  // applies what was submitted and writes a final snapshot
     LOG(INFO) << "breakerd stopped";
   }
+  // After the fleet, which reports to it until it is gone.
+  metrics_.reset();
   if (lock_fd_ >= 0) close(lock_fd_);  // releases the state directory
   lock_fd_ = -1;
 }

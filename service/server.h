@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/clock.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/server.h"
@@ -25,17 +26,41 @@ struct ServerOptions {
   std::string state_dir = "breakerd-state";
   // Text-format breaker.v1.Config; empty: the defaults (mainnet), and no reload.
   std::string config_path;
+  // Address to serve Prometheus metrics on (HTTP, /metrics), "host:port"; port 0 picks a free
+  // port. Empty: no metrics.
+  std::string metrics_listen;
   // REQUIRES: outlives the server.
   const core::Clock* clock = &core::SystemClock();
   // Move time along at every slot boundary by itself. Tests with a fake clock turn it off and
   // call fleet()->Tick().
   bool run_ticker = true;
+
+  // Transport limits: they hold per connection and cannot change while the server runs, so
+  // they are options (flags), not configuration.
+  //
+  // Largest message a client may send, in bytes; gRPC ends a call that sends a larger one with
+  // RESOURCE_EXHAUSTED ("Received message larger than max"). A full batch of 1000
+  // observations takes about 100 KB (bids with 48-byte keys; 300 KB with 200-character relay
+  // URLs), so 1 MiB leaves room without letting one message cost much.
+  int max_receive_message_bytes = 1 << 20;
+  // Calls one HTTP/2 connection may hold open at once (a node needs one, a dashboard a few);
+  // beyond it, the client's next call waits until one ends.
+  int max_concurrent_streams = 100;
+  // At shutdown, how long health reports NOT_SERVING while streams and calls go on, so that
+  // load balancers and health-checking clients move away before the streams end.
+  absl::Duration drain_period = absl::ZeroDuration();
 };
+
+class Metrics;
 
 // A running breakerd. This class is thread-safe.
 class Server {
  public:
-  // Starts serving. Returns the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
+  // Restores the state, then starts serving. The port is bound only once the state is
+  // restored: until then connections are refused, which health checkers count as not serving
+  // (as they do NOT_SERVING), and nodes retry. Serving health earlier would mean accepting
+  // streams that nothing can answer yet.
+  // Returns the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
   // naming the field), INVALID_ARGUMENT when the state directory cannot be created, the state
   // store's errors, or UNAVAILABLE when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
@@ -44,6 +69,8 @@ class Server {
 
   // The port actually bound (useful with port 0).
   int port() const { return port_; }
+  // The metrics port actually bound; 0 when metrics are off.
+  int metrics_port() const;
 
   Fleet* fleet() { return fleet_.get(); }
 
@@ -53,17 +80,21 @@ class Server {
     return server_->InProcessChannel(grpc::ChannelArguments());
   }
 
-  // Health goes NOT_SERVING, node streams end with UNAVAILABLE (nodes reconnect), calls in
-  // flight get a few seconds to finish, then the state is flushed. Idempotent.
+  // Health goes NOT_SERVING (overall and for both services) for the drain period, then node
+  // streams end with UNAVAILABLE (nodes reconnect), calls in flight get a few seconds to
+  // finish, and the state is flushed. Idempotent.
   void Shutdown();
 
  private:
-  Server() = default;
+  Server();
 
+  // Before the fleet, which reports to it until its destructor returns.
+  std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Fleet> fleet_;
   std::unique_ptr<NodeService> node_service_;
   std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<grpc::Server> server_;
+  absl::Duration drain_period_;
   int port_ = 0;
   bool shut_down_ = false;
   // The state directory's lock, held while the server lives.

@@ -1,5 +1,6 @@
 // Service-level tests of breakerd: a real Server (SQLite state in a temporary directory, port 0)
-// driven over gRPC by node clients and an operator, with time moved by a fake clock.
+// driven over gRPC by node clients and an operator, with time moved by a fake clock (the
+// fixture is in server_test_support.h).
 
 #include "service/server.h"
 
@@ -14,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "service/server_test_support.h"
 #include "service/sqlite_state_store.h"
 #include "tests/fake_clock.h"
 #include "tests/status_matchers.h"
@@ -51,439 +54,22 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-// Every call and stream of a test ends by this deadline at the latest, so nothing can hang.
-std::chrono::system_clock::time_point Deadline() {
-  return std::chrono::system_clock::now() + std::chrono::seconds(10);
-}
-
-// Mainnet with Gloas from genesis: the per-builder rules apply, the missed-slot rules do not.
-core::ChainSpec Chain() {
-  core::ChainSpec spec = core::ChainSpecForNetwork("mainnet").value();
-  spec.gloas_fork_epoch = 0;
-  return spec;
-}
-
-constexpr char kChainConfig[] = "chain { network: \"mainnet\" gloas_fork_epoch: 0 }\n";
-constexpr core::Epoch kStartEpoch = 100;
-// The clock starts a few slots into epoch kStartEpoch; observations are of the slot before.
-constexpr core::Slot kStartSlot = kStartEpoch * 32 + 8;
-constexpr core::Slot kSlot = kStartSlot - 1;
-
-// A 32-byte block root made of `byte`.
-std::string Root(char byte) { return std::string(32, byte); }
-
-v1::Observation Missing(uint64_t sequence, uint64_t builder, char root, double fraction = 0.9,
-                        core::Slot slot = kSlot) {
-  v1::Observation observation;
-  observation.set_sequence(sequence);
-  observation.set_slot(slot);
-  v1::PayloadMissing* missing = observation.mutable_payload_missing();
-  missing->set_builder_index(builder);
-  missing->set_block_root(Root(root));
-  missing->set_attested_fraction(fraction);
-  return observation;
-}
-
-v1::Observation Delivered(uint64_t sequence, uint64_t builder, char root, core::Slot slot = kSlot) {
-  v1::Observation observation;
-  observation.set_sequence(sequence);
-  observation.set_slot(slot);
-  v1::PayloadDelivered* delivered = observation.mutable_payload_delivered();
-  delivered->set_builder_index(builder);
-  delivered->set_block_root(Root(root));
-  return observation;
-}
-
-v1::Observation Bid(uint64_t sequence, uint64_t builder, const std::string& relay,
-                    core::Slot slot = kSlot) {
-  v1::Observation observation;
-  observation.set_sequence(sequence);
-  observation.set_slot(slot);
-  observation.mutable_bid_seen()->set_builder_index(builder);
-  observation.mutable_bid_seen()->set_relay(relay);
-  return observation;
-}
-
-bool Bans(const v1::Policy& policy, uint64_t builder) {
-  for (const v1::BuilderBan& ban : policy.banned_builders()) {
-    if (ban.builder_index() == builder) return true;
-  }
-  return false;
-}
-
-std::vector<uint64_t> BannedIndices(const v1::Policy& policy) {
-  std::vector<uint64_t> indices;
-  for (const v1::BuilderBan& ban : policy.banned_builders()) indices.push_back(ban.builder_index());
-  return indices;
-}
-
-std::vector<uint64_t> Indices(const v1::ListBuildersResponse& response) {
-  std::vector<uint64_t> indices;
-  for (const v1::Builder& builder : response.builders()) indices.push_back(builder.builder_index());
-  return indices;
-}
-
-// A beacon node holding a Connect stream (the generated synchronous stub). Every read or write
-// fails once the stream's deadline has passed, so a test waiting for a message that never
-// comes fails instead of hanging.
-class NodeClient {
- public:
-  explicit NodeClient(const std::shared_ptr<grpc::Channel>& channel)
-      : stub_(v1::Breaker::NewStub(channel)) {
-    context_.set_deadline(Deadline());
-    stream_ = stub_->Connect(&context_);
-  }
-
-  ~NodeClient() {
-    if (!finished_) {
-      context_.TryCancel();
-      AwaitEnd();
-    }
-  }
-
-  bool Hello(const std::string& node_id, uint64_t policy_version = 0,
-             const std::string& network = "mainnet", const std::string& fleet_id = "") {
-    v1::NodeMessage message;
-    message.mutable_hello()->set_fleet_id(fleet_id);
-    message.mutable_hello()->set_node_id(node_id);
-    message.mutable_hello()->set_client_version("test/1.0");
-    message.mutable_hello()->set_network(network);
-    message.mutable_hello()->set_policy_version(policy_version);
-    return stream_->Write(message);
-  }
-
-  bool Send(const v1::NodeMessage& message) { return stream_->Write(message); }
-
-  bool Observe(const std::vector<v1::Observation>& observations) {
-    v1::NodeMessage message;
-    for (const v1::Observation& observation : observations) {
-      *message.mutable_observations()->add_observations() = observation;
-    }
-    return stream_->Write(message);
-  }
-
-  bool AckPolicy(uint64_t version) {
-    v1::NodeMessage message;
-    message.mutable_policy_ack()->set_version(version);
-    return stream_->Write(message);
-  }
-
-  // The next policy or acknowledgement from the server; nullopt when the stream has ended.
-  // The configuration sent after the hello is kept aside (see config()).
-  std::optional<v1::ServerMessage> Read() {
-    v1::ServerMessage message;
-    while (stream_->Read(&message)) {
-      if (!message.has_config()) return message;
-      config_ = message.config();
-    }
-    return std::nullopt;
-  }
-
-  // The configuration the server sent after the hello, once read past.
-  const std::optional<v1::Config>& config() const { return config_; }
-
-  // Returns the first policy received (and not yet looked at) for which `accept` holds,
-  // reading on as needed. Every policy read is acknowledged at once (the server sends the
-  // next one only then); observation acks read on the way are kept for AwaitAck. Returns
-  // nullopt when the stream ends first.
-  std::optional<v1::Policy> AwaitPolicy(const std::function<bool(const v1::Policy&)>& accept =
-                                            [](const v1::Policy&) { return true; }) {
-    while (true) {
-      while (!unseen_policies_.empty()) {
-        v1::Policy policy = std::move(unseen_policies_.front());
-        unseen_policies_.pop_front();
-        if (accept(policy)) return policy;
-      }
-      std::optional<v1::ServerMessage> message = Read();
-      if (!message.has_value()) return std::nullopt;
-      if (message->has_observation_ack()) {
-        Merge(message->observation_ack());
-      } else if (!OnPolicy(message->policy())) {
-        return std::nullopt;
-      }
-    }
-  }
-
-  std::optional<v1::Policy> AwaitPolicyVersion(uint64_t version) {
-    return AwaitPolicy([version](const v1::Policy& policy) { return policy.version() >= version; });
-  }
-
-  // Reads until the acknowledgements cover `sequence`, acknowledging policies read on the way.
-  // Returns the acknowledgements read since the last call, merged; nullopt when the stream
-  // ends first.
-  std::optional<v1::ObservationAck> AwaitAck(uint64_t sequence) {
-    while (acks_.sequence() < sequence) {
-      std::optional<v1::ServerMessage> message = Read();
-      if (!message.has_value()) return std::nullopt;
-      if (message->has_policy()) {
-        if (!OnPolicy(message->policy())) return std::nullopt;
-      } else {
-        Merge(message->observation_ack());
-      }
-    }
-    v1::ObservationAck merged = std::move(acks_);
-    acks_.Clear();
-    acks_.set_sequence(merged.sequence());
-    return merged;
-  }
-
-  // Sends observations and waits until they are acknowledged.
-  std::optional<v1::ObservationAck> ObserveAndAwaitAck(
-      const std::vector<v1::Observation>& observations) {
-    if (!Observe(observations)) return std::nullopt;
-    return AwaitAck(observations.back().sequence());
-  }
-
-  // The latest policy read by AwaitPolicy or AwaitAck.
-  const std::optional<v1::Policy>& latest_policy() const { return latest_policy_; }
-
-  // Closes the node's side and returns the stream's status.
-  grpc::Status Close() {
-    stream_->WritesDone();
-    return AwaitEnd();
-  }
-
-  // Waits for the server to end the stream and returns its status.
-  grpc::Status AwaitEnd() {
-    v1::ServerMessage ignored;
-    while (stream_->Read(&ignored)) {
-    }
-    finished_ = true;
-    return stream_->Finish();
-  }
-
- private:
-  // Acknowledges a policy read and keeps it for AwaitPolicy.
-  bool OnPolicy(const v1::Policy& policy) {
-    latest_policy_ = policy;
-    unseen_policies_.push_back(policy);
-    return AckPolicy(policy.version());
-  }
-
-  void Merge(const v1::ObservationAck& ack) {
-    acks_.set_sequence(std::max(acks_.sequence(), ack.sequence()));
-    acks_.set_policy_version(std::max(acks_.policy_version(), ack.policy_version()));
-    for (const v1::ObservationRefusal& refusal : ack.refused()) *acks_.add_refused() = refusal;
-  }
-
-  std::unique_ptr<v1::Breaker::Stub> stub_;
-  grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>> stream_;
-  std::optional<v1::Config> config_;
-  bool finished_ = false;
-  v1::ObservationAck acks_;
-  std::optional<v1::Policy> latest_policy_;
-  // Policies read (and acknowledged) that AwaitPolicy has not looked at yet.
-  std::deque<v1::Policy> unseen_policies_;
-};
-
-// Calls grpc.health.v1.Health/Check for the overall health without generated stubs: the
-// request is the empty message; the answer {status: SERVING} is the two bytes 08 01.
-std::string CheckHealth(int port) {
-  auto channel =
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(Deadline());
-  grpc::Slice empty_message("");
-  grpc::ByteBuffer request(&empty_message, 1);
-  grpc::ByteBuffer response;
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&done](grpc::Status status) { done.set_value(status); });
-  grpc::Status status = done.get_future().get();
-  if (!status.ok()) return "error: " + status.error_message();
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(response.Dump(&slices).ok());
-  std::string bytes;
-  for (const grpc::Slice& slice : slices) {
-    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
-  return bytes;
-}
-
-class ServerTest : public ::testing::Test {
- protected:
-  ServerTest()
-      : dir_(TestDir()),
-        config_path_(dir_ + "/breakerd.textproto"),
-        clock_(core::StartOf(kStartSlot, Chain())) {}
-
-  void TearDown() override { StopServer(); }
-
-  ServerOptions Options() {
-    ServerOptions options;
-    options.listen_address = "127.0.0.1:0";
-    options.state_dir = dir_ + "/state";
-    options.config_path = config_path_;
-    options.clock = &clock_;
-    options.run_ticker = false;
-    return options;
-  }
-
-  // Writes the configuration file: the chain, then `extra` (text-format Config fields).
-  void WriteConfig(const std::string& extra) {
-    std::ofstream file(config_path_, std::ios::trunc);
-    file << kChainConfig << extra;
-    ASSERT_TRUE(file.good()) << config_path_;
-  }
-
-  // Writes the configuration and starts a server with it; connects the admin stub.
-  void StartServer(const std::string& extra_config = "") {
-    WriteConfig(extra_config);
-    StartServerWith(Options());
-  }
-
-  void StartServerWith(const ServerOptions& options) {
-    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
-    ASSERT_THAT(server, IsOk());
-    server_ = *std::move(server);
-    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
-                                   grpc::InsecureChannelCredentials());
-    admin_ = v1::Admin::NewStub(channel_);
-  }
-
-  void StopServer() {
-    admin_.reset();
-    channel_.reset();
-    server_.reset();
-  }
-
-  // Stops the server and starts another on the same state directory and configuration file.
-  void Restart() {
-    StopServer();
-    StartServerWith(Options());
-  }
-
-  std::unique_ptr<NodeClient> Node() { return std::make_unique<NodeClient>(channel_); }
-
-  // A node that has said hello and read the current policy.
-  std::unique_ptr<NodeClient> ConnectedNode(const std::string& node_id) {
-    std::unique_ptr<NodeClient> node = Node();
-    EXPECT_TRUE(node->Hello(node_id));
-    EXPECT_TRUE(node->AwaitPolicy().has_value()) << node_id << " got no policy";
-    return node;
-  }
-
-  // Moves the fake clock to the start of `slot` and lets the fleet catch up.
-  void AdvanceTo(core::Slot slot) {
-    // The writer reads the clock too: let it finish first (and ThreadSanitizer see it did).
-    server_->fleet()->Sync();
-    clock_.Set(core::StartOf(slot, Chain()));
-    server_->fleet()->Tick();
-    server_->fleet()->Sync();
-  }
-
-  // Calls a unary Admin rpc and waits for it (see breaker::testing::CallUnary).
-  template <typename Request, typename Response>
-  absl::StatusOr<Response> Call(
-      void (v1::Admin::Stub::async::*method)(grpc::ClientContext*, const Request*, Response*,
-                                             std::function<void(grpc::Status)>),
-      const Request& request) {
-    return CallUnary(*admin_, method, request);
-  }
-
-  v1::Policy GetPolicy() {
-    absl::StatusOr<v1::Policy> policy =
-        Call(&v1::Admin::Stub::async::GetPolicy, v1::GetPolicyRequest());
-    EXPECT_THAT(policy, IsOk());
-    return policy.value_or(v1::Policy());
-  }
-
-  absl::StatusOr<v1::Policy> BanBuilder(uint64_t builder, const std::string& reason,
-                                        uint64_t until_epoch = 0) {
-    v1::BanBuilderRequest request;
-    request.set_builder_index(builder);
-    request.set_reason(reason);
-    request.set_until_epoch(until_epoch);
-    return Call(&v1::Admin::Stub::async::BanBuilder, request);
-  }
-
-  absl::StatusOr<v1::Policy> UnbanBuilder(uint64_t builder) {
-    v1::UnbanBuilderRequest request;
-    request.set_builder_index(builder);
-    return Call(&v1::Admin::Stub::async::UnbanBuilder, request);
-  }
-
-  absl::StatusOr<v1::Builder> GetBuilder(uint64_t builder) {
-    v1::GetBuilderRequest request;
-    request.set_builder_index(builder);
-    return Call(&v1::Admin::Stub::async::GetBuilder, request);
-  }
-
-  v1::ListBuildersResponse ListBuilders(bool banned_only = false) {
-    v1::ListBuildersRequest request;
-    request.set_banned_only(banned_only);
-    absl::StatusOr<v1::ListBuildersResponse> response =
-        Call(&v1::Admin::Stub::async::ListBuilders, request);
-    EXPECT_THAT(response, IsOk());
-    return response.value_or(v1::ListBuildersResponse());
-  }
-
-  v1::ListRelaysResponse ListRelays() {
-    absl::StatusOr<v1::ListRelaysResponse> response =
-        Call(&v1::Admin::Stub::async::ListRelays, v1::ListRelaysRequest());
-    EXPECT_THAT(response, IsOk());
-    return response.value_or(v1::ListRelaysResponse());
-  }
-
-  v1::ListNodesResponse ListNodes() {
-    absl::StatusOr<v1::ListNodesResponse> response =
-        Call(&v1::Admin::Stub::async::ListNodes, v1::ListNodesRequest());
-    EXPECT_THAT(response, IsOk());
-    return response.value_or(v1::ListNodesResponse());
-  }
-
-  std::optional<v1::Node> FindNode(const std::string& node_id) {
-    const v1::ListNodesResponse response = ListNodes();
-    for (const v1::Node& node : response.nodes()) {
-      if (node.node_id() == node_id) return node;
-    }
-    return std::nullopt;
-  }
-
-  // The node, or an empty one (and a test failure) when it is not listed.
-  v1::Node GetNode(const std::string& node_id) {
-    std::optional<v1::Node> node = FindNode(node_id);
-    if (!node.has_value()) ADD_FAILURE() << node_id << " is not listed";
-    return node.value_or(v1::Node());
-  }
-
-  v1::Config GetConfig() {
-    absl::StatusOr<v1::Config> config =
-        Call(&v1::Admin::Stub::async::GetConfig, v1::GetConfigRequest());
-    EXPECT_THAT(config, IsOk());
-    return config.value_or(v1::Config());
-  }
-
-  absl::StatusOr<v1::Config> ReloadConfig() {
-    return Call(&v1::Admin::Stub::async::ReloadConfig, v1::ReloadConfigRequest());
-  }
-
-  absl::StatusOr<v1::ReportResponse> Report(v1::Breaker::Stub& stub, const std::string& node_id,
-                                            const std::vector<v1::Observation>& observations) {
-    v1::ReportRequest request;
-    request.set_node_id(node_id);
-    for (const v1::Observation& observation : observations) {
-      *request.mutable_observations()->add_observations() = observation;
-    }
-    grpc::ClientContext context;
-    context.set_deadline(Deadline());
-    v1::ReportResponse response;
-    std::promise<absl::Status> done;  // the callback API, as in Call()
-    stub.async()->Report(&context, &request, &response,
-                         [&done](grpc::Status status) { done.set_value(FromGrpc(status)); });
-    if (absl::Status status = done.get_future().get(); !status.ok()) return status;
-    return response;
-  }
-
-  const std::string dir_;
-  const std::string config_path_;
-  FakeClock clock_;
-  std::unique_ptr<Server> server_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Admin::Stub> admin_;
-};
+using test_support::BannedIndices;
+using test_support::Bans;
+using test_support::Bid;
+using test_support::Chain;
+using test_support::CheckHealth;
+using test_support::Deadline;
+using test_support::Delivered;
+using test_support::Indices;
+using test_support::kChainConfig;
+using test_support::kSlot;
+using test_support::kStartEpoch;
+using test_support::kStartSlot;
+using test_support::Missing;
+using test_support::NodeClient;
+using test_support::Root;
+using test_support::ServerTest;
 
 // ---------------------------------------------------------------------------------------------
 // Start-up
@@ -1407,6 +993,28 @@ TEST_F(ServerTest, WatchPolicyStreamsNewVersions) {
   while (watch->Read(&policy)) {
   }
   EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST_F(ServerTest, ShutdownReportsNotServingWhileDraining) {
+  WriteConfig("");
+  ServerOptions options = Options();
+  options.drain_period = absl::Seconds(5);
+  StartServerWith(options);
+  const int port = server_->port();
+  const std::string serving("\x08\x01", 2);
+  const std::string not_serving("\x08\x02", 2);
+  const std::vector<std::string> services = {"", "breaker.v1.Breaker", "breaker.v1.Admin"};
+  for (const std::string& service : services) EXPECT_EQ(CheckHealth(port, service), serving);
+  std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
+
+  std::thread stopper([this] { server_->Shutdown(); });
+  // While it drains: NOT_SERVING overall and for both services, and the node still streams.
+  EXPECT_TRUE(WaitFor([&] { return CheckHealth(port) == not_serving; }));
+  for (const std::string& service : services) EXPECT_EQ(CheckHealth(port, service), not_serving);
+  EXPECT_TRUE(GetNode("bn-1").connected());
+  stopper.join();
+  const grpc::Status status = node->AwaitEnd();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 }  // namespace

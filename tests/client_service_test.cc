@@ -405,6 +405,7 @@ TEST_F(ClientServiceTest, ReportedObservationsAreAcknowledgedAndTakeEffectFleetW
     EXPECT_EQ(stats.buffered, 0u);
     EXPECT_EQ(stats.refused, 0u);
     EXPECT_TRUE(stats.connected);
+    EXPECT_FALSE(stats.fallback_active);
   }
   // One block root, one failure, however many nodes report it.
   EXPECT_EQ(GetBuilder(5).failed(), 1u);
@@ -596,11 +597,13 @@ TEST_F(ClientServiceTest, PastTheStalenessLimitTheLocalEngineAddsItsBans) {
   EXPECT_FALSE(client->IsAllowed(99, ""));  // untrusted, over P2P
   EXPECT_TRUE(client->IsAllowed(core::kSelfBuild, ""));
   EXPECT_EQ(client->stats().source, PolicySource::kFleetAndLocal);
+  EXPECT_TRUE(client->stats().fallback_active);
 
   // breakerd is back (on its state): the fleet policy takes over again, and the failures,
   // never acknowledged, reach it.
   ASSERT_NO_FATAL_FAILURE(StartServer(port));
   EXPECT_TRUE(WaitFor([&] { return client->policy()->source == PolicySource::kFleet; }));
+  EXPECT_FALSE(client->stats().fallback_active);
   EXPECT_TRUE(AwaitAllAcknowledged(*client));
   for (core::BuilderIndex builder : {11, 12, 13}) EXPECT_EQ(GetBuilder(builder).failed(), 1u);
   EXPECT_TRUE(AwaitFleetPolicy(*client));

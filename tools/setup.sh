@@ -16,6 +16,10 @@ packages=(
   libgmock-dev              # GoogleMock
   libbenchmark-dev          # Google Benchmark
   libsqlite3-dev            # the state store
+  prometheus-cpp-dev        # breakerd's /metrics endpoint (prometheus-cpp 1.0: core and pull)
+  python3-yaml              # checks the example Prometheus alert rules (examples/prometheus)
+  clang-14                  # the fuzz targets under libFuzzer (tools/fuzz.sh, FUZZING.md)
+  libclang-rt-14-dev        # libFuzzer and the sanitizers' runtimes for clang 14
 )
 # Node.js and npm for tests/interop, from Debian only when no node is installed already.
 command -v node >/dev/null || packages+=(nodejs npm)

@@ -165,6 +165,13 @@ absl::StatusOr<core::Config> ConfigFromProto(const breaker::v1::Config& proto) {
     config.amendment_window_slots = proto.amendment_window_slots();
   }
   if (proto.has_max_future_slots()) config.max_future_slots = proto.max_future_slots();
+  if (proto.has_max_connected_nodes()) config.max_connected_nodes = proto.max_connected_nodes();
+  if (proto.has_node_observation_rate()) {
+    config.node_observation_rate = proto.node_observation_rate();
+  }
+  if (proto.has_node_observation_burst()) {
+    config.node_observation_burst = proto.node_observation_burst();
+  }
 
   if (absl::Status status = core::ValidateConfig(config); !status.ok()) return status;
   return config;
@@ -220,6 +227,9 @@ breaker::v1::Config ConfigToProto(const core::Config& config) {
   proto.set_min_reporting_nodes(config.min_reporting_nodes);
   proto.set_amendment_window_slots(config.amendment_window_slots);
   proto.set_max_future_slots(config.max_future_slots);
+  proto.set_max_connected_nodes(config.max_connected_nodes);
+  proto.set_node_observation_rate(config.node_observation_rate);
+  proto.set_node_observation_burst(config.node_observation_burst);
   return proto;
 }
 

@@ -358,7 +358,10 @@ absl::StatusOr<core::Observation> ObservationFromProto(const v1::Observation& pr
     }
     case v1::Observation::EVENT_NOT_SET:
       return absl::InvalidArgumentError(
-          absl::StrCat("observation ", proto.sequence(), " has no event"));
+          absl::StrCat("observation ", proto.sequence(),
+                       " has no event (none set, or only one newer than this breakerd); set "
+                       "one of bid_seen, payload_missing, payload_delivered, blocks_seen, "
+                       "finalized, builder_exited, relay_reveal_missing"));
   }
   return observation;
 }

@@ -1,0 +1,486 @@
+#include "bench/node_fleet.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "bench/workload.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+
+namespace breaker::bench {
+
+namespace v1 = ::breaker::v1;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// How often the harness's thread looks at the counters the callbacks move. Only detection
+// waits for it; every figure is timestamped in the callback.
+constexpr absl::Duration kPollInterval = absl::Milliseconds(1);
+
+bool PollUntil(const std::function<bool()>& done, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(kPollInterval);
+  }
+  return true;
+}
+
+// client/backoff.cc's schedule: initial, times the multiplier up to the cap, +/- jitter.
+class Backoff {
+ public:
+  Backoff(const FleetOptions& options, uint64_t seed)
+      : initial_(options.initial_backoff),
+        multiplier_(options.backoff_multiplier),
+        max_(options.max_backoff),
+        jitter_(options.backoff_jitter),
+        random_(seed),
+        base_(initial_) {}
+
+  absl::Duration Next() {
+    const absl::Duration base = base_;
+    base_ = std::min(base_ * multiplier_, max_);
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(random_);
+    return base * (1.0 + jitter_ * (2.0 * u - 1.0));
+  }
+
+  void Reset() { base_ = initial_; }
+
+ private:
+  const absl::Duration initial_;
+  const double multiplier_;
+  const absl::Duration max_;
+  const double jitter_;
+  std::mt19937_64 random_;
+  absl::Duration base_;
+};
+
+constexpr char kConnectMethod[] = "/breaker.v1.Breaker/Connect";
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, int index) {
+  grpc::ChannelArguments args;
+  // Channels with the same arguments would share one subchannel, so one connection: a local
+  // pool and an argument of its own give each channel its connection.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt("breaker.bench.channel", index);
+  // The client library's keepalive settings.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
+// One simulated beacon node: what it holds across its streams.
+struct Node {
+  Node(int index, const FleetOptions& options, ConnectStub* stub)
+      : index(index),
+        id(absl::StrFormat("node-%05d", index)),
+        stub(stub),
+        backoff(options, static_cast<uint64_t>(index) + 1) {}
+
+  const int index;
+  const std::string id;
+  ConnectStub* const stub;
+
+  std::mutex mu;
+  std::shared_ptr<NodeStream> stream ABSL_GUARDED_BY(mu);
+  Backoff backoff ABSL_GUARDED_BY(mu);
+  std::string fleet_id ABSL_GUARDED_BY(mu);
+  uint64_t next_sequence ABSL_GUARDED_BY(mu) = 1;
+  uint64_t acked_sequence ABSL_GUARDED_BY(mu) = 0;
+  // The ingestion batch awaiting its acknowledgement, if any: its last sequence and send time.
+  uint64_t batch_last_sequence ABSL_GUARDED_BY(mu) = 0;
+  int64_t batch_sent_ns ABSL_GUARDED_BY(mu) = 0;
+
+  // Written on the node's read path, read by the harness's thread.
+  std::atomic<uint64_t> held_version{0};
+  std::atomic<int64_t> trial_ns{0};
+  std::atomic<int64_t> back_ns{0};
+};
+
+// One attempt at a node's stream. Owned by itself until OnDone, and by its node while current.
+// A read is always pending until the stream ends, so OnDone cannot run while a write is being
+// started from outside the callbacks: writes are started under mu_ only while !finished_.
+class NodeStream : public grpc::ClientBidiReactor<v1::NodeMessage, grpc::ByteBuffer> {
+ public:
+  NodeStream(NodeFleet* fleet, Node* node) : fleet_(fleet), node_(node) {}
+
+  void Open(std::shared_ptr<NodeStream> self, v1::NodeMessage hello) {
+    self_ = std::move(self);
+    opened_ns_ = NowNs();
+    node_->stub->PrepareBidiStreamingCall(&context_, kConnectMethod, grpc::StubOptions(), this);
+    Send(std::move(hello));
+    StartRead(&read_);
+    StartCall();
+  }
+
+  void Send(v1::NodeMessage message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    writes_.push_back(std::move(message));
+    if (!write_in_flight_) WriteFrontLocked();
+  }
+
+  void Cancel() { context_.TryCancel(); }
+
+  int64_t opened_ns() const { return opened_ns_; }
+
+ private:
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = true;
+      return;
+    }
+    if (!up_) {
+      up_ = true;
+      fleet_->OnUp(*node_);
+    }
+    fleet_->OnMessage(*node_, *this, read_);
+    StartRead(&read_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    write_in_flight_ = false;
+    writes_.pop_front();
+    if (!ok) {
+      finished_ = true;  // the call is over; the pending read ends it
+      return;
+    }
+    if (!writes_.empty() && !finished_) WriteFrontLocked();
+  }
+
+  void OnDone(const grpc::Status& /*status*/) override {
+    fleet_->OnStreamDone(*node_, this, up_);
+    self_.reset();  // may destroy this
+  }
+
+  void WriteFrontLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    write_in_flight_ = true;
+    StartWrite(&writes_.front());
+  }
+
+  NodeFleet* const fleet_;
+  Node* const node_;
+  std::shared_ptr<NodeStream> self_;
+  grpc::ClientContext context_;
+  int64_t opened_ns_ = 0;
+  // The read path's own (one read in flight).
+  grpc::ByteBuffer read_;
+  bool up_ = false;
+
+  std::mutex mu_;
+  // The front is the write in flight, if any; a deque keeps it in place while others queue.
+  std::deque<v1::NodeMessage> writes_ ABSL_GUARDED_BY(mu_);
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+NodeFleet::NodeFleet(FleetOptions options) : options_(std::move(options)) {
+  const int per_channel = std::max(1, options_.streams_per_channel);
+  const int channels = (options_.nodes + per_channel - 1) / per_channel;
+  for (int c = 0; c < channels; ++c) {
+    channels_.push_back(NewChannel(options_.address, c));
+    stubs_.push_back(std::make_unique<ConnectStub>(channels_.back()));
+  }
+  for (int i = 0; i < options_.nodes; ++i) {
+    nodes_.push_back(std::make_unique<Node>(i, options_, stubs_[i / per_channel].get()));
+  }
+  scheduler_ = std::thread([this] { SchedulerLoop(); });
+}
+
+NodeFleet::~NodeFleet() { Disconnect(); }
+
+void NodeFleet::ConnectAll() {
+  for (auto& node : nodes_) Open(*node);
+}
+
+void NodeFleet::Open(Node& node) {
+  std::lock_guard<std::mutex> lock(node.mu);
+  if (node.stream != nullptr) return;
+  // What the library says: who it is, and the policy it holds.
+  v1::NodeMessage hello;
+  hello.mutable_hello()->set_node_id(node.id);
+  hello.mutable_hello()->set_client_version("fleet_load");
+  hello.mutable_hello()->set_network(options_.network);
+  hello.mutable_hello()->set_policy_version(node.held_version.load());
+  hello.mutable_hello()->set_fleet_id(node.fleet_id);
+  node.stream = std::make_shared<NodeStream>(this, &node);
+  ++live_streams_;
+  node.stream->Open(node.stream, std::move(hello));
+}
+
+void NodeFleet::ScheduleReconnect(Node& node) {
+  absl::Duration wait;
+  {
+    std::lock_guard<std::mutex> lock(node.mu);
+    wait = node.backoff.Next();
+  }
+  std::lock_guard<std::mutex> lock(scheduler_mu_);
+  if (!reconnecting_) return;
+  due_.emplace(Clock::now() + absl::ToChronoNanoseconds(wait), &node);
+  scheduler_changed_.notify_all();
+}
+
+void NodeFleet::SchedulerLoop() {
+  std::unique_lock<std::mutex> lock(scheduler_mu_);
+  while (reconnecting_) {
+    if (due_.empty()) {
+      scheduler_changed_.wait(lock);
+      continue;
+    }
+    const Clock::time_point next = due_.begin()->first;
+    if (Clock::now() < next) {
+      scheduler_changed_.wait_until(lock, next);
+      continue;
+    }
+    Node* node = due_.begin()->second;
+    due_.erase(due_.begin());
+    lock.unlock();
+    Open(*node);
+    lock.lock();
+  }
+}
+
+absl::StatusOr<uint64_t> NodeFleet::WaitConverged(absl::Duration timeout) const {
+  auto converged = [this] {
+    if (up_nodes_.load() != size()) return false;
+    const uint64_t version = nodes_.front()->held_version.load();
+    return version != 0 && std::all_of(nodes_.begin(), nodes_.end(), [version](const auto& node) {
+             return node->held_version.load() == version;
+           });
+  };
+  if (!PollUntil(converged, timeout)) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        size() - up_nodes_.load(), " of ", size(), " nodes are not connected, or the nodes hold ",
+        "different policy versions, after ", absl::FormatDuration(timeout)));
+  }
+  return nodes_.front()->held_version.load();
+}
+
+std::vector<double> NodeFleet::FanOutTrial(int sender, uint64_t builder, absl::Duration timeout,
+                                           int* missed) {
+  for (auto& node : nodes_) node->trial_ns = 0;
+  trial_reached_ = 0;
+  trial_base_ = nodes_[sender]->held_version.load();
+  trial_active_ = true;
+  Node& node = *nodes_[sender];
+  int64_t sent_ns = 0;
+  {
+    std::lock_guard<std::mutex> lock(node.mu);
+    v1::NodeMessage failure = DecisiveFailure(builder, node.next_sequence++, CurrentMainnetSlot());
+    sent_ns = NowNs();
+    if (node.stream != nullptr) node.stream->Send(std::move(failure));
+  }
+  PollUntil([this] { return trial_reached_.load() == size(); }, timeout);
+  trial_active_ = false;
+  std::vector<double> latencies_ms;
+  for (const auto& each : nodes_) {
+    const int64_t at = each->trial_ns.load();
+    if (at != 0) latencies_ms.push_back(static_cast<double>(at - sent_ns) / 1e6);
+  }
+  *missed = size() - static_cast<int>(latencies_ms.size());
+  return latencies_ms;
+}
+
+void NodeFleet::StartIngestion(int senders, int batch) {
+  ingest_batch_ = batch;
+  ingesting_ = true;
+  for (int i = 0; i < std::min(senders, size()); ++i) SendBatch(*nodes_[i]);
+}
+
+void NodeFleet::SendBatch(Node& node) {
+  std::lock_guard<std::mutex> lock(node.mu);
+  if (node.stream == nullptr || node.batch_last_sequence != 0) return;
+  const int count = ingest_batch_.load();
+  const uint64_t first = node.next_sequence;
+  node.next_sequence += static_cast<uint64_t>(count);
+  node.batch_last_sequence = node.next_sequence - 1;
+  v1::NodeMessage batch = BidBatch(node.index, first, count, CurrentMainnetSlot());
+  node.batch_sent_ns = NowNs();
+  node.stream->Send(std::move(batch));
+}
+
+absl::StatusOr<std::vector<double>> NodeFleet::StopIngestion(absl::Duration timeout) {
+  ingesting_ = false;
+  auto drained = [this] {
+    return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& node) {
+      std::lock_guard<std::mutex> lock(node->mu);
+      return node->batch_last_sequence == 0;
+    });
+  };
+  if (!PollUntil(drained, timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("batches still unacknowledged after ", absl::FormatDuration(timeout)));
+  }
+  std::lock_guard<std::mutex> lock(latencies_mu_);
+  return std::exchange(batch_latencies_ms_, {});
+}
+
+void NodeFleet::ClearBatchLatencies() {
+  std::lock_guard<std::mutex> lock(latencies_mu_);
+  batch_latencies_ms_.clear();
+}
+
+void NodeFleet::ArmStorm(uint64_t version) {
+  for (auto& node : nodes_) node->back_ns = 0;
+  back_nodes_ = 0;
+  storm_armed_ns_ = NowNs();
+  storm_version_ = version;
+}
+
+std::vector<double> NodeFleet::WaitAllBack(Clock::time_point since, absl::Duration timeout,
+                                           int* missed) {
+  PollUntil([this] { return back_nodes_.load() == size(); }, timeout);
+  storm_version_ = 0;
+  const int64_t since_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(since.time_since_epoch()).count();
+  std::vector<double> seconds;
+  for (const auto& node : nodes_) {
+    const int64_t at = node->back_ns.load();
+    if (at != 0) seconds.push_back(static_cast<double>(at - since_ns) / 1e9);
+  }
+  *missed = size() - static_cast<int>(seconds.size());
+  return seconds;
+}
+
+ServerMessages NodeFleet::Captured() const {
+  std::lock_guard<std::mutex> lock(capture_mu_);
+  ServerMessages messages;
+  messages.config = captured_config_;
+  for (const auto& [version, bytes] : captured_policies_) messages.policies.push_back(bytes);
+  return messages;
+}
+
+void NodeFleet::Disconnect() {
+  {
+    std::lock_guard<std::mutex> lock(scheduler_mu_);
+    reconnecting_ = false;
+    due_.clear();
+    scheduler_changed_.notify_all();
+  }
+  if (scheduler_.joinable()) scheduler_.join();
+  ingesting_ = false;
+  for (auto& node : nodes_) {
+    std::lock_guard<std::mutex> lock(node->mu);
+    if (node->stream != nullptr) node->stream->Cancel();
+  }
+  // Every stream's OnDone uses this object.
+  while (live_streams_.load() != 0) absl::SleepFor(kPollInterval);
+}
+
+// --- The streams' callbacks -----------------------------------------------------------------
+
+void NodeFleet::OnUp(Node& node) {
+  {
+    std::lock_guard<std::mutex> lock(node.mu);
+    node.backoff.Reset();  // as the library does once breakerd answers
+  }
+  ++up_nodes_;
+}
+
+void NodeFleet::OnMessage(Node& node, const NodeStream& stream, grpc::ByteBuffer& message) {
+  const int64_t now_ns = NowNs();
+  ServerMessageView view;
+  if (!ParseServerMessageView(message, &view)) return;
+  switch (view.kind) {
+    case ServerMessageView::Kind::kPolicy:
+      OnPolicy(node, view, message, now_ns);
+      break;
+    case ServerMessageView::Kind::kObservationAck:
+      refused_observations_ += static_cast<uint64_t>(view.refused);
+      OnObservationAck(node, view.ack_sequence, now_ns);
+      break;
+    case ServerMessageView::Kind::kConfig:
+      if (node.index == 0) {
+        std::lock_guard<std::mutex> lock(capture_mu_);
+        captured_config_ = BytesOf(message);
+      }
+      break;
+    case ServerMessageView::Kind::kUnknown:
+      break;
+  }
+  const uint64_t storm_version = storm_version_.load();
+  if (storm_version != 0 && node.back_ns.load() == 0 &&
+      stream.opened_ns() > storm_armed_ns_.load() && node.held_version.load() == storm_version) {
+    node.back_ns = now_ns;
+    ++back_nodes_;
+  }
+}
+
+void NodeFleet::OnPolicy(Node& node, const ServerMessageView& policy, grpc::ByteBuffer& message,
+                         int64_t now_ns) {
+  const uint64_t version = policy.version;
+  uint64_t held = 0;
+  {
+    std::lock_guard<std::mutex> lock(node.mu);
+    held = node.held_version.load();
+    const bool newer = version > held || policy.fleet_id != node.fleet_id;
+    if (!newer) return;
+    node.fleet_id = policy.fleet_id;
+    node.held_version = version;
+    v1::NodeMessage ack;
+    ack.mutable_policy_ack()->set_version(version);
+    if (node.stream != nullptr) node.stream->Send(std::move(ack));
+  }
+  if (node.index == 0) {
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    captured_policies_[version] = BytesOf(message);
+  }
+  const uint64_t base = trial_base_.load();
+  if (trial_active_.load() && held <= base && version > base) {
+    node.trial_ns = now_ns;
+    ++trial_reached_;
+  }
+}
+
+void NodeFleet::OnObservationAck(Node& node, uint64_t sequence, int64_t now_ns) {
+  bool batch_done = false;
+  {
+    std::lock_guard<std::mutex> lock(node.mu);
+    if (sequence > node.acked_sequence) {
+      acked_observations_ += sequence - node.acked_sequence;
+      node.acked_sequence = sequence;
+    }
+    if (node.batch_last_sequence != 0 && sequence >= node.batch_last_sequence) {
+      batch_done = true;
+      node.batch_last_sequence = 0;
+      std::lock_guard<std::mutex> latencies_lock(latencies_mu_);
+      batch_latencies_ms_.push_back(static_cast<double>(now_ns - node.batch_sent_ns) / 1e6);
+    }
+  }
+  if (batch_done && ingesting_.load()) SendBatch(node);
+}
+
+void NodeFleet::OnStreamDone(Node& node, const NodeStream* stream, bool was_up) {
+  {
+    std::lock_guard<std::mutex> lock(node.mu);
+    if (node.stream.get() == stream) node.stream.reset();
+    // A batch sent on this stream is lost with it: the library would resend it; the harness
+    // only stops waiting for it.
+    node.batch_last_sequence = 0;
+  }
+  if (was_up) --up_nodes_;
+  ScheduleReconnect(node);
+  --live_streams_;
+}
+
+}  // namespace breaker::bench

@@ -1,0 +1,216 @@
+#include "bench/report.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+
+namespace breaker::bench {
+namespace {
+
+std::string Nodes(const Comparison& comparison, bool with_round) {
+  std::string nodes = std::to_string(comparison.nodes);
+  for (int at = static_cast<int>(nodes.size()) - 3; at > 0; at -= 3) nodes.insert(at, ",");
+  return with_round ? absl::StrCat(nodes, " #", comparison.round) : nodes;
+}
+
+std::string Ratio(double breakerd, double baseline) {
+  if (baseline == 0) return "–";
+  return absl::StrFormat("%.2f", breakerd / baseline);
+}
+
+// Writes the rows of one table: per comparison, per statistic, breakerd | baseline | ratio.
+class Table {
+ public:
+  Table(std::ostream& out, const std::vector<Comparison>& comparisons)
+      : out_(out), comparisons_(comparisons) {
+    with_round_ = !comparisons.empty() && comparisons.back().round > 1;
+  }
+
+  void Header(absl::string_view title, absl::string_view note) {
+    out_ << "\n### " << title << "\n\n"
+         << note << "\n\n"
+         << "| nodes | figure | breakerd | baseline | breakerd/baseline |\n"
+         << "|---:|---|---:|---:|---:|\n";
+  }
+
+  // `value` extracts the figure; `format` prints it.
+  void Rows(absl::string_view figure, const std::function<double(const PhaseResult&)>& value,
+            int decimals = 2) {
+    figures_.push_back({std::string(figure), value, decimals});
+  }
+
+  void Print() {
+    for (const Comparison& comparison : comparisons_) {
+      for (const Figure& figure : figures_) {
+        const double breakerd = figure.value(comparison.breakerd);
+        const double baseline = figure.value(comparison.baseline);
+        out_ << "| " << Nodes(comparison, with_round_) << " | " << figure.name << " | "
+             << absl::StrFormat("%.*f", figure.decimals, breakerd) << " | "
+             << absl::StrFormat("%.*f", figure.decimals, baseline) << " | "
+             << Ratio(breakerd, baseline) << " |\n";
+      }
+    }
+  }
+
+ private:
+  struct Figure {
+    std::string name;
+    std::function<double(const PhaseResult&)> value;
+    int decimals;
+  };
+
+  std::ostream& out_;
+  const std::vector<Comparison>& comparisons_;
+  bool with_round_ = false;
+  std::vector<Figure> figures_;
+};
+
+std::string FirstLineWith(const std::string& path, absl::string_view key) {
+  std::ifstream file(path);
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.rfind(std::string(key), 0) == 0) {
+      const size_t colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
+std::string LoadAverage() {
+  std::ifstream file("/proc/loadavg");
+  std::string one, five, fifteen;
+  file >> one >> five >> fifteen;
+  return absl::StrCat(one, " ", five, " ", fifteen);
+}
+
+std::string Verdict(bool met) { return met ? "met" : "MISSED"; }
+
+}  // namespace
+
+void PrintMachine(std::ostream& out) {
+  out << "machine: " << sysconf(_SC_NPROCESSORS_ONLN) << " cores, "
+      << FirstLineWith("/proc/cpuinfo", "model name") << "; load average at start " << LoadAverage()
+      << "\n";
+}
+
+void PrintTables(const std::vector<Comparison>& comparisons, const PhaseOptions& options,
+                 std::ostream& out) {
+  Table fan_out(out, comparisons);
+  fan_out.Header("Fan-out latency",
+                 absl::StrCat("From sending the decisive failure through one node to each node "
+                              "receiving the new policy, as the nodes see it; every node of ",
+                              options.trials, " trials (ms)."));
+  fan_out.Rows("p50 (ms)", [](const PhaseResult& r) { return r.fan_out.latency_ms.p50; });
+  fan_out.Rows("p99 (ms)", [](const PhaseResult& r) { return r.fan_out.latency_ms.p99; });
+  fan_out.Rows("max (ms)", [](const PhaseResult& r) { return r.fan_out.latency_ms.max; });
+  fan_out.Rows("median trial's p99 (ms)",
+               [](const PhaseResult& r) { return r.fan_out.median_trial_p99_ms; });
+  fan_out.Rows(
+      "missed", [](const PhaseResult& r) { return double(r.fan_out.missed); }, 0);
+  fan_out.Print();
+
+  Table ingest(out, comparisons);
+  ingest.Header(
+      "Sustained ingestion",
+      absl::StrCat(options.ingest_senders, " nodes (or all, if fewer) each send ", options.batch,
+                   "-observation batches, the next as soon as the last is acknowledged; ",
+                   absl::FormatDuration(options.ingest_duration), " measured after ",
+                   absl::FormatDuration(options.ingest_warmup),
+                   " of warm-up. CPU is the "
+                   "server process's user + system time."));
+  ingest.Rows(
+      "observations/s", [](const PhaseResult& r) { return r.ingest.observations_per_second; }, 0);
+  ingest.Rows("CPU s per million observations",
+              [](const PhaseResult& r) { return r.ingest.cpu_seconds_per_million; });
+  ingest.Rows("harness CPU s per million",
+              [](const PhaseResult& r) { return r.ingest.harness_cpu_seconds_per_million; });
+  ingest.Rows("batch round trip p50 (ms)",
+              [](const PhaseResult& r) { return r.ingest.batch_round_trip_ms.p50; });
+  ingest.Rows("batch round trip p99 (ms)",
+              [](const PhaseResult& r) { return r.ingest.batch_round_trip_ms.p99; });
+  ingest.Rows(
+      "refused", [](const PhaseResult& r) { return double(r.ingest.refused); }, 0);
+  ingest.Print();
+
+  Table memory(out, comparisons);
+  memory.Header("Memory",
+                absl::StrCat("Server resident memory (VmRSS) before any node connects and with "
+                             "every node connected and holding the policy, ",
+                             options.streams_per_channel, " streams per connection."));
+  memory.Rows(
+      "RSS idle (MiB)", [](const PhaseResult& r) { return r.memory.idle_kib / 1024; }, 1);
+  memory.Rows(
+      "RSS connected (MiB)", [](const PhaseResult& r) { return r.memory.connected_kib / 1024; }, 1);
+  memory.Rows(
+      "per node (KiB)", [](const PhaseResult& r) { return r.memory.KiBPerNode(r.nodes); }, 1);
+  memory.Rows("connect all (s)", [](const PhaseResult& r) { return r.memory.connect_seconds; });
+  memory.Print();
+
+  if (!options.storm) return;
+  Table storm(out, comparisons);
+  storm.Header("Reconnect storm",
+               "The server is stopped (SIGTERM) and started again on the same port; the nodes "
+               "reconnect with the client library's backoff (1 s, x1.6, jitter 0.2). Times from "
+               "the SIGTERM.");
+  auto storm_value = [](double StormResult::*field) {
+    return [field](const PhaseResult& r) { return r.storm.has_value() ? (*r.storm).*field : 0; };
+  };
+  storm.Rows("restart (s)", storm_value(&StormResult::restart_seconds));
+  storm.Rows("all back, current policy (s)", storm_value(&StormResult::all_back_seconds));
+  storm.Rows("per node p50 (s)", [](const PhaseResult& r) {
+    return r.storm.has_value() ? r.storm->back_seconds.p50 : 0;
+  });
+  storm.Rows("per node p99 (s)", [](const PhaseResult& r) {
+    return r.storm.has_value() ? r.storm->back_seconds.p99 : 0;
+  });
+  storm.Rows(
+      "not back", [](const PhaseResult& r) { return r.storm ? double(r.storm->missed) : 0; }, 0);
+  storm.Rows("stop right after ingestion (s)",
+             [](const PhaseResult& r) { return r.stop_after_ingest_seconds; });
+  storm.Print();
+}
+
+void PrintGoals(const std::vector<Comparison>& comparisons, std::ostream& out) {
+  out << "\n### Goals\n\n";
+  for (const Comparison& c : comparisons) {
+    const std::string at = absl::StrCat(Nodes(c, c.round > 1), " nodes: ");
+    const double p99 = c.breakerd.fan_out.latency_ms.p99;
+    const double base_p99 = c.baseline.fan_out.latency_ms.p99;
+    if (c.nodes == 1000) {
+      out << "- " << at << "fan-out p99 "
+          << absl::StrFormat("%.1f ms (%.2fx baseline)", p99, base_p99 > 0 ? p99 / base_p99 : 0)
+          << ", goal <= 1.5x and < 100 ms: "
+          << Verdict(p99 <= 1.5 * base_p99 && p99 < 100 && c.breakerd.fan_out.missed == 0) << "\n";
+    }
+    if (c.nodes == 5000) {
+      out << "- " << at << "fan-out p99 " << absl::StrFormat("%.1f ms", p99) << ", max "
+          << absl::StrFormat("%.1f ms", c.breakerd.fan_out.latency_ms.max)
+          << ", goal < 500 ms: " << Verdict(p99 < 500 && c.breakerd.fan_out.missed == 0) << "\n";
+    }
+    const double rate = c.breakerd.ingest.observations_per_second;
+    const double base_rate = c.baseline.ingest.observations_per_second;
+    out << "- " << at << "ingestion "
+        << absl::StrFormat("%.2f", base_rate > 0 ? rate / base_rate : 0)
+        << "x baseline, goal >= 0.70: "
+        << Verdict(rate >= 0.7 * base_rate && c.breakerd.ingest.refused == 0) << "\n";
+    const double per_node = c.breakerd.memory.KiBPerNode(c.nodes);
+    out << "- " << at << "memory " << absl::StrFormat("%.1f KiB", per_node)
+        << " per node, goal <= 64 KiB: " << Verdict(per_node <= 64) << "\n";
+    if (c.nodes == 1000 && c.breakerd.storm.has_value()) {
+      const StormResult& storm = *c.breakerd.storm;
+      out << "- " << at << "reconnect storm, all back after "
+          << absl::StrFormat("%.2f s", storm.all_back_seconds)
+          << " with none starved, goal <= 5 s: "
+          << Verdict(storm.missed == 0 && storm.all_back_seconds <= 5) << "\n";
+    }
+  }
+}
+
+}  // namespace breaker::bench

@@ -1,0 +1,71 @@
+#ifndef BENCH_TARGET_H_
+#define BENCH_TARGET_H_
+
+// A server under load: breakerd or the baseline, as a child process on a loopback port that
+// stays the same across restarts (the nodes reconnect to it).
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bench/process.h"
+
+namespace breaker::bench {
+
+enum class TargetKind { kBreakerd, kBaseline };
+
+const char* TargetName(TargetKind kind);
+
+struct TargetOptions {
+  TargetKind kind = TargetKind::kBreakerd;
+  // The executable.
+  std::string binary;
+  // breakerd: its --state_dir (fresh for each run) and --config.
+  std::string state_dir;
+  std::string config_path;
+  // breakerd: when not 0, its database is created beforehand with this SQLite page size
+  // (breakerd creates its tables in an empty database it finds), to measure the effect of the
+  // page size on the journal's cost.
+  int sqlite_page_size = 0;
+  // The baseline: the messages of a breakerd run to send.
+  std::string messages_path;
+  // Where the process's log is appended.
+  std::string log_path;
+};
+
+// When a restart happened, on the steady clock.
+struct RestartTimes {
+  // SIGTERM sent.
+  std::chrono::steady_clock::time_point stop_sent;
+  // The new process logged that it listens.
+  std::chrono::steady_clock::time_point ready;
+};
+
+class Target {
+ public:
+  explicit Target(TargetOptions options) : options_(std::move(options)) {}
+
+  // Starts on a free port.
+  absl::Status Start();
+  // Stops (SIGTERM, as a supervisor would) and starts again on the same port. The baseline
+  // restarts at policy `version`, the one the nodes hold; breakerd restores it from its state.
+  absl::StatusOr<RestartTimes> Restart(uint64_t version);
+  absl::Status Stop() { return process_.Stop(); }
+
+  std::string address() const;
+  const ChildProcess& process() const { return process_; }
+  TargetKind kind() const { return options_.kind; }
+
+ private:
+  absl::Status Launch(int port, uint64_t version);
+
+  const TargetOptions options_;
+  ChildProcess process_;
+  int port_ = 0;
+};
+
+}  // namespace breaker::bench
+
+#endif  // BENCH_TARGET_H_

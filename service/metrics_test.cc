@@ -1,0 +1,395 @@
+// breakerd's Prometheus endpoint: a real Server with metrics on port 0, driven by a node
+// stream and operator actions, scraped over plain HTTP; the samples are checked against what
+// the Admin API says.
+
+#include "service/metrics.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "breaker/v1/breaker.grpc.pb.h"
+#include "core/chain_time.h"
+#include "core/types.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "service/server.h"
+#include "tests/fake_clock.h"
+#include "tests/status_matchers.h"
+#include "tests/test_util.h"
+
+namespace breaker::service {
+namespace {
+
+namespace v1 = ::breaker::v1;
+
+using ::breaker::testing::CallUnary;
+using ::breaker::testing::FakeClock;
+using ::breaker::testing::IsOk;
+using ::breaker::testing::StatusIs;
+using ::breaker::testing::TestDir;
+using ::breaker::testing::WaitFor;
+using ::testing::HasSubstr;
+
+std::chrono::system_clock::time_point Deadline() {
+  return std::chrono::system_clock::now() + std::chrono::seconds(10);
+}
+
+// Mainnet with Gloas from genesis, as in server_test.cc: one failure bans its builder.
+core::ChainSpec Chain() {
+  core::ChainSpec spec = core::ChainSpecForNetwork("mainnet").value();
+  spec.gloas_fork_epoch = 0;
+  return spec;
+}
+
+constexpr char kChainConfig[] = "chain { network: \"mainnet\" gloas_fork_epoch: 0 }\n";
+constexpr core::Slot kStartSlot = 100 * 32 + 8;
+constexpr core::Slot kSlot = kStartSlot - 1;
+
+v1::Observation Missing(uint64_t sequence, uint64_t builder, char root, core::Slot slot = kSlot) {
+  v1::Observation observation;
+  observation.set_sequence(sequence);
+  observation.set_slot(slot);
+  v1::PayloadMissing* missing = observation.mutable_payload_missing();
+  missing->set_builder_index(builder);
+  missing->set_block_root(std::string(32, root));
+  missing->set_attested_fraction(0.9);
+  return observation;
+}
+
+v1::Observation Bid(uint64_t sequence, uint64_t builder) {
+  v1::Observation observation;
+  observation.set_sequence(sequence);
+  observation.set_slot(kSlot);
+  observation.mutable_bid_seen()->set_builder_index(builder);
+  // Through a relay: the engine learns the relay serves the builder, so the bid is applied.
+  observation.mutable_bid_seen()->set_relay("https://relay.example.com");
+  return observation;
+}
+
+// A node's Connect stream that acknowledges every policy it reads.
+class NodeClient {
+ public:
+  explicit NodeClient(const std::shared_ptr<grpc::Channel>& channel)
+      : stub_(v1::Breaker::NewStub(channel)) {
+    context_.set_deadline(Deadline());
+    stream_ = stub_->Connect(&context_);
+  }
+
+  ~NodeClient() {
+    if (!finished_) {
+      context_.TryCancel();
+      AwaitEnd();
+    }
+  }
+
+  bool Hello(const std::string& node_id) {
+    v1::NodeMessage message;
+    message.mutable_hello()->set_node_id(node_id);
+    message.mutable_hello()->set_network("mainnet");
+    return stream_->Write(message);
+  }
+
+  bool Observe(const std::vector<v1::Observation>& observations) {
+    v1::NodeMessage message;
+    for (const v1::Observation& observation : observations) {
+      *message.mutable_observations()->add_observations() = observation;
+    }
+    return stream_->Write(message);
+  }
+
+  // Reads until the latest policy read satisfies `accept` (it may have been read already),
+  // acknowledging each; false if the stream ends first.
+  bool AwaitPolicy(const std::function<bool(const v1::Policy&)>& accept) {
+    while (!latest_policy_.has_value() || !accept(*latest_policy_)) {
+      if (!ReadOne()) return false;
+    }
+    return true;
+  }
+
+  // Reads until observations up to `sequence` are acknowledged; false if the stream ends.
+  bool AwaitAck(uint64_t sequence) {
+    while (acked_ < sequence) {
+      if (!ReadOne()) return false;
+    }
+    return true;
+  }
+
+  grpc::Status AwaitEnd() {
+    v1::ServerMessage ignored;
+    while (stream_->Read(&ignored)) {
+    }
+    finished_ = true;
+    return stream_->Finish();
+  }
+
+  grpc::Status Close() {
+    stream_->WritesDone();
+    return AwaitEnd();
+  }
+
+ private:
+  // Reads one message: keeps an acknowledgement's sequence, acknowledges a policy.
+  bool ReadOne() {
+    v1::ServerMessage message;
+    if (!stream_->Read(&message)) return false;
+    if (message.has_observation_ack()) {
+      acked_ = std::max(acked_, message.observation_ack().sequence());
+    } else if (message.has_policy()) {
+      latest_policy_ = message.policy();
+      v1::NodeMessage ack;
+      ack.mutable_policy_ack()->set_version(message.policy().version());
+      return stream_->Write(ack);
+    }
+    return true;
+  }
+
+  std::unique_ptr<v1::Breaker::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>> stream_;
+  uint64_t acked_ = 0;
+  std::optional<v1::Policy> latest_policy_;
+  bool finished_ = false;
+};
+
+// GET /metrics over a plain socket, as Prometheus does; returns the body, or "" on error.
+std::string Scrape(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+    // HTTP/1.0: the server closes the connection after the response, which ends the read.
+    const std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buffer[4096];
+      ssize_t n;
+      while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
+    }
+  }
+  close(fd);
+  const size_t body = response.find("\r\n\r\n");
+  if (response.rfind("HTTP/1.1 200", 0) != 0 && response.rfind("HTTP/1.0 200", 0) != 0) {
+    ADD_FAILURE() << "scrape failed: " << response.substr(0, 200);
+    return "";
+  }
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+// The value of `series` (name and labels exactly as exposed, e.g. `x{a="b"}`) in `text`.
+std::optional<double> Sample(const std::string& text, const std::string& series) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::ConsumePrefix(&line, series) || !absl::ConsumePrefix(&line, " ")) continue;
+    double value = 0;
+    if (absl::SimpleAtod(line, &value)) return value;
+  }
+  return std::nullopt;
+}
+
+class MetricsTest : public ::testing::Test {
+ protected:
+  MetricsTest() : dir_(TestDir()), clock_(core::StartOf(kStartSlot, Chain())) {
+    std::ofstream(dir_ + "/breakerd.textproto") << kChainConfig;
+  }
+
+  ServerOptions Options() {
+    ServerOptions options;
+    options.listen_address = "127.0.0.1:0";
+    options.metrics_listen = "127.0.0.1:0";
+    options.state_dir = dir_ + "/state";
+    options.config_path = dir_ + "/breakerd.textproto";
+    options.clock = &clock_;
+    options.run_ticker = false;
+    return options;
+  }
+
+  void Start() {
+    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(Options());
+    ASSERT_THAT(server, IsOk());
+    server_ = *std::move(server);
+    ASSERT_GT(server_->metrics_port(), 0);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
+                                   grpc::InsecureChannelCredentials());
+    admin_ = v1::Admin::NewStub(channel_);
+  }
+
+  std::string Scrape() { return ::breaker::service::Scrape(server_->metrics_port()); }
+
+  // Waits until the scraped `series` equals `value`: what the streams report to the fleet
+  // (acks, disconnections) lands after the rpcs the test waits for.
+  bool WaitForSample(const std::string& series, double value) {
+    return WaitFor([&] { return Sample(Scrape(), series) == value; }, absl::Seconds(10));
+  }
+
+  v1::Policy GetPolicy() {
+    absl::StatusOr<v1::Policy> policy =
+        CallUnary(*admin_, &v1::Admin::Stub::async::GetPolicy, v1::GetPolicyRequest());
+    EXPECT_THAT(policy, IsOk());
+    return policy.value_or(v1::Policy());
+  }
+
+  const std::string dir_;
+  FakeClock clock_;
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Admin::Stub> admin_;
+};
+
+TEST_F(MetricsTest, OffWhenNoAddress) {
+  ServerOptions options = Options();
+  options.metrics_listen = "";
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+  ASSERT_THAT(server, IsOk());
+  EXPECT_EQ((*server)->metrics_port(), 0);
+}
+
+TEST_F(MetricsTest, BadAddressIsRefusedAtStart) {
+  for (const char* address : {"9464", "localhost", "127.0.0.1:port", "127.0.0.1:70000", ":1"}) {
+    ServerOptions options = Options();
+    options.metrics_listen = address;
+    EXPECT_THAT(Server::Start(options),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--metrics_listen")))
+        << address;
+  }
+}
+
+TEST_F(MetricsTest, PortInUseIsRefusedAtStart) {
+  Start();
+  ServerOptions options = Options();
+  options.state_dir = dir_ + "/other-state";
+  options.metrics_listen = absl::StrCat("127.0.0.1:", server_->metrics_port());
+  EXPECT_THAT(Server::Start(options),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("--metrics_listen")));
+}
+
+TEST_F(MetricsTest, StateGaugesMatchTheAdminApi) {
+  Start();
+  const std::string text = Scrape();
+  EXPECT_EQ(Sample(text, "breakerd_policy_version"), GetPolicy().version()) << text;
+  EXPECT_EQ(Sample(text, "breakerd_mode{mode=\"all_builders\"}"), 1) << text;
+  EXPECT_EQ(Sample(text, "breakerd_mode{mode=\"self_build\"}"), 0) << text;
+  EXPECT_EQ(Sample(text, "breakerd_banned_builders{cause=\"own\"}"), 0) << text;
+  EXPECT_EQ(Sample(text, "breakerd_connected_nodes"), 0) << text;
+  // Counters exist at 0 before anything happens, so that rate() works from the start.
+  EXPECT_EQ(Sample(text,
+                   "breakerd_observations_total{kind=\"payload_missing\","
+                   "outcome=\"applied\"}"),
+            0)
+      << text;
+  EXPECT_EQ(Sample(text, "breakerd_refused_total{code=\"out_of_range\",input=\"observation\"}"), 0)
+      << text;
+  // The first snapshot of a fresh state directory was written.
+  EXPECT_GE(Sample(text, "breakerd_store_write_seconds_count{operation=\"snapshot\"}"), 1) << text;
+}
+
+TEST_F(MetricsTest, CountsWhatNodesAndOperatorsDo) {
+  Start();
+  const uint64_t first_version = GetPolicy().version();
+  auto node = std::make_unique<NodeClient>(channel_);
+  ASSERT_TRUE(node->Hello("bn-1"));
+  ASSERT_TRUE(node->AwaitPolicy([](const v1::Policy&) { return true; }));
+  ASSERT_TRUE(WaitForSample("breakerd_connected_nodes", 1)) << Scrape();
+
+  // A failure (bans builder 5), the same failure again from the same node (no effect), a bid,
+  // a replay, and an observation 100 slots ahead (refused: OUT_OF_RANGE).
+  ASSERT_TRUE(node->Observe({Missing(1, 5, 'a'), Missing(2, 5, 'a'), Bid(3, 6)}));
+  ASSERT_TRUE(node->AwaitAck(3));
+  ASSERT_TRUE(node->Observe({Bid(3, 6), Missing(4, 7, 'b', kSlot + 100)}));
+  ASSERT_TRUE(node->AwaitAck(4));
+  ASSERT_TRUE(node->AwaitPolicy([](const v1::Policy& p) { return p.banned_builders_size() > 0; }));
+
+  // An operator ban.
+  v1::BanBuilderRequest ban;
+  ban.set_builder_index(42);
+  ban.set_reason("withheld twice");
+  ASSERT_THAT(CallUnary(*admin_, &v1::Admin::Stub::async::BanBuilder, ban), IsOk());
+  ASSERT_TRUE(node->AwaitPolicy([](const v1::Policy& p) { return p.banned_builders_size() == 2; }));
+
+  // A stream refused at its hello.
+  {
+    NodeClient nameless(channel_);
+    ASSERT_TRUE(nameless.Hello(""));
+    EXPECT_EQ(nameless.AwaitEnd().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+
+  const v1::Policy policy = GetPolicy();
+  ASSERT_GT(policy.version(), first_version);
+  // The node's acknowledgement of the last version travels on its own.
+  ASSERT_TRUE(WaitForSample("breakerd_node_policy_lag{node_id=\"bn-1\"}", 0)) << Scrape();
+  const std::string text = Scrape();
+  EXPECT_EQ(Sample(text, "breakerd_policy_version"), policy.version()) << text;
+  EXPECT_EQ(Sample(text, "breakerd_banned_builders{cause=\"own\"}"), 1) << text;
+  EXPECT_EQ(Sample(text, "breakerd_banned_builders{cause=\"operator\"}"), 1) << text;
+  EXPECT_EQ(Sample(text, "breakerd_banned_builders{cause=\"collateral\"}"), 0) << text;
+  EXPECT_EQ(Sample(text, "breakerd_mode{mode=\"all_builders\"}"), 1) << text;
+  EXPECT_EQ(Sample(text, "breakerd_connected_nodes"), 1) << text;
+  EXPECT_EQ(Sample(text, "breakerd_known_nodes"), 1) << text;
+  EXPECT_EQ(Sample(text, "breakerd_node_connected{node_id=\"bn-1\"}"), 1) << text;
+
+  EXPECT_EQ(
+      Sample(text, "breakerd_observations_total{kind=\"payload_missing\",outcome=\"applied\"}"), 1)
+      << text;
+  EXPECT_EQ(
+      Sample(text, "breakerd_observations_total{kind=\"payload_missing\",outcome=\"no_effect\"}"),
+      1)
+      << text;
+  EXPECT_EQ(
+      Sample(text, "breakerd_observations_total{kind=\"payload_missing\",outcome=\"refused\"}"), 1)
+      << text;
+  EXPECT_EQ(Sample(text, "breakerd_observations_total{kind=\"bid_seen\",outcome=\"applied\"}"), 1)
+      << text;
+  EXPECT_EQ(Sample(text, "breakerd_observations_total{kind=\"bid_seen\",outcome=\"duplicate\"}"), 1)
+      << text;
+  EXPECT_EQ(Sample(text, "breakerd_refused_total{code=\"out_of_range\",input=\"observation\"}"), 1)
+      << text;
+  EXPECT_EQ(Sample(text, "breakerd_refused_total{code=\"invalid_argument\",input=\"message\"}"), 1)
+      << text;
+  EXPECT_EQ(Sample(text, "breakerd_failures_recorded_total{target=\"builder\"}"), 1) << text;
+  EXPECT_GE(Sample(text, "breakerd_store_write_seconds_count{operation=\"append\"}"), 3) << text;
+  // The ban of builder 5 and the operator's were each written to the subscribed stream.
+  EXPECT_GE(Sample(text, "breakerd_policy_fanout_seconds_count"), 2) << text;
+  EXPECT_THAT(text, HasSubstr("# TYPE breakerd_policy_fanout_seconds histogram"));
+
+  // The node leaves: it shows as not connected.
+  EXPECT_TRUE(node->Close().ok());
+  EXPECT_TRUE(WaitForSample("breakerd_connected_nodes", 0)) << Scrape();
+  EXPECT_EQ(Sample(Scrape(), "breakerd_node_connected{node_id=\"bn-1\"}"), 0);
+}
+
+TEST_F(MetricsTest, ShutdownStopsServing) {
+  Start();
+  const int port = server_->metrics_port();
+  server_->Shutdown();
+  // Once shut down, nothing listens; the scrape fails cleanly instead of reading a dead fleet.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_NE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  close(fd);
+}
+
+}  // namespace
+}  // namespace breaker::service
