@@ -25,12 +25,14 @@
 //   - An argument byte is a small number: '0'-'9' are 0-9, 'a'-'z' 10-35, 'A'-'Z' 36-61, any
 //     other byte its own value; each argument takes it modulo its alphabet (below). A missing
 //     byte reads as 0.
+//     SEQ % 8 is 0-4 for the node's next number, 5 a resend of its highest, 6 an older one,
+//     7 a gap; SLOT indexes kSlotOffset, relative to the current slot.
 //   - Whitespace is skipped, and '#' starts a comment that runs to the end of the line.
 // BREAKER_FUZZ_TRACE=1 in the environment prints every step and its answer to stderr.
 //
-// The alphabets are small (four nodes, 24 builders, five relays spelled twelve ways, 16
-// roots) so that the collisions that matter happen: the same root from several nodes, a
-// builder in several relays, an index changing hands, caps filling up.
+// The alphabets are small (three nodes and an empty id, 24 builders, five relays spelled
+// twelve ways, 16 roots) so that the collisions that matter happen: the same root from several
+// nodes, a builder in several relays, an index changing hands, caps filling up.
 
 #include <algorithm>
 #include <cstddef>

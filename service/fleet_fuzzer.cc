@@ -157,6 +157,11 @@ std::string Deterministic(const google::protobuf::Message& message) {
   return bytes;
 }
 
+bool Parse(absl::string_view bytes, google::protobuf::Message& message) {
+  // At most 65535 bytes: the frame's length has two bytes.
+  return message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+}
+
 // Reads the frames; see the format above.
 class Reader {
  public:
@@ -256,13 +261,13 @@ class Run {
         case 'n': {
           const int stream = reader.Byte() % kStreams;
           v1::NodeMessage message;
-          if (!message.ParseFromString(std::string(reader.Message()))) break;
+          if (!Parse(reader.Message(), message)) break;
           OnNodeMessage(stream, message);
           break;
         }
         case 'a': {
           v1::AdminAction action;
-          if (!action.ParseFromString(std::string(reader.Message()))) break;
+          if (!Parse(reader.Message(), action)) break;
           OnAdmin(action);
           break;
         }

@@ -18,7 +18,7 @@ packages=(
   libsqlite3-dev            # the state store
   prometheus-cpp-dev        # breakerd's /metrics endpoint (prometheus-cpp 1.0: core and pull)
   python3-yaml              # checks the example Prometheus alert rules (examples/prometheus)
-  clang-14                  # the fuzz targets under libFuzzer (tools/fuzz.sh, FUZZING.md)
+  clang-14                  # the fuzz targets under libFuzzer (tools/fuzz.sh; README: Fuzzing)
   libclang-rt-14-dev        # libFuzzer and the sanitizers' runtimes for clang 14
 )
 # Node.js and npm for tests/interop, from Debian only when no node is installed already.
