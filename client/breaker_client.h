@@ -72,8 +72,20 @@ void breaker_options_free(breaker_options* opts);
  * which names them. Strings are copied. */
 
 /* Adds a breakerd address ("host:port"); addresses are tried in turn. At least one is
- * required. The connection is plaintext (loopback or a private network only). */
+ * required. The connection is plaintext (loopback or a private network only) unless
+ * breaker_options_set_tls is called. */
 int breaker_options_add_address(breaker_options* opts, const char* address);
+
+/* Connects over TLS: `ca_file` holds the CA certificates (PEM) breakerd's certificate must
+ * chain to ("" for the system's roots); `cert_file` and `key_file` this node's certificate and
+ * key (PEM) for mutual TLS, both NULL or "" for none. The files are read by breaker_client_new,
+ * which names one that cannot be read. */
+int breaker_options_set_tls(breaker_options* opts, const char* ca_file, const char* cert_file,
+                            const char* key_file);
+
+/* Sends `token` with every call as `authorization: Bearer <token>`, for a breakerd whose
+ * access file knows this node by token. Empty (the default): none. */
+int breaker_options_set_bearer_token(breaker_options* opts, const char* token);
 
 /* Sets this node's stable id in the fleet. Required, not empty. */
 int breaker_options_set_node_id(breaker_options* opts, const char* node_id);
@@ -111,9 +123,10 @@ typedef struct breaker_client breaker_client;
  * client in `*out` and returns 0; on failure stores NULL in `*out` (when `out` is not NULL),
  * fills `err` when not NULL, and returns:
  *   BREAKER_INVALID_ARGUMENT for NULL `opts` or `out`, no address, no node id, an option out
- *     of range, or an invalid fallback configuration file (the message names what is wrong);
- *   BREAKER_NOT_FOUND when the fallback configuration file does not exist;
- *   BREAKER_FAILED_PRECONDITION when it cannot be read. */
+ *     of range, an invalid fallback configuration file, or a TLS certificate without its key
+ *     (the message names what is wrong);
+ *   BREAKER_NOT_FOUND when the fallback configuration file or a TLS file does not exist;
+ *   BREAKER_FAILED_PRECONDITION when one cannot be read. */
 int breaker_client_new(const breaker_options* opts, breaker_client** out, breaker_error* err);
 
 /* Stops the client's threads and frees it. Buffered observations not yet acknowledged are

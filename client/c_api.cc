@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "client/breaker_client.h"
+#include "client/channel_security.h"
 #include "client/client.h"
 #include "core/config.h"
 #include "core/observation.h"
@@ -30,6 +31,7 @@ struct breaker_options {
   breaker::client::ClientOptions options;
   // Read by breaker_client_new; empty: none.
   std::string fallback_config_file;
+  breaker::client::ChannelSecurityFiles security_files;
 };
 
 struct breaker_client {
@@ -149,6 +151,21 @@ int breaker_options_set_fallback_config_file(breaker_options* opts, const char* 
   return BREAKER_OK;
 }
 
+int breaker_options_set_tls(breaker_options* opts, const char* ca_file, const char* cert_file,
+                            const char* key_file) {
+  if (opts == nullptr || ca_file == nullptr) return kInvalidArgument;
+  opts->security_files.tls_ca_file = ca_file;
+  opts->security_files.tls_cert_file = cert_file == nullptr ? "" : cert_file;
+  opts->security_files.tls_key_file = key_file == nullptr ? "" : key_file;
+  return BREAKER_OK;
+}
+
+int breaker_options_set_bearer_token(breaker_options* opts, const char* token) {
+  if (opts == nullptr || token == nullptr) return kInvalidArgument;
+  opts->options.bearer_token = token;
+  return BREAKER_OK;
+}
+
 // --- The client ---
 
 int breaker_client_new(const breaker_options* opts, breaker_client** out, breaker_error* err) {
@@ -169,6 +186,12 @@ int breaker_client_new(const breaker_options* opts, breaker_client** out, breake
                       err);
     }
     options.fallback_config = *std::move(config);
+  }
+  if (opts->security_files.tls()) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+        breaker::client::MakeChannelCredentials(opts->security_files);
+    if (!credentials.ok()) return SetError(credentials.status(), err);
+    options.credentials = *std::move(credentials);
   }
   absl::StatusOr<std::unique_ptr<BreakerClient>> impl =
       breaker::client::StartGrpcClient(std::move(options));

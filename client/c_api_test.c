@@ -64,6 +64,10 @@ static void test_option_setters(void) {
   CHECK(breaker_options_set_staleness_limit_seconds(opts, NAN) == BREAKER_INVALID_ARGUMENT);
   CHECK(breaker_options_set_staleness_limit_seconds(opts, INFINITY) == BREAKER_INVALID_ARGUMENT);
   CHECK(breaker_options_set_fallback_config_file(opts, NULL) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_options_set_tls(opts, "ca.pem", NULL, NULL) == BREAKER_OK);
+  CHECK(breaker_options_set_tls(opts, NULL, NULL, NULL) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_options_set_bearer_token(opts, "token") == BREAKER_OK);
+  CHECK(breaker_options_set_bearer_token(opts, NULL) == BREAKER_INVALID_ARGUMENT);
 
   breaker_options_free(opts);
   breaker_options_free(NULL);
@@ -104,6 +108,18 @@ static void test_options_errors(void) {
   CHECK(client == NULL);
   CHECK(err.code == BREAKER_NOT_FOUND);
   CHECK(strstr(err.message, "fallback_config_file") != NULL);
+
+  /* A TLS CA file that does not exist, and a certificate without its key. */
+  CHECK(breaker_options_set_fallback_config_file(opts, "") == BREAKER_OK);
+  CHECK(breaker_options_set_tls(opts, "/nonexistent/ca.pem", NULL, NULL) == BREAKER_OK);
+  memset(&err, 0, sizeof(err));
+  CHECK(breaker_client_new(opts, &client, &err) == BREAKER_NOT_FOUND);
+  CHECK(client == NULL);
+  CHECK(strstr(err.message, "/nonexistent/ca.pem") != NULL);
+  CHECK(breaker_options_set_tls(opts, "", "/nonexistent/node.pem", NULL) == BREAKER_OK);
+  memset(&err, 0, sizeof(err));
+  CHECK(breaker_client_new(opts, &client, &err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "go together") != NULL);
   breaker_options_free(opts);
 
   /* NULL arguments. */

@@ -42,7 +42,11 @@ struct ClientOptions {
   // breakerd addresses ("host:port"), tried in turn. Required.
   std::vector<std::string> addresses;
   // Channel credentials; null means plaintext (loopback or a private network only).
+  // MakeChannelCredentials (client/channel_security.h) makes TLS ones from PEM files.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // Sent with every call as `authorization: Bearer <token>`, when breakerd's access file knows
+  // the node by token rather than by client certificate. Empty: none.
+  std::string bearer_token;
   // This node's stable id in the fleet. Required.
   std::string node_id;
   // The network the node follows; breakerd refuses a node of another network. Empty: not

@@ -48,6 +48,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.pb.h"
+#include "client/channel_security.h"
 #include "client/client.h"
 #include "core/chain_time.h"
 #include "core/config.h"
@@ -61,6 +62,13 @@
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "breakerd addresses, comma-separated.");
 ABSL_FLAG(std::string, node_id, "example-node", "This node's id in the fleet.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "CA certificates (PEM) breakerd's certificate must chain to. Any --tls_* flag turns "
+          "TLS on; empty with TLS on: the system's roots.");
+ABSL_FLAG(std::string, tls_cert, "", "This node's certificate (PEM), for mutual TLS.");
+ABSL_FLAG(std::string, tls_key, "", "The private key (PEM) of --tls_cert.");
+ABSL_FLAG(std::string, token_file, "",
+          "A file holding this node's bearer token, sent with every call. Empty: none.");
 ABSL_FLAG(std::string, network, "",
           "The node's network (empty: --config's network, or not checked without --config).");
 ABSL_FLAG(std::string, config, "",
@@ -132,6 +140,17 @@ absl::StatusOr<NodeSetup> SetupFromFlags() {
   options.node_id = absl::GetFlag(FLAGS_node_id);
   options.network = absl::GetFlag(FLAGS_network);
   options.client_version = "example_node/1";
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      breaker::client::MakeChannelCredentials({absl::GetFlag(FLAGS_tls_ca),
+                                               absl::GetFlag(FLAGS_tls_cert),
+                                               absl::GetFlag(FLAGS_tls_key)});
+  if (!credentials.ok()) return credentials.status();
+  options.credentials = *std::move(credentials);
+  if (const std::string path = absl::GetFlag(FLAGS_token_file); !path.empty()) {
+    absl::StatusOr<std::string> token = breaker::client::ReadTokenFile(path);
+    if (!token.ok()) return token.status();
+    options.bearer_token = *std::move(token);
+  }
   options.initial_backoff = absl::Milliseconds(absl::GetFlag(FLAGS_initial_backoff_ms));
   options.max_backoff = absl::Milliseconds(absl::GetFlag(FLAGS_max_backoff_ms));
   if (absl::GetFlag(FLAGS_staleness_limit_seconds) > 0) {

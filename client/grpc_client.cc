@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "client/backoff.h"
+#include "client/channel_security.h"
 #include "client/client.h"
 #include "client/observation_buffer.h"
 #include "client/policy_cell.h"
@@ -226,7 +227,7 @@ class GrpcClient : public BreakerClient {
                 static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
     std::shared_ptr<grpc::ChannelCredentials> credentials =
         options_.credentials != nullptr ? options_.credentials : grpc::InsecureChannelCredentials();
-    auto channel = grpc::CreateCustomChannel(address, credentials, args);
+    auto channel = CreateChannel(address, credentials, options_.bearer_token, args);
     channels_.emplace(address, channel);
     return channel;
   }

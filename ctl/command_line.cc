@@ -55,6 +55,11 @@ const std::vector<FlagSpec>& GlobalFlags() {
       {"target", "HOST:PORT", "breakerd's address (default 127.0.0.1:50051)"},
       {"json", "", "print proto JSON: one document per command (watch: one line per version)"},
       {"timeout", "DURATION", "deadline of each call, e.g. 10s, 500ms, 1m (default 10s)"},
+      {"tls_ca", "PEM", "CA certificates breakerd's certificate must chain to; any --tls_* flag "
+                        "turns TLS on (empty: the system's roots)"},
+      {"tls_cert", "PEM", "this client's certificate, for mutual TLS (with --tls_key)"},
+      {"tls_key", "PEM", "the private key of --tls_cert"},
+      {"token_file", "FILE", "a file holding the bearer token sent with every call"},
   };
   return *flags;
 }
@@ -162,6 +167,13 @@ absl::StatusOr<GlobalOptions> GlobalOptionsFrom(const CommandLine& line) {
   options.target = line.Flag("target", options.target);
   if (options.target.empty()) return UsageError("--target needs an address, HOST:PORT");
   options.json = line.BoolFlag("json");
+  options.security.tls_ca_file = line.Flag("tls_ca");
+  options.security.tls_cert_file = line.Flag("tls_cert");
+  options.security.tls_key_file = line.Flag("tls_key");
+  if (options.security.tls_cert_file.empty() != options.security.tls_key_file.empty()) {
+    return UsageError("--tls_cert and --tls_key go together: give both, or neither");
+  }
+  options.token_file = line.Flag("token_file");
   if (line.Has("timeout")) {
     const std::string text = line.Flag("timeout");
     if (!absl::ParseDuration(text, &options.timeout) || options.timeout <= absl::ZeroDuration() ||
@@ -190,7 +202,9 @@ std::string ProgramHelp(const std::vector<const CommandSpec*>& commands) {
   return absl::StrCat(
       "breakerctl: the operators' tool for breakerd, the staking pool's shared builder circuit\n"
       "breaker. It talks to breakerd's Admin service (simulate runs offline).\n\n"
-      "Usage: breakerctl [--target=HOST:PORT] [--json] [--timeout=DURATION] COMMAND [ARGS]\n\n"
+      "Usage: breakerctl [--target=HOST:PORT] [--json] [--timeout=DURATION]\n"
+      "                  [--tls_ca=PEM [--tls_cert=PEM --tls_key=PEM]] [--token_file=FILE]\n"
+      "                  COMMAND [ARGS]\n\n"
       "Commands:\n",
       Described(command_lines), "\nGlobal flags (before or after the command):\n",
       DescribedFlags(GlobalFlags()),

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "client/channel_security.h"
 
 namespace breaker::ctl {
 
@@ -86,6 +87,10 @@ struct GlobalOptions {
   bool json = false;
   // Deadline of each call.
   absl::Duration timeout = absl::Seconds(10);
+  // TLS towards breakerd: any of the files turns it on.
+  client::ChannelSecurityFiles security;
+  // A file holding the bearer token sent with every call; empty: none.
+  std::string token_file;
 };
 
 // Returns a UsageError for an empty --target or a --timeout that is not a positive duration.

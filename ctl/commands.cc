@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/channel_security.h"
 #include "core/config.h"
 #include "ctl/exit_codes.h"
 #include "ctl/format.h"
@@ -656,10 +657,18 @@ std::vector<const CommandSpec*> CommandSpecs() {
   return specs;
 }
 
-std::unique_ptr<v1::Admin::Stub> NewAdminStub(const GlobalOptions& options) {
-  // Plaintext until breakerd serves TLS; credentials options will go here.
+absl::StatusOr<std::unique_ptr<v1::Admin::Stub>> NewAdminStub(const GlobalOptions& options) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      client::MakeChannelCredentials(options.security);
+  if (!credentials.ok()) return InputError(credentials.status());
+  std::string token;
+  if (!options.token_file.empty()) {
+    absl::StatusOr<std::string> read = client::ReadTokenFile(options.token_file);
+    if (!read.ok()) return InputError(read.status());
+    token = *std::move(read);
+  }
   return v1::Admin::NewStub(
-      grpc::CreateChannel(options.target, grpc::InsecureChannelCredentials()));
+      client::CreateChannel(options.target, *credentials, token, grpc::ChannelArguments()));
 }
 
 int PrintHelp(const CommandLine& line, std::ostream& out) {
@@ -672,7 +681,11 @@ absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options, s
   for (const Command& command : Commands()) {
     if (&command.spec != line.spec) continue;
     std::unique_ptr<v1::Admin::Stub> admin;
-    if (command.calls_service) admin = NewAdminStub(options);
+    if (command.calls_service) {
+      absl::StatusOr<std::unique_ptr<v1::Admin::Stub>> stub = NewAdminStub(options);
+      if (!stub.ok()) return stub.status();
+      admin = *std::move(stub);
+    }
     return command.run(CommandContext{options, line, admin.get(), out, err});
   }
   return UsageError("no command given");
@@ -698,7 +711,18 @@ int ReportResult(const CommandLine& line, const GlobalOptions& options, const ab
   std::string hint;
   switch (status.code()) {
     case absl::StatusCode::kUnavailable:
-      hint = absl::StrCat("is breakerd running at ", options.target, "? (--target)");
+      hint = options.security.tls()
+                 ? absl::StrCat("is breakerd running at ", options.target,
+                                ", with TLS and a certificate that --tls_ca trusts? (--target)")
+                 : absl::StrCat("is breakerd running at ", options.target,
+                                "? (--target; if it serves TLS, give --tls_ca)");
+      break;
+    case absl::StatusCode::kUnauthenticated:
+      hint = "breakerd wants a credential its access file lists: --token_file, or --tls_cert "
+             "and --tls_key";
+      break;
+    case absl::StatusCode::kPermissionDenied:
+      hint = "viewers may read, only admins change the state; use an admin's credential";
       break;
     case absl::StatusCode::kDeadlineExceeded:
       hint = absl::StrCat("breakerd at ", options.target, " did not answer within ",

@@ -42,9 +42,10 @@ struct Command {
 const std::vector<Command>& Commands();
 std::vector<const CommandSpec*> CommandSpecs();
 
-// The Admin stub for `options.target`. The one place a channel is made, so that transport
-// security has one place to go.
-std::unique_ptr<breaker::v1::Admin::Stub> NewAdminStub(const GlobalOptions& options);
+// The Admin stub for `options.target`, with its TLS and bearer token: the one place a channel
+// is made. An InputError when a TLS or token file cannot be read.
+absl::StatusOr<std::unique_ptr<breaker::v1::Admin::Stub>> NewAdminStub(
+    const GlobalOptions& options);
 
 // Prints the help that `line` asks for (--help): the command's, or the program's when no
 // command is given. Returns the exit code, 0.

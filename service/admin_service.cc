@@ -22,6 +22,15 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const grp
 
 }  // namespace
 
+absl::Status AdminService::Authorize(grpc::CallbackServerContext* context,
+                                     Permission permission) const {
+  absl::StatusOr<Principal> caller = authorizer_->Authorize(*context, permission);
+  if (caller.ok()) return absl::OkStatus();
+  fleet_->metrics().Refused("admin", caller.status().code());
+  LOG(WARNING) << "admin call from " << context->peer() << " refused: " << caller.status();
+  return caller.status();
+}
+
 // A WatchPolicy call: the current policy, then each newer one. One write in flight; a slow
 // reader gets the newest version next and skips those in between.
 class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyListener {
@@ -101,9 +110,25 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
   std::shared_ptr<const PublishedPolicy> current_ ABSL_GUARDED_BY(mu_);
 };
 
+namespace {
+
+// A WatchPolicy call refused before anything is written.
+class RefusedWatch : public grpc::ServerWriteReactor<v1::Policy> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+
+ private:
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
 grpc::ServerUnaryReactor* AdminService::GetPolicy(grpc::CallbackServerContext* context,
                                                   const v1::GetPolicyRequest*,
                                                   v1::Policy* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
   *response = fleet_->policy()->proto;
   return Answer(context, grpc::Status::OK);
 }
@@ -111,6 +136,9 @@ grpc::ServerUnaryReactor* AdminService::GetPolicy(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* AdminService::ListBuilders(grpc::CallbackServerContext* context,
                                                      const v1::ListBuildersRequest* request,
                                                      v1::ListBuildersResponse* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
   *response = fleet_->ListBuilders(request->banned_only());
   return Answer(context, grpc::Status::OK);
 }
@@ -118,6 +146,9 @@ grpc::ServerUnaryReactor* AdminService::ListBuilders(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AdminService::GetBuilder(grpc::CallbackServerContext* context,
                                                    const v1::GetBuilderRequest* request,
                                                    v1::Builder* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
   absl::StatusOr<v1::Builder> builder = fleet_->GetBuilder(request->builder_index());
   if (!builder.ok()) return Answer(context, ToGrpcStatus(builder.status()));
   *response = *std::move(builder);
@@ -127,6 +158,9 @@ grpc::ServerUnaryReactor* AdminService::GetBuilder(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* AdminService::ListRelays(grpc::CallbackServerContext* context,
                                                    const v1::ListRelaysRequest*,
                                                    v1::ListRelaysResponse* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
   *response = fleet_->ListRelays();
   return Answer(context, grpc::Status::OK);
 }
@@ -134,12 +168,18 @@ grpc::ServerUnaryReactor* AdminService::ListRelays(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* AdminService::ListNodes(grpc::CallbackServerContext* context,
                                                   const v1::ListNodesRequest*,
                                                   v1::ListNodesResponse* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
   *response = fleet_->ListNodes();
   return Answer(context, grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* AdminService::Steer(grpc::CallbackServerContext* context,
                                               v1::AdminAction action, v1::Policy* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kOperate); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   LOG(INFO) << "operator action from " << context->peer() << ": " << action.ShortDebugString();
   fleet_->SubmitAdmin(
@@ -199,6 +239,9 @@ grpc::ServerUnaryReactor* AdminService::Reset(grpc::CallbackServerContext* conte
 grpc::ServerUnaryReactor* AdminService::GetConfig(grpc::CallbackServerContext* context,
                                                   const v1::GetConfigRequest*,
                                                   v1::Config* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
   *response = fleet_->EffectiveConfig();
   return Answer(context, grpc::Status::OK);
 }
@@ -206,6 +249,9 @@ grpc::ServerUnaryReactor* AdminService::GetConfig(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* AdminService::ReloadConfig(grpc::CallbackServerContext* context,
                                                      const v1::ReloadConfigRequest*,
                                                      v1::Config* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kOperate); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   LOG(INFO) << "configuration reload requested by " << context->peer();
   fleet_->ReloadConfig([reactor, response](absl::StatusOr<v1::Config> config) {
@@ -219,8 +265,11 @@ grpc::ServerUnaryReactor* AdminService::ReloadConfig(grpc::CallbackServerContext
   return reactor;
 }
 
-grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(grpc::CallbackServerContext*,
-                                                                const v1::WatchPolicyRequest*) {
+grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(
+    grpc::CallbackServerContext* context, const v1::WatchPolicyRequest*) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return new RefusedWatch(ToGrpcStatus(allowed));
+  }
   auto* watch = new PolicyWatch(this, fleet_);
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) {

@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "service/authorizer.h"
 #include "service/fleet.h"
 
 namespace breaker::service {
@@ -17,8 +18,11 @@ class PolicyWatch;
 // This class is thread-safe.
 class AdminService final : public breaker::v1::Admin::CallbackService {
  public:
-  // REQUIRES: `fleet` outlives the service and every call.
-  explicit AdminService(Fleet* fleet) : fleet_(fleet) {}
+  // Every call is authorized first: the reads need Permission::kView, the changes
+  // Permission::kOperate.
+  // REQUIRES: `fleet` and `authorizer` outlive the service and every call.
+  AdminService(Fleet* fleet, const Authorizer* authorizer)
+      : fleet_(fleet), authorizer_(authorizer) {}
 
   grpc::ServerUnaryReactor* GetPolicy(grpc::CallbackServerContext* context,
                                       const breaker::v1::GetPolicyRequest* request,
@@ -74,7 +78,11 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* Steer(grpc::CallbackServerContext* context,
                                   breaker::v1::AdminAction action, breaker::v1::Policy* response);
 
+  // Whether the caller of `context` holds `permission`; counts and logs a refusal.
+  absl::Status Authorize(grpc::CallbackServerContext* context, Permission permission) const;
+
   Fleet* const fleet_;
+  const Authorizer* const authorizer_;
   // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
   std::mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -23,6 +23,20 @@ ABSL_FLAG(std::string, config, "",
           "examples/breakerd.textproto). Empty: the defaults for mainnet. Re-read by the "
           "Admin.ReloadConfig rpc.");
 
+ABSL_FLAG(std::string, tls_cert, "",
+          "breakerd's TLS certificate chain (PEM). With --tls_key: serve TLS. Empty: plaintext, "
+          "which only a loopback --listen accepts unless --allow_insecure_listen.");
+ABSL_FLAG(std::string, tls_key, "", "The private key (PEM, unencrypted) of --tls_cert.");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "CA certificates (PEM) that client certificates must chain to: mutual TLS, every "
+          "client presents a certificate. Empty: clients are not asked for one.");
+ABSL_FLAG(bool, allow_insecure_listen, false,
+          "Serve plaintext on a non-loopback --listen address (a network you trust).");
+ABSL_FLAG(std::string, access_file, "",
+          "Who may call what: a text-format breaker.v1.AccessPolicy (see "
+          "examples/access.textproto) mapping client certificates and bearer-token digests to "
+          "the roles node, viewer and admin. Empty: every caller is an admin.");
+
 ABSL_FLAG(std::string, metrics_listen, "",
           "Address to serve Prometheus metrics on (HTTP, path /metrics), host:port. Port 0 "
           "picks a free port. Empty: no metrics.");
@@ -42,8 +56,10 @@ ABSL_FLAG(double, drain_seconds, 0,
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "breakerd: the staking pool's shared builder circuit breaker.\n"
-      "Usage: breakerd [--listen=HOST:PORT] [--state_dir=DIR] [--config=FILE] "
-      "[--metrics_listen=HOST:PORT]");
+      "Usage: breakerd [--listen=HOST:PORT] [--state_dir=DIR] [--config=FILE]\n"
+      "                [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]] "
+      "[--access_file=FILE]\n"
+      "                [--metrics_listen=HOST:PORT]");
   absl::ParseCommandLine(argc, argv);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
@@ -65,6 +81,11 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.config_path = absl::GetFlag(FLAGS_config);
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.allow_insecure_listen = absl::GetFlag(FLAGS_allow_insecure_listen);
+  options.access_file = absl::GetFlag(FLAGS_access_file);
   options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   options.drain_period = absl::Seconds(absl::GetFlag(FLAGS_drain_seconds));

@@ -11,6 +11,7 @@
 #include "glog/logging.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
+#include "service/grpc_status.h"
 
 namespace breaker::service {
 
@@ -31,8 +32,12 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
                    public PolicyListener,
                    public std::enable_shared_from_this<NodeStream> {
  public:
-  NodeStream(NodeService* service, grpc::CallbackServerContext* context)
-      : service_(service), fleet_(service->fleet_), peer_(context->peer()) {}
+  // `caller`: who opened the stream, authorized for Permission::kNodeStream.
+  NodeStream(NodeService* service, grpc::CallbackServerContext* context, Principal caller)
+      : service_(service),
+        fleet_(service->fleet_),
+        peer_(context->peer()),
+        caller_(std::move(caller)) {}
 
   void Start(std::shared_ptr<NodeStream> self) {
     self_ = std::move(self);
@@ -109,6 +114,9 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     if (hello.node_id().empty()) {
       return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
                     "hello.node_id is empty; give the node's stable id");
+    }
+    if (absl::Status allowed = Authorizer::CheckNodeId(caller_, hello.node_id()); !allowed.ok()) {
+      return Refuse(grpc::StatusCode::PERMISSION_DENIED, std::string(allowed.message()));
     }
     if (!hello.network().empty() && hello.network() != fleet_->network()) {
       return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
@@ -277,6 +285,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   std::shared_ptr<NodeStream> self_;
   // Read and written by the reactor's read path only (one read in flight).
   grpc::ByteBuffer read_buffer_;
+  const Principal caller_;
   std::string node_id_;  // set once, by the hello, before anything else uses it
 
   // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
@@ -297,13 +306,15 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   std::optional<std::chrono::steady_clock::time_point> writing_published_at_ ABSL_GUARDED_BY(mu_);
 };
 
-NodeService::NodeService(Fleet* fleet) : fleet_(fleet) {}
+NodeService::NodeService(Fleet* fleet, const Authorizer* authorizer)
+    : fleet_(fleet), authorizer_(authorizer) {}
 
 NodeService::~NodeService() = default;
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connect(
     grpc::CallbackServerContext* context) {
-  auto stream = std::make_shared<NodeStream>(this, context);
+  absl::StatusOr<Principal> caller = authorizer_->Authorize(*context, Permission::kNodeStream);
+  auto stream = std::make_shared<NodeStream>(this, context, caller.value_or(Principal{}));
   NodeStream* raw = stream.get();
   bool shutting_down;
   {
@@ -312,7 +323,11 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connec
     if (!shutting_down) open_streams_.emplace(raw, stream);
   }
   raw->Start(std::move(stream));
-  if (shutting_down) {
+  if (!caller.ok()) {
+    LOG(WARNING) << "stream from " << context->peer() << " refused: " << caller.status();
+    fleet_->metrics().Refused("connect", caller.status().code());
+    raw->Kick(ToGrpcStatus(caller.status()));
+  } else if (shutting_down) {
     raw->Kick(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect"));
   }
   return raw;
@@ -390,6 +405,15 @@ grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* conte
                                               const v1::ReportRequest* request,
                                               v1::ReportResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<Principal> caller = authorizer_->Authorize(*context, Permission::kNodeStream);
+  absl::Status allowed = caller.ok() ? Authorizer::CheckNodeId(*caller, request->node_id())
+                                     : caller.status();
+  if (!allowed.ok()) {
+    LOG(WARNING) << "report from " << context->peer() << " refused: " << allowed;
+    fleet_->metrics().Refused("report", allowed.code());
+    reactor->Finish(ToGrpcStatus(allowed));
+    return reactor;
+  }
   if (request->node_id().empty()) {
     fleet_->metrics().Refused("report", absl::StatusCode::kInvalidArgument);
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,

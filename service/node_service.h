@@ -10,6 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "service/authorizer.h"
 #include "service/fleet.h"
 
 namespace breaker::service {
@@ -25,8 +26,10 @@ class NodeService final
   // Largest batch a node may send in one message.
   static constexpr int kMaxObservationsPerBatch = 1000;
 
-  // REQUIRES: `fleet` outlives the service and every stream.
-  explicit NodeService(Fleet* fleet);
+  // Connect and Report need Permission::kNodeStream, and a node credential may only name its
+  // own node id.
+  // REQUIRES: `fleet` and `authorizer` outlive the service and every stream.
+  NodeService(Fleet* fleet, const Authorizer* authorizer);
   ~NodeService() override;
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(
@@ -55,6 +58,7 @@ class NodeService final
   void Closed(const NodeStream* stream);
 
   Fleet* const fleet_;
+  const Authorizer* const authorizer_;
   // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
   std::mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

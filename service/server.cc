@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -74,6 +75,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     if (!loaded.ok()) return loaded.status();
     config = *std::move(loaded);
   }
+  // Security settings are checked before anything is locked or loaded.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(
+      options.tls, options.listen_address, options.allow_insecure_listen);
+  if (!credentials.ok()) return credentials.status();
+  std::optional<AccessPolicy> access;
+  if (!options.access_file.empty()) {
+    absl::StatusOr<AccessPolicy> loaded = AccessPolicy::Load(options.access_file);
+    if (!loaded.ok()) return loaded.status();
+    access = *std::move(loaded);
+  } else if (!IsLoopbackAddress(options.listen_address)) {
+    LOG(WARNING) << "no --access_file: every caller that reaches " << options.listen_address
+                 << " may act as an admin";
+  }
   if (absl::Status status = EnsureDirectory(options.state_dir); !status.ok()) return status;
   std::unique_ptr<Server> server(new Server());
   // Bound first: a bad --metrics_listen stops the start before the state is locked or loaded.
@@ -100,8 +114,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (!fleet.ok()) return fleet.status();
   server->fleet_ = *std::move(fleet);
   if (server->metrics_ != nullptr) server->metrics_->SetFleet(server->fleet_.get());
-  server->node_service_ = std::make_unique<NodeService>(server->fleet_.get());
-  server->admin_service_ = std::make_unique<AdminService>(server->fleet_.get());
+  server->authorizer_ = std::make_unique<Authorizer>(std::move(access));
+  server->node_service_ =
+      std::make_unique<NodeService>(server->fleet_.get(), server->authorizer_.get());
+  server->admin_service_ =
+      std::make_unique<AdminService>(server->fleet_.get(), server->authorizer_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -119,7 +136,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   int port = 0;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.listen_address, *credentials, &port);
   builder.RegisterService(server->node_service_.get());
   builder.RegisterService(server->admin_service_.get());
   server->server_ = builder.BuildAndStart();
@@ -131,8 +148,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   server->port_ = port;
   server->drain_period_ = options.drain_period;
   SetServing(*server->server_, true);
-  LOG(INFO) << "breakerd listening on " << options.listen_address << " (port " << port
-            << "), network " << server->fleet_->network() << ", state in " << options.state_dir
+  // Tools read the port from "(port N)": keep that part as it is.
+  LOG(INFO) << "breakerd listening on " << options.listen_address << " (port " << port << "), "
+            << (options.tls.cert_file.empty()          ? "plaintext"
+                : options.tls.client_ca_file.empty() ? "TLS"
+                                                     : "mutual TLS")
+            << (options.access_file.empty() ? ", no access file" : ", access file ")
+            << options.access_file << ", network " << server->fleet_->network() << ", state in " << options.state_dir
             << ", policy version " << server->fleet_->policy()->policy.version;
   if (server->metrics_ != nullptr) {
     LOG(INFO) << "metrics on " << options.metrics_listen << " (port " << server->metrics_->port()

@@ -14,14 +14,23 @@
 #include "grpcpp/server.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "service/admin_service.h"
+#include "service/authorizer.h"
 #include "service/fleet.h"
 #include "service/node_service.h"
+#include "service/transport_security.h"
 
 namespace breaker::service {
 
 struct ServerOptions {
   // Address to listen on, "host:port". Port 0 picks a free port.
   std::string listen_address = "127.0.0.1:50051";
+  // TLS or mutual TLS; none: plaintext, which only a loopback address accepts unless
+  // allow_insecure_listen.
+  ServerTlsFiles tls;
+  bool allow_insecure_listen = false;
+  // Text-format breaker.v1.AccessPolicy: who may call what. Empty: every caller that reaches
+  // the port is an admin.
+  std::string access_file;
   // Directory holding the persistent state (breakerd.db); created when missing.
   std::string state_dir = "breakerd-state";
   // Text-format breaker.v1.Config; empty: the defaults (mainnet), and no reload.
@@ -61,8 +70,10 @@ class Server {
   // (as they do NOT_SERVING), and nodes retry. Serving health earlier would mean accepting
   // streams that nothing can answer yet.
   // Returns the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
-  // naming the field), INVALID_ARGUMENT when the state directory cannot be created, the state
-  // store's errors, or UNAVAILABLE when the address cannot be bound.
+  // naming the field), the TLS files' and access file's errors, FAILED_PRECONDITION for
+  // plaintext on a non-loopback address (see MakeServerCredentials), INVALID_ARGUMENT when the
+  // state directory cannot be created, the state store's errors, or UNAVAILABLE when the
+  // address cannot be bound.
   static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
 
   ~Server();
@@ -91,6 +102,7 @@ class Server {
   // Before the fleet, which reports to it until its destructor returns.
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Fleet> fleet_;
+  std::unique_ptr<Authorizer> authorizer_;
   std::unique_ptr<NodeService> node_service_;
   std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<grpc::Server> server_;

@@ -440,7 +440,7 @@ TEST_F(BreakerctlTest, UnreachableBreakerdExitsThree) {
     EXPECT_EQ(outcome.exit_code, kUnreachable) << command << "\n" << outcome;
     EXPECT_THAT(outcome.err, HasSubstr("UNAVAILABLE")) << command;
     EXPECT_THAT(outcome.err,
-                HasSubstr(absl::StrCat("is breakerd running at ", target, "? (--target)")))
+                HasSubstr(absl::StrCat("is breakerd running at ", target, "? (--target")))
         << command;
   }
 }
@@ -610,6 +610,56 @@ TEST_F(BreakerctlTest, RefusedRequestsExitOneWithTheCodeAndAHint) {
   EXPECT_EQ(relay.exit_code, kRefused) << relay;
   EXPECT_THAT(relay.err, HasSubstr("INVALID_ARGUMENT"));
   EXPECT_THAT(relay.err, HasSubstr("hint: give the relay's endpoint"));
+}
+
+// --- transport security and roles ----------------------------------------------------------------
+
+TEST_F(BreakerctlTest, TlsFlagsAndRolesAreCheckedAndExplained) {
+  // breakerd again, now with mutual TLS and the test access file.
+  TearDown();
+  service::ServerOptions options;
+  const std::string tls = "tests/testdata/tls/";
+  options.listen_address = "127.0.0.1:0";
+  options.state_dir = dir_ + "/state";
+  options.config_path = config_path_;
+  options.clock = &clock_;
+  options.run_ticker = false;
+  options.tls = {tls + "server.pem", tls + "server.key", tls + "ca.pem"};
+  options.access_file = "tests/testdata/access.textproto";
+  absl::StatusOr<std::unique_ptr<service::Server>> server = service::Server::Start(options);
+  ASSERT_THAT(server, IsOk());
+  server_ = *std::move(server);
+  target_ = absl::StrCat("127.0.0.1:", server_->port());
+  auto as = [&](const std::string& who) {
+    return std::vector<std::string>{"--tls_ca=" + tls + "ca.pem", "--tls_cert=" + tls + who + ".pem",
+                                    "--tls_key=" + tls + who + ".key"};
+  };
+  auto with = [](std::vector<std::string> flags, const std::vector<std::string>& command) {
+    flags.insert(flags.end(), command.begin(), command.end());
+    return flags;
+  };
+
+  EXPECT_THAT(CtlOk(with(as("viewer"), {"status"})), HasSubstr("mode"));
+  const Outcome viewer_ban = Ctl(with(as("viewer"), {"ban", "5", "--reason=x"}));
+  EXPECT_EQ(viewer_ban.exit_code, kRefused) << viewer_ban;
+  EXPECT_THAT(viewer_ban.err, HasSubstr("PERMISSION_DENIED: 'dashboard' has the role ROLE_VIEWER"));
+  EXPECT_THAT(viewer_ban.err, HasSubstr("hint: viewers may read, only admins change the state"));
+  EXPECT_THAT(CtlOk(with(as("admin"), {"ban", "5", "--reason=x"})), HasSubstr("builder 5 banned"));
+
+  // A token decides over the certificate: the viewer's connection with the admin's token.
+  const std::string token_file = dir_ + "/admin.token";
+  WriteFile(token_file, "admin-token\n");
+  EXPECT_EQ(Ctl(with(as("viewer"), {"--token_file=" + token_file, "unban", "5"})).exit_code, kOk);
+
+  const Outcome plaintext = Ctl({"status"});
+  EXPECT_EQ(plaintext.exit_code, kUnreachable) << plaintext;
+  EXPECT_THAT(plaintext.err, HasSubstr("if it serves TLS, give --tls_ca"));
+  const Outcome half = Ctl({"--tls_cert=" + tls + "admin.pem", "status"});
+  EXPECT_EQ(half.exit_code, kUsage) << half;
+  EXPECT_THAT(half.err, HasSubstr("--tls_cert and --tls_key go together"));
+  const Outcome missing = Ctl({"--token_file=" + dir_ + "/none.token", "status"});
+  EXPECT_EQ(missing.exit_code, kUsage) << missing;
+  EXPECT_THAT(missing.err, HasSubstr("none.token"));
 }
 
 // --- steering -----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ packages=(
   libgmock-dev              # GoogleMock
   libbenchmark-dev          # Google Benchmark
   libsqlite3-dev            # the state store
+  libssl-dev                # libcrypto: bearer-token digests, TLS key checks (gRPC uses it too)
   prometheus-cpp-dev        # breakerd's /metrics endpoint (prometheus-cpp 1.0: core and pull)
   python3-yaml              # checks the example Prometheus alert rules (examples/prometheus)
   clang-14                  # the fuzz targets under libFuzzer (tools/fuzz.sh; README: Fuzzing)
