@@ -464,49 +464,82 @@ std::vector<std::string> Engine::RelaysServing(BuilderIndex builder) const {
   return serving;
 }
 
+bool Engine::EvictBuilder() {
+  // Drop the record without an active ban whose back-off closes first (lowest index on a tie:
+  // the choice must not depend on hash order, so that a journal replays identically). It loses
+  // only its back-off memory.
+  const Epoch now = current_epoch();
+  auto victim = builders_.end();
+  for (auto candidate = builders_.begin(); candidate != builders_.end(); ++candidate) {
+    if (candidate->second.failures.Banned(now)) continue;
+    if (victim == builders_.end() ||
+        std::make_pair(candidate->second.failures.backoff_epoch, candidate->first) <
+            std::make_pair(victim->second.failures.backoff_epoch, victim->first)) {
+      victim = candidate;
+    }
+  }
+  if (victim == builders_.end()) return false;
+  builders_.erase(victim);
+  return true;
+}
+
 BuilderRecord* Engine::FindOrAddBuilder(BuilderIndex builder) {
   auto it = builders_.find(builder);
   if (it != builders_.end()) return &it->second;
-  if (builders_.size() >= config_.max_tracked_builders) {
-    // Drop the record without an active ban whose back-off closes first (lowest index on a
-    // tie: the choice must not depend on hash order, so that a journal replays identically).
-    // It loses only its back-off memory.
-    const Epoch now = current_epoch();
-    auto victim = builders_.end();
-    for (auto candidate = builders_.begin(); candidate != builders_.end(); ++candidate) {
-      if (candidate->second.failures.Banned(now)) continue;
-      if (victim == builders_.end() ||
-          std::make_pair(candidate->second.failures.backoff_epoch, candidate->first) <
-              std::make_pair(victim->second.failures.backoff_epoch, victim->first)) {
-        victim = candidate;
-      }
-    }
-    if (victim == builders_.end()) return nullptr;
-    builders_.erase(victim);
-  }
+  if (builders_.size() >= config_.max_tracked_builders && !EvictBuilder()) return nullptr;
   return &builders_[builder];
+}
+
+bool Engine::EvictRelay() {
+  // Drop the least recently seen learned relay that holds no ban; configured relays stay.
+  auto victim = relays_.end();
+  for (auto candidate = relays_.begin(); candidate != relays_.end(); ++candidate) {
+    const RelayRecord& relay = candidate->second;
+    if (configured_relays_.contains(candidate->first) || RelayBanned(candidate->first, relay)) {
+      continue;
+    }
+    if (victim == relays_.end() || std::tie(relay.last_seen_epoch, candidate->first) <
+                                       std::tie(victim->second.last_seen_epoch, victim->first)) {
+      victim = candidate;
+    }
+  }
+  if (victim == relays_.end()) return false;
+  relays_.erase(victim);
+  return true;
 }
 
 RelayRecord* Engine::FindOrAddRelay(const std::string& relay_id) {
   auto it = relays_.find(relay_id);
   if (it != relays_.end()) return &it->second;
-  if (relays_.size() >= config_.max_relays) {
-    // Drop the least recently seen learned relay that holds no ban; configured relays stay.
-    auto victim = relays_.end();
-    for (auto candidate = relays_.begin(); candidate != relays_.end(); ++candidate) {
-      const RelayRecord& relay = candidate->second;
-      if (configured_relays_.contains(candidate->first) || RelayBanned(candidate->first, relay)) {
-        continue;
-      }
-      if (victim == relays_.end() || std::tie(relay.last_seen_epoch, candidate->first) <
-                                         std::tie(victim->second.last_seen_epoch, victim->first)) {
-        victim = candidate;
-      }
-    }
-    if (victim == relays_.end()) return nullptr;
-    relays_.erase(victim);
-  }
+  if (relays_.size() >= config_.max_relays && !EvictRelay()) return nullptr;
   return &relays_[relay_id];
+}
+
+bool Engine::EvictMember(RelayRecord& relay) {
+  // Forget the member seen longest ago, but never one whose failure holds the relay's ban.
+  auto victim = relay.learned.end();
+  for (auto candidate = relay.learned.begin(); candidate != relay.learned.end(); ++candidate) {
+    auto record = builders_.find(candidate->first);
+    if (record != builders_.end() && record->second.failures.failed > 0) continue;
+    if (victim == relay.learned.end() ||
+        std::tie(candidate->second, candidate->first) < std::tie(victim->second, victim->first)) {
+      victim = candidate;
+    }
+  }
+  if (victim == relay.learned.end()) return false;
+  relay.learned.erase(victim);
+  return true;
+}
+
+void Engine::EnforceCaps() {
+  while (builders_.size() > config_.max_tracked_builders && EvictBuilder()) {
+  }
+  while (relays_.size() > config_.max_relays && EvictRelay()) {
+  }
+  for (auto& [id, relay] : relays_) {
+    while (relay.learned.size() > config_.max_indices_per_relay && EvictMember(relay)) {
+    }
+  }
 }
 
 void Engine::LearnMembership(RelayRecord& relay, BuilderIndex builder) {
@@ -516,20 +549,7 @@ void Engine::LearnMembership(RelayRecord& relay, BuilderIndex builder) {
     it->second = std::max(it->second, now);
     return;
   }
-  if (relay.learned.size() >= config_.max_indices_per_relay) {
-    // Forget the member seen longest ago, but never one whose failure holds the relay's ban.
-    auto victim = relay.learned.end();
-    for (auto candidate = relay.learned.begin(); candidate != relay.learned.end(); ++candidate) {
-      auto record = builders_.find(candidate->first);
-      if (record != builders_.end() && record->second.failures.failed > 0) continue;
-      if (victim == relay.learned.end() ||
-          std::tie(candidate->second, candidate->first) < std::tie(victim->second, victim->first)) {
-        victim = candidate;
-      }
-    }
-    if (victim == relay.learned.end()) return;
-    relay.learned.erase(victim);
-  }
+  if (relay.learned.size() >= config_.max_indices_per_relay && !EvictMember(relay)) return;
   relay.learned.emplace(builder, now);
 }
 
@@ -842,6 +862,9 @@ absl::Status Engine::Reconfigure(Config config) {
   if (absl::Status status = ValidateConfig(config); !status.ok()) return status;
   config_ = std::move(config);
   DeriveFromConfig();
+  // Lowered caps take effect at once, by the same evictions as when a record is added: memory
+  // stays bounded by the configuration in force, and no active ban is dropped.
+  EnforceCaps();
   return absl::OkStatus();
 }
 

@@ -103,9 +103,10 @@ struct EngineState {
 // What Observe did with an observation.
 enum class ObserveOutcome {
   // The observation changed the engine's state (the policy may change at the next refresh).
+  // A failure report awaiting more reporters counts: it records its reporter's vote.
   kApplied,
-  // Valid, but it changes nothing: below the attestation threshold, a root already counted,
-  // awaiting more reporters, a failure of a root already delivered.
+  // Valid, but it changes nothing: below the attestation threshold, a root already counted or
+  // already reported by the same node, a failure of a root already delivered.
   kNoEffect,
   // The node's sequence number was not above its highest: a replay, ignored.
   kDuplicate,
@@ -171,7 +172,9 @@ class Engine {
   // overrides and relay memberships stay.
   void Reset();
 
-  // Replaces the configuration. INVALID_ARGUMENT (state unchanged) when it is invalid.
+  // Replaces the configuration. INVALID_ARGUMENT (state unchanged) when it is invalid. Lower
+  // caps (max_tracked_builders, max_relays, max_indices_per_relay) evict at once, never a
+  // record that holds an active ban.
   absl::Status Reconfigure(Config config);
 
   EngineState Export() const;
@@ -212,9 +215,18 @@ class Engine {
   bool RelayBanned(const std::string& relay_id, const RelayRecord& relay) const;
   bool IsMember(const std::string& relay_id, const RelayRecord& relay, BuilderIndex builder) const;
   std::vector<BuilderIndex> Members(const std::string& relay_id, const RelayRecord& relay) const;
+  // The record of `builder` (or relay), added when missing; a full table first drops one record
+  // by Evict*; null when every record is kept by an active ban.
   BuilderRecord* FindOrAddBuilder(BuilderIndex builder);
   RelayRecord* FindOrAddRelay(const std::string& relay_id);
   void LearnMembership(RelayRecord& relay, BuilderIndex builder);
+  // Each drops the one record its table can spare, never an active ban's; false when none can
+  // go.
+  bool EvictBuilder();
+  bool EvictRelay();
+  bool EvictMember(RelayRecord& relay);
+  // Evicts down to the configuration's caps, as far as active bans allow.
+  void EnforceCaps();
   bool IsTrustedBuilder(BuilderIndex builder) const;
   bool IsTrustedRelay(const std::string& relay_id) const;
   void Prune();

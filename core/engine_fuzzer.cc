@@ -127,16 +127,8 @@ const std::vector<Config>& Configs() {
     }
     {
       // Gloas, two reporters, small caps, a tolerant and finite escalation.
-      Config config = BaseConfig();
+      Config config = WithSmallCaps(BaseConfig());
       config.chain.gloas_fork_epoch = 0;
-      config.min_reporting_nodes = 2;
-      config.max_tracked_builders = 16;
-      config.max_relays = 3;
-      config.max_indices_per_relay = 3;
-      config.allowed_failures = 1;
-      config.critical_failures = 3;
-      config.critical_blacklist_period_epochs = 16;
-      config.backoff_period_epochs = 40;
       configs->push_back(config);
     }
     {

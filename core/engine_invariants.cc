@@ -70,6 +70,18 @@ bool IsFailureReport(const Event& event) {
 
 }  // namespace
 
+Config WithSmallCaps(Config config) {
+  config.min_reporting_nodes = 2;
+  config.max_tracked_builders = 16;
+  config.max_relays = 3;
+  config.max_indices_per_relay = 3;
+  config.allowed_failures = 1;
+  config.critical_failures = 3;
+  config.critical_blacklist_period_epochs = 16;
+  config.backoff_period_epochs = 40;
+  return config;
+}
+
 absl::string_view InvariantFamilyName(InvariantFamily family) {
   switch (family) {
     case kModeCounts:
@@ -581,6 +593,34 @@ std::string EngineChecker::CheckContract(const Engine& engine, const EngineStep&
           (EngineFingerprint(engine, /*with_sequences=*/false) != fingerprint_before ||
            (config_before != nullptr && !(config_before->chain == engine.config().chain)))) {
         return "a refused configuration changed the engine";
+      }
+      if (result.status.ok()) {
+        // Lower caps evict at once, down to what active bans and failing members keep.
+        const Epoch now = engine.current_epoch();
+        size_t banned = 0;
+        for (const auto& [builder, record] : engine.builders()) {
+          if (record.failures.Banned(now)) ++banned;
+        }
+        if (engine.builders().size() >
+            std::max<size_t>(engine.config().max_tracked_builders, banned)) {
+          return absl::StrCat("Reconfigure left ", engine.builders().size(),
+                              " builder records: above max_tracked_builders and the ", banned,
+                              " banned");
+        }
+        for (const auto& [id, relay] : engine.relays()) {
+          size_t failing = 0;
+          for (const auto& [member, seen] : relay.learned) {
+            auto record = engine.builders().find(member);
+            if (record != engine.builders().end() && record->second.failures.failed > 0) {
+              ++failing;
+            }
+          }
+          if (relay.learned.size() >
+              std::max<size_t>(engine.config().max_indices_per_relay, failing)) {
+            return absl::StrCat("Reconfigure left relay ", id, " with ", relay.learned.size(),
+                                " learned members: above max_indices_per_relay");
+          }
+        }
       }
       return "";
     }

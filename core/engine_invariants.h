@@ -56,6 +56,13 @@ inline constexpr uint32_t kAllInvariantFamilies = kModeCounts | kBanConsistency 
 
 absl::string_view InvariantFamilyName(InvariantFamily family);
 
+// `config` with tight caps and a tolerant, finite escalation, so that a short randomized run
+// reaches every eviction path: two reporters per failure, 16 tracked builders, 3 relays of 3
+// learned members, one failure tolerated, critical at 3 failures for 16 epochs, back-off of
+// 40 epochs (records live long, so the tracked-builders cap fills). Shared by the property test
+// and the fuzzers.
+Config WithSmallCaps(Config config);
+
 // One call into the engine. Built once, so that two engines can be given exactly the same step.
 struct EngineStep {
   enum class Kind {

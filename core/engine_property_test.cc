@@ -123,17 +123,10 @@ std::vector<Variant> Variants() {
   {
     // Gloas, two reporters per failure, tight caps so that every eviction path runs, and a
     // tolerant, finite escalation.
-    Config config = BaseConfig();
+    Config config = WithSmallCaps(BaseConfig());
     config.chain.gloas_fork_epoch = 0;
-    config.min_reporting_nodes = 2;
-    config.max_tracked_builders = 16;
     config.max_relays = 5;
     config.max_indices_per_relay = 4;
-    config.allowed_failures = 1;
-    config.critical_failures = 3;
-    config.critical_blacklist_period_epochs = 16;
-    // Records live long and failures come often, so that the tracked-builders cap fills.
-    config.backoff_period_epochs = 40;
     variants.push_back({"gloas/2-reporters/small-caps", config, 450});
   }
   {

@@ -616,6 +616,41 @@ TEST_F(EngineTest, RelayCapKeepsConfiguredAndBannedRelays) {
   EXPECT_TRUE(engine_->relays().contains("http://banned"));
 }
 
+TEST_F(EngineTest, LoweredCapsEvictAtOnceButKeepActiveBans) {
+  config_.critical_failed_builders = 1000;
+  config_.critical_failed_untrusted_builders = 1000;
+  Start();
+  // Builders 20..59 failed an epoch ago (their bans have lifted, their records stay in
+  // back-off); builders 1..18 are banned now. Six relays, one with ten members.
+  for (BuilderIndex b = 20; b < 60; ++b) ASSERT_THAT(Fail(b, SlotOf(kStartEpoch), b), IsOk());
+  for (int i = 0; i < 6; ++i) Bid(60 + i, "http://r" + std::to_string(i), SlotOf(kStartEpoch));
+  for (BuilderIndex b = 70; b < 80; ++b) Bid(b, "http://r0", SlotOf(kStartEpoch));
+  AdvanceToEpoch(kStartEpoch + 1);
+  const Slot now = SlotOf(kStartEpoch + 1);
+  for (BuilderIndex b = 1; b <= 18; ++b) ASSERT_THAT(Fail(b, now, b), IsOk());
+  ASSERT_EQ(engine_->builders().size(), 58u);
+  ASSERT_EQ(engine_->relays().size(), 6u);
+
+  Config lower = config_;
+  lower.max_tracked_builders = 20;
+  lower.max_relays = 2;
+  lower.max_indices_per_relay = 3;
+  ASSERT_THAT(engine_->Reconfigure(lower), IsOk());
+  EXPECT_EQ(engine_->builders().size(), 20u);
+  for (BuilderIndex b = 1; b <= 18; ++b) EXPECT_TRUE(engine_->builders().contains(b)) << b;
+  EXPECT_EQ(engine_->relays().size(), 2u);
+  for (const auto& [id, relay] : engine_->relays()) EXPECT_LE(relay.learned.size(), 3u) << id;
+  engine_->RefreshPolicy();
+  for (BuilderIndex b = 1; b <= 18; ++b) EXPECT_TRUE(Banned(b)) << b;
+
+  // Below what the active bans hold, every ban stays and nothing new is tracked.
+  lower.max_tracked_builders = 16;
+  ASSERT_THAT(engine_->Reconfigure(lower), IsOk());
+  EXPECT_EQ(engine_->builders().size(), 18u);
+  EXPECT_THAT(Fail(100, now, 100),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("max_tracked_builders")));
+}
+
 // --- Trust, modes and operator actions -----------------------------------------------------
 
 TEST_F(EngineTest, TrustedOnlyTakesTrustedBuildersAndTrustedRelays) {

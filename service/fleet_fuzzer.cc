@@ -52,6 +52,7 @@
 #include "breaker/v1/state.pb.h"
 #include "core/chain_time.h"
 #include "core/config.h"
+#include "core/engine_invariants.h"
 #include "glog/logging.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -112,7 +113,8 @@ const std::vector<core::Config>& Configs() {
       configs->push_back(config);
     }
     {
-      // Pre-Gloas, the latched missed-slot rule, two reporters, small caps.
+      // Pre-Gloas, the latched missed-slot rule, two reporters, small caps but a strict
+      // escalation.
       core::Config config = BaseConfig();
       config.missed_slots = core::MissedSlotRulesForPreset("mevboost").value();
       config.min_reporting_nodes = 2;
@@ -123,15 +125,8 @@ const std::vector<core::Config>& Configs() {
     }
     {
       // Gloas, two reporters, small caps, a tolerant and finite escalation, other relays.
-      core::Config config = BaseConfig();
+      core::Config config = core::WithSmallCaps(BaseConfig());
       config.chain.gloas_fork_epoch = 0;
-      config.min_reporting_nodes = 2;
-      config.max_tracked_builders = 16;
-      config.max_relays = 3;
-      config.max_indices_per_relay = 3;
-      config.allowed_failures = 1;
-      config.critical_failures = 3;
-      config.critical_blacklist_period_epochs = 16;
       config.relays = {core::RelayConfig{"https://relay-c.example", false, {10, 11}}};
       configs->push_back(config);
     }

@@ -9,15 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cstdint>
-#include <fstream>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,14 +19,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "breaker/v1/breaker.grpc.pb.h"
-#include "core/chain_time.h"
-#include "core/types.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "service/server.h"
-#include "tests/fake_clock.h"
+#include "service/server_test_support.h"
 #include "tests/status_matchers.h"
 #include "tests/test_util.h"
 
@@ -41,134 +32,14 @@ namespace {
 
 namespace v1 = ::breaker::v1;
 
-using ::breaker::testing::CallUnary;
-using ::breaker::testing::FakeClock;
 using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
-using ::breaker::testing::TestDir;
 using ::breaker::testing::WaitFor;
 using ::testing::HasSubstr;
-
-std::chrono::system_clock::time_point Deadline() {
-  return std::chrono::system_clock::now() + std::chrono::seconds(10);
-}
-
-// Mainnet with Gloas from genesis, as in server_test.cc: one failure bans its builder.
-core::ChainSpec Chain() {
-  core::ChainSpec spec = core::ChainSpecForNetwork("mainnet").value();
-  spec.gloas_fork_epoch = 0;
-  return spec;
-}
-
-constexpr char kChainConfig[] = "chain { network: \"mainnet\" gloas_fork_epoch: 0 }\n";
-constexpr core::Slot kStartSlot = 100 * 32 + 8;
-constexpr core::Slot kSlot = kStartSlot - 1;
-
-v1::Observation Missing(uint64_t sequence, uint64_t builder, char root, core::Slot slot = kSlot) {
-  v1::Observation observation;
-  observation.set_sequence(sequence);
-  observation.set_slot(slot);
-  v1::PayloadMissing* missing = observation.mutable_payload_missing();
-  missing->set_builder_index(builder);
-  missing->set_block_root(std::string(32, root));
-  missing->set_attested_fraction(0.9);
-  return observation;
-}
-
-v1::Observation Bid(uint64_t sequence, uint64_t builder) {
-  v1::Observation observation;
-  observation.set_sequence(sequence);
-  observation.set_slot(kSlot);
-  observation.mutable_bid_seen()->set_builder_index(builder);
-  // Through a relay: the engine learns the relay serves the builder, so the bid is applied.
-  observation.mutable_bid_seen()->set_relay("https://relay.example.com");
-  return observation;
-}
-
-// A node's Connect stream that acknowledges every policy it reads.
-class NodeClient {
- public:
-  explicit NodeClient(const std::shared_ptr<grpc::Channel>& channel)
-      : stub_(v1::Breaker::NewStub(channel)) {
-    context_.set_deadline(Deadline());
-    stream_ = stub_->Connect(&context_);
-  }
-
-  ~NodeClient() {
-    if (!finished_) {
-      context_.TryCancel();
-      AwaitEnd();
-    }
-  }
-
-  bool Hello(const std::string& node_id) {
-    v1::NodeMessage message;
-    message.mutable_hello()->set_node_id(node_id);
-    message.mutable_hello()->set_network("mainnet");
-    return stream_->Write(message);
-  }
-
-  bool Observe(const std::vector<v1::Observation>& observations) {
-    v1::NodeMessage message;
-    for (const v1::Observation& observation : observations) {
-      *message.mutable_observations()->add_observations() = observation;
-    }
-    return stream_->Write(message);
-  }
-
-  // Reads until the latest policy read satisfies `accept` (it may have been read already),
-  // acknowledging each; false if the stream ends first.
-  bool AwaitPolicy(const std::function<bool(const v1::Policy&)>& accept) {
-    while (!latest_policy_.has_value() || !accept(*latest_policy_)) {
-      if (!ReadOne()) return false;
-    }
-    return true;
-  }
-
-  // Reads until observations up to `sequence` are acknowledged; false if the stream ends.
-  bool AwaitAck(uint64_t sequence) {
-    while (acked_ < sequence) {
-      if (!ReadOne()) return false;
-    }
-    return true;
-  }
-
-  grpc::Status AwaitEnd() {
-    v1::ServerMessage ignored;
-    while (stream_->Read(&ignored)) {
-    }
-    finished_ = true;
-    return stream_->Finish();
-  }
-
-  grpc::Status Close() {
-    stream_->WritesDone();
-    return AwaitEnd();
-  }
-
- private:
-  // Reads one message: keeps an acknowledgement's sequence, acknowledges a policy.
-  bool ReadOne() {
-    v1::ServerMessage message;
-    if (!stream_->Read(&message)) return false;
-    if (message.has_observation_ack()) {
-      acked_ = std::max(acked_, message.observation_ack().sequence());
-    } else if (message.has_policy()) {
-      latest_policy_ = message.policy();
-      v1::NodeMessage ack;
-      ack.mutable_policy_ack()->set_version(message.policy().version());
-      return stream_->Write(ack);
-    }
-    return true;
-  }
-
-  std::unique_ptr<v1::Breaker::Stub> stub_;
-  grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>> stream_;
-  uint64_t acked_ = 0;
-  std::optional<v1::Policy> latest_policy_;
-  bool finished_ = false;
-};
+using test_support::Bid;
+using test_support::kSlot;
+using test_support::Missing;
+using test_support::NodeClient;
 
 // GET /metrics over a plain socket, as Prometheus does; returns the body, or "" on error.
 std::string Scrape(int port) {
@@ -207,31 +78,20 @@ std::optional<double> Sample(const std::string& text, const std::string& series)
   return std::nullopt;
 }
 
-class MetricsTest : public ::testing::Test {
+class MetricsTest : public test_support::ServerTest {
  protected:
-  MetricsTest() : dir_(TestDir()), clock_(core::StartOf(kStartSlot, Chain())) {
-    std::ofstream(dir_ + "/breakerd.textproto") << kChainConfig;
-  }
+  MetricsTest() { WriteConfig(""); }
 
-  ServerOptions Options() {
-    ServerOptions options;
-    options.listen_address = "127.0.0.1:0";
+  // The fixture's options, with metrics on a free port.
+  ServerOptions MetricsOptions() {
+    ServerOptions options = Options();
     options.metrics_listen = "127.0.0.1:0";
-    options.state_dir = dir_ + "/state";
-    options.config_path = dir_ + "/breakerd.textproto";
-    options.clock = &clock_;
-    options.run_ticker = false;
     return options;
   }
 
   void Start() {
-    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(Options());
-    ASSERT_THAT(server, IsOk());
-    server_ = *std::move(server);
+    StartServerWith(MetricsOptions());
     ASSERT_GT(server_->metrics_port(), 0);
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
-                                   grpc::InsecureChannelCredentials());
-    admin_ = v1::Admin::NewStub(channel_);
   }
 
   std::string Scrape() { return ::breaker::service::Scrape(server_->metrics_port()); }
@@ -241,23 +101,10 @@ class MetricsTest : public ::testing::Test {
   bool WaitForSample(const std::string& series, double value) {
     return WaitFor([&] { return Sample(Scrape(), series) == value; }, absl::Seconds(10));
   }
-
-  v1::Policy GetPolicy() {
-    absl::StatusOr<v1::Policy> policy =
-        CallUnary(*admin_, &v1::Admin::Stub::async::GetPolicy, v1::GetPolicyRequest());
-    EXPECT_THAT(policy, IsOk());
-    return policy.value_or(v1::Policy());
-  }
-
-  const std::string dir_;
-  FakeClock clock_;
-  std::unique_ptr<Server> server_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Admin::Stub> admin_;
 };
 
 TEST_F(MetricsTest, OffWhenNoAddress) {
-  ServerOptions options = Options();
+  ServerOptions options = MetricsOptions();
   options.metrics_listen = "";
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
   ASSERT_THAT(server, IsOk());
@@ -266,7 +113,7 @@ TEST_F(MetricsTest, OffWhenNoAddress) {
 
 TEST_F(MetricsTest, BadAddressIsRefusedAtStart) {
   for (const char* address : {"9464", "localhost", "127.0.0.1:port", "127.0.0.1:70000", ":1"}) {
-    ServerOptions options = Options();
+    ServerOptions options = MetricsOptions();
     options.metrics_listen = address;
     EXPECT_THAT(Server::Start(options),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--metrics_listen")))
@@ -276,7 +123,7 @@ TEST_F(MetricsTest, BadAddressIsRefusedAtStart) {
 
 TEST_F(MetricsTest, PortInUseIsRefusedAtStart) {
   Start();
-  ServerOptions options = Options();
+  ServerOptions options = MetricsOptions();
   options.state_dir = dir_ + "/other-state";
   options.metrics_listen = absl::StrCat("127.0.0.1:", server_->metrics_port());
   EXPECT_THAT(Server::Start(options),
@@ -306,31 +153,31 @@ TEST_F(MetricsTest, StateGaugesMatchTheAdminApi) {
 TEST_F(MetricsTest, CountsWhatNodesAndOperatorsDo) {
   Start();
   const uint64_t first_version = GetPolicy().version();
-  auto node = std::make_unique<NodeClient>(channel_);
-  ASSERT_TRUE(node->Hello("bn-1"));
-  ASSERT_TRUE(node->AwaitPolicy([](const v1::Policy&) { return true; }));
+  std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
   ASSERT_TRUE(WaitForSample("breakerd_connected_nodes", 1)) << Scrape();
 
   // A failure (bans builder 5), the same failure again from the same node (no effect), a bid,
   // a replay, and an observation 100 slots ahead (refused: OUT_OF_RANGE).
-  ASSERT_TRUE(node->Observe({Missing(1, 5, 'a'), Missing(2, 5, 'a'), Bid(3, 6)}));
-  ASSERT_TRUE(node->AwaitAck(3));
-  ASSERT_TRUE(node->Observe({Bid(3, 6), Missing(4, 7, 'b', kSlot + 100)}));
-  ASSERT_TRUE(node->AwaitAck(4));
+  // The bid goes through a relay: the engine learns the relay serves the builder, so the bid is
+  // applied.
+  const std::string relay = "https://relay.example.com";
+  ASSERT_TRUE(node->ObserveAndAwaitAck({Missing(1, 5, 'a'), Missing(2, 5, 'a'), Bid(3, 6, relay)}));
+  ASSERT_TRUE(
+      node->ObserveAndAwaitAck({Bid(3, 6, relay), Missing(4, 7, 'b', 0.9, kSlot + 100)}));
   ASSERT_TRUE(node->AwaitPolicy([](const v1::Policy& p) { return p.banned_builders_size() > 0; }));
 
   // An operator ban.
   v1::BanBuilderRequest ban;
   ban.set_builder_index(42);
   ban.set_reason("withheld twice");
-  ASSERT_THAT(CallUnary(*admin_, &v1::Admin::Stub::async::BanBuilder, ban), IsOk());
+  ASSERT_THAT(Call(&v1::Admin::Stub::async::BanBuilder, ban), IsOk());
   ASSERT_TRUE(node->AwaitPolicy([](const v1::Policy& p) { return p.banned_builders_size() == 2; }));
 
   // A stream refused at its hello.
   {
-    NodeClient nameless(channel_);
-    ASSERT_TRUE(nameless.Hello(""));
-    EXPECT_EQ(nameless.AwaitEnd().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    std::unique_ptr<NodeClient> nameless = Node();
+    ASSERT_TRUE(nameless->Hello(""));
+    EXPECT_EQ(nameless->AwaitEnd().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   }
 
   const v1::Policy policy = GetPolicy();
