@@ -119,7 +119,8 @@ void PrintTables(const std::vector<Comparison>& comparisons, const PhaseOptions&
   Table ingest(out, comparisons);
   ingest.Header(
       "Sustained ingestion",
-      absl::StrCat(options.ingest_senders, " nodes (or all, if fewer) each send ", options.batch,
+      absl::StrCat(options.ingest_senders, " nodes (or all, if fewer), spread over the fleet's ",
+                   "connections, each send ", options.batch,
                    "-observation batches, the next as soon as the last is acknowledged; ",
                    absl::FormatDuration(options.ingest_duration), " measured after ",
                    absl::FormatDuration(options.ingest_warmup),
