@@ -1,6 +1,6 @@
 // baseline_server: the floor breakerd is measured against. See baseline_service.h.
 //
-//   baseline_server --listen=127.0.0.1:0 --messages=FILE [--version=V]
+//   baseline_server --listen=127.0.0.1:0 --messages=FILE [--version=V] [--max_concurrent_streams=N]
 //
 // Logs "baseline listening on HOST:PORT (port N)" once it serves; SIGTERM or SIGINT ends the
 // streams with UNAVAILABLE and stops it, as they stop breakerd.
@@ -27,6 +27,8 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:0", "Address to serve on, host:port (p
 ABSL_FLAG(std::string, messages, "",
           "The configuration and policy messages of a breakerd run (written by fleet_load).");
 ABSL_FLAG(uint64_t, version, 0, "The policy version to start at (0: the first in --messages).");
+ABSL_FLAG(int, max_concurrent_streams, 100,
+          "Calls one client connection may hold open at once (breakerd's flag of that name).");
 
 namespace breaker::bench {
 namespace {
@@ -48,6 +50,8 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& address, grpc::Serv
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             absl::GetFlag(FLAGS_max_concurrent_streams));
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), port);
   builder.RegisterService(service);
   return builder.BuildAndStart();

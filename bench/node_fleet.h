@@ -36,7 +36,7 @@ struct FleetOptions {
   std::string address;
   int nodes = 0;
   // Streams sharing one channel (one HTTP/2 connection).
-  int streams_per_channel = 100;
+  int streams_per_channel = 1;
   // Sent in every hello.
   std::string network = "mainnet";
   // The client library's reconnect backoff (ClientOptions' defaults).
