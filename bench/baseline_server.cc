@@ -39,8 +39,7 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& address, grpc::Serv
                                           int* port) {
   // breakerd's gRPC server also serves health and reflection. Reflection is a synchronous
   // service: it brings the synchronous server's polling threads, which move the callback
-  // streams' bytes too. Without them the baseline's fan-out was slower than breakerd's, and
-  // slower trial after trial.
+  // streams' bytes too, so the baseline must have them as well to move its bytes alike.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
