@@ -1,6 +1,6 @@
 // baseline_server: the floor breakerd is measured against. See baseline_service.h.
 //
-//   baseline_server --listen=127.0.0.1:0 --messages=FILE [--version=V]
+//   baseline_server --listen=127.0.0.1:0 --messages=FILE [--version=V] [--max_concurrent_streams=N]
 //
 // Logs "baseline listening on HOST:PORT (port N)" once it serves; SIGTERM or SIGINT ends the
 // streams with UNAVAILABLE and stops it, as they stop breakerd.
@@ -17,6 +17,8 @@
 #include "absl/status/statusor.h"
 #include "bench/baseline_service.h"
 #include "bench/server_messages.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -25,13 +27,21 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:0", "Address to serve on, host:port (p
 ABSL_FLAG(std::string, messages, "",
           "The configuration and policy messages of a breakerd run (written by fleet_load).");
 ABSL_FLAG(uint64_t, version, 0, "The policy version to start at (0: the first in --messages).");
+ABSL_FLAG(int, max_concurrent_streams, 100,
+          "Calls one client connection may hold open at once (breakerd's flag of that name).");
 
 namespace breaker::bench {
 namespace {
 
-// breakerd's transport settings, so that only what is behind Connect differs.
+// breakerd's gRPC server (service/server.cc) with nothing behind Connect: the same services
+// around it and transport settings, so that only what is behind Connect differs.
 std::unique_ptr<grpc::Server> StartServer(const std::string& address, grpc::Service* service,
                                           int* port) {
+  // breakerd's gRPC server also serves health and reflection. Reflection is a synchronous
+  // service: it brings the synchronous server's polling threads, which move the callback
+  // streams' bytes too, so the baseline must have them as well to move its bytes alike.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
@@ -39,6 +49,8 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& address, grpc::Serv
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             absl::GetFlag(FLAGS_max_concurrent_streams));
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), port);
   builder.RegisterService(service);
   return builder.BuildAndStart();

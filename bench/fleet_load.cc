@@ -42,7 +42,9 @@ ABSL_FLAG(int, ingest_senders, 64, "Nodes sending observations in the ingestion 
 ABSL_FLAG(int, batch, 500, "Observations per batch (the client library's default max_batch).");
 ABSL_FLAG(double, ingest_seconds, 10, "Measured ingestion time.");
 ABSL_FLAG(double, warmup_seconds, 2, "Ingestion warm-up before measuring.");
-ABSL_FLAG(int, streams_per_channel, 100, "Node streams sharing one connection.");
+ABSL_FLAG(int, streams_per_channel, 1,
+          "Node streams sharing one connection. 1, as in a fleet: each node's client library "
+          "holds a connection of its own.");
 ABSL_FLAG(bool, storm, true, "Measure the reconnect storm (restarts each server once).");
 ABSL_FLAG(bool, quick, false,
           "Smoke run: at most 3 trials, 0.5 s warm-up, 1 s of ingestion (overrides those "
@@ -168,6 +170,7 @@ TargetOptions OptionsFor(TargetKind kind, const Settings& settings, int nodes, i
   options.messages_path = absl::StrCat(settings.work_dir, "/messages-", nodes, ".bin");
   options.log_path = absl::StrCat(settings.work_dir, "/", run, ".log");
   options.sqlite_page_size = settings.sqlite_page_size;
+  options.streams_per_connection = settings.phase.streams_per_channel;
   return options;
 }
 

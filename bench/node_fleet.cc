@@ -72,17 +72,22 @@ class Backoff {
 
 constexpr char kConnectMethod[] = "/breaker.v1.Breaker/Connect";
 
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, int index) {
+std::shared_ptr<grpc::Channel> NewChannel(const FleetOptions& options, int index) {
   grpc::ChannelArguments args;
   // Channels with the same arguments would share one subchannel, so one connection: a local
   // pool and an argument of its own give each channel its connection.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt("breaker.bench.channel", index);
-  // The client library's keepalive settings.
+  // The client library's channel (client/grpc_client.cc): its keepalive, and gRPC's own
+  // reconnection backoff aligned with the library's.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.max_backoff)));
+  return grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args);
 }
 
 }  // namespace
@@ -198,7 +203,7 @@ NodeFleet::NodeFleet(FleetOptions options) : options_(std::move(options)) {
   const int per_channel = std::max(1, options_.streams_per_channel);
   const int channels = (options_.nodes + per_channel - 1) / per_channel;
   for (int c = 0; c < channels; ++c) {
-    channels_.push_back(NewChannel(options_.address, c));
+    channels_.push_back(NewChannel(options_, c));
     stubs_.push_back(std::make_unique<ConnectStub>(channels_.back()));
   }
   for (int i = 0; i < options_.nodes; ++i) {
@@ -304,7 +309,12 @@ std::vector<double> NodeFleet::FanOutTrial(int sender, uint64_t builder, absl::D
 void NodeFleet::StartIngestion(int senders, int batch) {
   ingest_batch_ = batch;
   ingesting_ = true;
-  for (int i = 0; i < std::min(senders, size()); ++i) SendBatch(*nodes_[i]);
+  // Spread over the fleet, and so over its connections: the first nodes would all share one,
+  // and a single connection's transport is a bottleneck of its own (for the baseline first).
+  const int count = std::min(senders, size());
+  for (int k = 0; k < count; ++k) {
+    SendBatch(*nodes_[static_cast<int64_t>(k) * size() / count]);
+  }
 }
 
 void NodeFleet::SendBatch(Node& node) {

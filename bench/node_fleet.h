@@ -36,7 +36,7 @@ struct FleetOptions {
   std::string address;
   int nodes = 0;
   // Streams sharing one channel (one HTTP/2 connection).
-  int streams_per_channel = 100;
+  int streams_per_channel = 1;
   // Sent in every hello.
   std::string network = "mainnet";
   // The client library's reconnect backoff (ClientOptions' defaults).
@@ -79,8 +79,8 @@ class NodeFleet {
                                   int* missed);
 
   // --- Ingestion ---
-  // Nodes 0..senders-1 each send `batch`-observation batches, the next as soon as the last one
-  // is acknowledged, until StopIngestion.
+  // `senders` nodes, spread evenly over the fleet, each send `batch`-observation batches, the
+  // next as soon as the last one is acknowledged, until StopIngestion.
   void StartIngestion(int senders, int batch);
   // Observations acknowledged so far, all nodes.
   uint64_t acked_observations() const { return acked_observations_.load(); }

@@ -17,7 +17,7 @@ namespace breaker::bench {
 
 struct PhaseOptions {
   int nodes = 100;
-  int streams_per_channel = 100;
+  int streams_per_channel = 1;
   // Fan-out trials, each one decisive failure.
   int trials = 20;
   // Ingestion: senders, observations per batch, warm-up and measured time.

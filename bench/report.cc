@@ -13,6 +13,11 @@
 namespace breaker::bench {
 namespace {
 
+// Whether the run had several rounds, so that each row names its round.
+bool SeveralRounds(const std::vector<Comparison>& comparisons) {
+  return !comparisons.empty() && comparisons.back().round > 1;
+}
+
 std::string Nodes(const Comparison& comparison, bool with_round) {
   std::string nodes = std::to_string(comparison.nodes);
   for (int at = static_cast<int>(nodes.size()) - 3; at > 0; at -= 3) nodes.insert(at, ",");
@@ -29,7 +34,7 @@ class Table {
  public:
   Table(std::ostream& out, const std::vector<Comparison>& comparisons)
       : out_(out), comparisons_(comparisons) {
-    with_round_ = !comparisons.empty() && comparisons.back().round > 1;
+    with_round_ = SeveralRounds(comparisons);
   }
 
   void Header(absl::string_view title, absl::string_view note) {
@@ -90,6 +95,11 @@ std::string LoadAverage() {
   return absl::StrCat(one, " ", five, " ", fifteen);
 }
 
+std::string ConnectionsNote(int streams_per_connection) {
+  if (streams_per_connection == 1) return "each node on a connection of its own";
+  return absl::StrCat(streams_per_connection, " node streams per connection");
+}
+
 std::string Verdict(bool met) { return met ? "met" : "MISSED"; }
 
 }  // namespace
@@ -106,7 +116,8 @@ void PrintTables(const std::vector<Comparison>& comparisons, const PhaseOptions&
   fan_out.Header("Fan-out latency",
                  absl::StrCat("From sending the decisive failure through one node to each node "
                               "receiving the new policy, as the nodes see it; every node of ",
-                              options.trials, " trials (ms)."));
+                              options.trials, " trials (ms), ",
+                              ConnectionsNote(options.streams_per_channel), "."));
   fan_out.Rows("p50 (ms)", [](const PhaseResult& r) { return r.fan_out.latency_ms.p50; });
   fan_out.Rows("p99 (ms)", [](const PhaseResult& r) { return r.fan_out.latency_ms.p99; });
   fan_out.Rows("max (ms)", [](const PhaseResult& r) { return r.fan_out.latency_ms.max; });
@@ -119,7 +130,8 @@ void PrintTables(const std::vector<Comparison>& comparisons, const PhaseOptions&
   Table ingest(out, comparisons);
   ingest.Header(
       "Sustained ingestion",
-      absl::StrCat(options.ingest_senders, " nodes (or all, if fewer) each send ", options.batch,
+      absl::StrCat(options.ingest_senders, " nodes (or all, if fewer), spread over the fleet's ",
+                   "connections, each send ", options.batch,
                    "-observation batches, the next as soon as the last is acknowledged; ",
                    absl::FormatDuration(options.ingest_duration), " measured after ",
                    absl::FormatDuration(options.ingest_warmup),
@@ -143,7 +155,7 @@ void PrintTables(const std::vector<Comparison>& comparisons, const PhaseOptions&
   memory.Header("Memory",
                 absl::StrCat("Server resident memory (VmRSS) before any node connects and with "
                              "every node connected and holding the policy, ",
-                             options.streams_per_channel, " streams per connection."));
+                             ConnectionsNote(options.streams_per_channel), "."));
   memory.Rows(
       "RSS idle (MiB)", [](const PhaseResult& r) { return r.memory.idle_kib / 1024; }, 1);
   memory.Rows(
@@ -179,8 +191,9 @@ void PrintTables(const std::vector<Comparison>& comparisons, const PhaseOptions&
 
 void PrintGoals(const std::vector<Comparison>& comparisons, std::ostream& out) {
   out << "\n### Goals\n\n";
+  const bool with_round = SeveralRounds(comparisons);
   for (const Comparison& c : comparisons) {
-    const std::string at = absl::StrCat(Nodes(c, c.round > 1), " nodes: ");
+    const std::string at = absl::StrCat(Nodes(c, with_round), " nodes: ");
     const double p99 = c.breakerd.fan_out.latency_ms.p99;
     const double base_p99 = c.baseline.fan_out.latency_ms.p99;
     if (c.nodes == 1000) {

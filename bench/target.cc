@@ -1,5 +1,6 @@
 #include "bench/target.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <vector>
 
@@ -10,6 +11,8 @@ namespace breaker::bench {
 namespace {
 
 constexpr absl::Duration kStartTimeout = absl::Seconds(60);
+// breakerd's default --max_concurrent_streams, kept unless the harness needs more.
+constexpr int kDefaultMaxConcurrentStreams = 100;
 
 // An empty SQLite database with `page_size`, where breakerd keeps its state ("breakerd.db").
 // The page size of a database is fixed once its first table exists.
@@ -55,7 +58,10 @@ absl::StatusOr<RestartTimes> Target::Restart(uint64_t version) {
 std::string Target::address() const { return absl::StrCat("127.0.0.1:", port_); }
 
 absl::Status Target::Launch(int port, uint64_t version) {
-  std::vector<std::string> argv = {options_.binary, absl::StrCat("--listen=127.0.0.1:", port)};
+  std::vector<std::string> argv = {
+      options_.binary, absl::StrCat("--listen=127.0.0.1:", port),
+      absl::StrCat("--max_concurrent_streams=",
+                   std::max(kDefaultMaxConcurrentStreams, options_.streams_per_connection))};
   if (options_.kind == TargetKind::kBreakerd) {
     argv.push_back(absl::StrCat("--state_dir=", options_.state_dir));
     argv.push_back(absl::StrCat("--config=", options_.config_path));

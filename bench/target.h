@@ -29,6 +29,9 @@ struct TargetOptions {
   // (breakerd creates its tables in an empty database it finds), to measure the effect of the
   // page size on the journal's cost.
   int sqlite_page_size = 0;
+  // Streams the harness opens per connection: both servers admit at least that many at once
+  // (breakerd's --max_concurrent_streams, 100 by default, would queue the rest).
+  int streams_per_connection = 1;
   // The baseline: the messages of a breakerd run to send.
   std::string messages_path;
   // Where the process's log is appended.
