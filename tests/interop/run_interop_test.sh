@@ -41,6 +41,9 @@ EOF
 
 state_dir=$(mktemp -d "$tmp/state.XXXXXX")
 log="$tmp/breakerd.log"
+# Created here, not only by breakerd's redirection: that one happens in the background job,
+# which the port loop below could otherwise outrun and fail on a missing file.
+: >"$log"
 "$root/service/breakerd" --listen=127.0.0.1:0 --state_dir="$state_dir" --config="$config" \
   2>"$log" &
 breakerd_pid=$!
