@@ -11,6 +11,7 @@
 #include "glog/logging.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
+#include "service/grpc_status.h"
 
 namespace breaker::service {
 
@@ -154,10 +155,19 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     }
     std::weak_ptr<NodeStream> weak = weak_from_this();
     fleet_->SubmitObservations(node_id_, std::move(*batch.mutable_observations()),
-                               [weak](v1::ObservationAck ack) {
-                                 if (std::shared_ptr<NodeStream> stream = weak.lock())
-                                   stream->OnDurable(std::move(ack));
+                               [weak](absl::StatusOr<v1::ObservationAck> ack) {
+                                 std::shared_ptr<NodeStream> stream = weak.lock();
+                                 if (stream == nullptr) return;
+                                 if (!ack.ok()) return stream->OnUnstored(ack.status());
+                                 stream->OnDurable(*std::move(ack));
                                });
+  }
+
+  // The fleet could not store the batch. Ending the stream makes the node send again, after
+  // reconnecting, everything not acknowledged; an acknowledgement would have dropped it.
+  void OnUnstored(const absl::Status& status) {
+    fleet_->metrics().Refused("message", status.code());
+    Kick(ToGrpcStatus(status));
   }
 
   // The fleet made a batch durable.
@@ -405,8 +415,13 @@ grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* conte
     return reactor;
   }
   fleet_->SubmitObservations(request->node_id(), request->observations().observations(),
-                             [this, reactor, response](v1::ObservationAck ack) {
-                               *response->mutable_ack() = std::move(ack);
+                             [this, reactor, response](absl::StatusOr<v1::ObservationAck> ack) {
+                               if (!ack.ok()) {
+                                 fleet_->metrics().Refused("report", ack.status().code());
+                                 reactor->Finish(ToGrpcStatus(ack.status()));
+                                 return;
+                               }
+                               *response->mutable_ack() = *std::move(ack);
                                response->set_policy_version(fleet_->policy()->policy.version);
                                reactor->Finish(grpc::Status::OK);
                              });

@@ -130,7 +130,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   server->port_ = port;
   server->drain_period_ = options.drain_period;
-  SetServing(*server->server_, true);
+  // Health follows the state store: NOT_SERVING while it fails (see Fleet, Storage faults).
+  server->fleet_->WatchStorage(
+      [grpc_server = server->server_.get()](bool writable) { SetServing(*grpc_server, writable); });
   LOG(INFO) << "breakerd listening on " << options.listen_address << " (port " << port
             << "), network " << server->fleet_->network() << ", state in " << options.state_dir
             << ", policy version " << server->fleet_->policy()->policy.version;
@@ -151,6 +153,7 @@ void Server::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (server_ != nullptr) {
+    fleet_->WatchStorage(nullptr);  // a store recovering now must not turn health back on
     SetServing(*server_, false);
     if (drain_period_ > absl::ZeroDuration()) {
       LOG(INFO) << "health is NOT_SERVING; draining for " << drain_period_;
