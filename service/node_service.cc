@@ -347,6 +347,15 @@ grpc::Status NodeService::Register(const v1::Hello& hello, uint64_t held_version
     if (shutting_down_) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect");
     }
+    // The stream would end at the node's first batch, and reconnect at once: refused here, the
+    // node backs off, and past its staleness limit its own engine takes part in its policy, as
+    // it should while breakerd can learn nothing.
+    if (absl::Status fault = fleet_->storage_status(); !fault.ok()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          absl::StrCat("breakerd cannot store observations now, so it takes no "
+                                       "streams: ",
+                                       fault.message(), "; reconnect later"));
+    }
     // A node already connected may always replace its stream: only new nodes count.
     if (!streams_.contains(node_id) && streams_.size() >= max_nodes) {
       return grpc::Status(
