@@ -200,6 +200,11 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
       fleet->journal_sequence_ = sequence;
     }
     fleet->Publish();
+    // The nodes the engine remembers count toward max_known_nodes from the start.
+    std::lock_guard<std::mutex> nodes_lock(fleet->nodes_mu_);
+    for (const auto& [node, sequence] : fleet->engine_.node_sequences()) {
+      fleet->nodes_.try_emplace(node);
+    }
     LOG(INFO) << "state restored: " << (stored->snapshot.has_value() ? "snapshot" : "no snapshot")
               << " and " << stored->journal.size() << " journal entries; policy version "
               << fleet->engine_.policy().version;
@@ -279,6 +284,10 @@ void Fleet::SubmitObservations(std::string node_id,
   // allowance on observations that are not taken.
   if (absl::Status fault = storage_status(); !fault.ok()) {
     done(Unstored(/*observations=*/true, fault, /*written=*/false));
+    return;
+  }
+  if (absl::Status admitted = AdmitNode(node_id); !admitted.ok()) {
+    done(admitted);
     return;
   }
   // The rate limit applies here, before the journal, not in Apply: it depends on the clock,
@@ -948,6 +957,28 @@ void Fleet::SetLimits(const core::Config& config) {
   max_connected_nodes_ = config.max_connected_nodes;
   node_observation_rate_ = config.node_observation_rate;
   node_observation_burst_ = config.node_observation_burst;
+  max_known_nodes_ = config.max_known_nodes;
+}
+
+absl::Status Fleet::AdmitNode(const std::string& node_id) {
+  uint32_t limit;
+  {
+    std::lock_guard<std::mutex> lock(limits_mu_);
+    limit = max_known_nodes_;
+  }
+  std::lock_guard<std::mutex> lock(nodes_mu_);
+  if (nodes_.contains(node_id)) return absl::OkStatus();
+  if (nodes_.size() >= limit) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("breakerd already knows max_known_nodes (", limit,
+                     ") node ids and remembers each for "
+                     "good; new node '",
+                     node_id,
+                     "' refused: raise max_known_nodes in breakerd's "
+                     "configuration, or check that nodes keep stable ids"));
+  }
+  nodes_.try_emplace(node_id);
+  return absl::OkStatus();
 }
 
 int Fleet::TakeObservationTokens(const std::string& node_id, int wanted, std::string* refusal) {

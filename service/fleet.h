@@ -107,8 +107,9 @@ class Fleet {
 
   // Submits a node's observations. `done` runs once they are applied and durable, with the
   // acknowledgement (and the refused ones); or with UNAVAILABLE when the store failed (see
-  // Storage faults above): none of them was acknowledged, the node resends them. It runs on
-  // the writer thread, or on the caller's when the answer is known at once.
+  // Storage faults above): none of them was acknowledged, the node resends them; or with
+  // AdmitNode's RESOURCE_EXHAUSTED for a new node beyond max_known_nodes. It runs on the
+  // writer thread, or on the caller's when the answer is known at once.
   void SubmitObservations(std::string node_id,
                           google::protobuf::RepeatedPtrField<breaker::v1::Observation> observations,
                           AckCallback done);
@@ -158,6 +159,10 @@ class Fleet {
   const std::string& fleet_id() const { return fleet_id_; }
   // The configuration's max_connected_nodes, kept by the node service.
   uint32_t max_connected_nodes() const;
+  // Makes `node_id` a known node (in the registry, listed by ListNodes) unless it is one
+  // already. RESOURCE_EXHAUSTED, naming max_known_nodes, for a new node beyond it: what the
+  // fleet remembers of a node is kept for good, and node ids are the nodes' to choose.
+  absl::Status AdmitNode(const std::string& node_id);
   // Where the fleet and its streams report events (a no-op sink when metrics are off).
   MetricsSink& metrics() const { return metrics_; }
 
@@ -257,6 +262,8 @@ class Fleet {
   absl::flat_hash_set<PolicyListener*> listeners_ ABSL_GUARDED_BY(listeners_mu_);
 
   mutable std::mutex nodes_mu_;
+  // Every known node: each one that said hello or sent observations, and each one whose
+  // sequence numbers the engine remembers (at start, from the stored state).
   absl::flat_hash_map<std::string, NodeInfo> nodes_ ABSL_GUARDED_BY(nodes_mu_);
 
   mutable std::mutex queue_mu_;
@@ -298,6 +305,7 @@ class Fleet {
   uint32_t max_connected_nodes_ ABSL_GUARDED_BY(limits_mu_) = 0;
   uint32_t node_observation_rate_ ABSL_GUARDED_BY(limits_mu_) = 0;
   uint32_t node_observation_burst_ ABSL_GUARDED_BY(limits_mu_) = 0;
+  uint32_t max_known_nodes_ ABSL_GUARDED_BY(limits_mu_) = 0;
   absl::flat_hash_map<std::string, TokenBucket> buckets_ ABSL_GUARDED_BY(limits_mu_);
 
   std::thread writer_;

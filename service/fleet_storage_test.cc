@@ -194,7 +194,11 @@ TEST_F(FleetStorageTest, AFailedAppendIsRefusedNotAppliedAndDegradesTheFleet) {
   EXPECT_THAT(Ban(7), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("not applied")));
   EXPECT_EQ(store_->append_calls(), appends);
   EXPECT_EQ(Version(), version);
-  EXPECT_TRUE(fleet_->ListNodes().nodes().empty());
+  // The node is known (it reported), but nothing it sent was applied.
+  const v1::ListNodesResponse nodes = fleet_->ListNodes();
+  ASSERT_EQ(nodes.nodes_size(), 1);
+  EXPECT_EQ(nodes.nodes(0).last_sequence(), 0u);
+  EXPECT_FALSE(nodes.nodes(0).has_last_observation());
 }
 
 TEST_F(FleetStorageTest, RecoversWhenTheStoreWritesAgainAndTakesTheResentObservations) {

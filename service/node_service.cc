@@ -158,14 +158,15 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
                                [weak](absl::StatusOr<v1::ObservationAck> ack) {
                                  std::shared_ptr<NodeStream> stream = weak.lock();
                                  if (stream == nullptr) return;
-                                 if (!ack.ok()) return stream->OnUnstored(ack.status());
+                                 if (!ack.ok()) return stream->OnRefused(ack.status());
                                  stream->OnDurable(*std::move(ack));
                                });
   }
 
-  // The fleet could not store the batch. Ending the stream makes the node send again, after
-  // reconnecting, everything not acknowledged; an acknowledgement would have dropped it.
-  void OnUnstored(const absl::Status& status) {
+  // The fleet refused the batch (it could not store it). Ending the stream makes the node send
+  // again, after reconnecting, everything not acknowledged; an acknowledgement would have
+  // dropped it.
+  void OnRefused(const absl::Status& status) {
     fleet_->metrics().Refused("message", status.code());
     Kick(ToGrpcStatus(status));
   }
@@ -364,6 +365,10 @@ grpc::Status NodeService::Register(const v1::Hello& hello, uint64_t held_version
                        ") nodes; node '", node_id,
                        "' refused: raise max_connected_nodes in breakerd's configuration, or "
                        "check that nodes keep stable ids"));
+    }
+    // Only a new node id can be beyond max_known_nodes.
+    if (absl::Status admitted = fleet_->AdmitNode(node_id); !admitted.ok()) {
+      return ToGrpcStatus(admitted);
     }
     std::weak_ptr<NodeStream>& slot = streams_[node_id];
     replaced = slot.lock();
