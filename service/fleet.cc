@@ -111,8 +111,8 @@ class StoreTimer {
 // rather than refused before any.
 absl::Status Unstored(bool observations, const absl::Status& fault, bool written) {
   constexpr absl::string_view kFix =
-      "breakerd takes them again (its health SERVING) once its state directory takes writes: "
-      "free disk space on it, or fix its permissions";
+      "breakerd takes changes again (its health SERVING) once its state directory takes "
+      "writes: free disk space on it, or fix its permissions";
   if (observations) {
     return absl::UnavailableError(
         absl::StrCat("breakerd cannot store observations now, so none of these was acknowledged: ",
