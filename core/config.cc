@@ -234,6 +234,8 @@ absl::Status ValidateConfig(const Config& config) {
   // Below one full batch, a node's every full batch would be cut short even when idle.
   BREAKER_RETURN_IF_ERROR(CheckRange<uint32_t>("node_observation_burst",
                                                config.node_observation_burst, 1000, 10'000'000));
+  BREAKER_RETURN_IF_ERROR(
+      CheckRange<uint32_t>("max_known_nodes", config.max_known_nodes, 1, 1'000'000));
   return absl::OkStatus();
 }
 

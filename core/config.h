@@ -121,6 +121,8 @@ struct Config {
   // A node's observations per second, and how many it may send at once: a token bucket.
   uint32_t node_observation_rate = 100;
   uint32_t node_observation_burst = 20000;
+  // Node ids breakerd keeps track of (a node's memory is never dropped: this bounds it).
+  uint32_t max_known_nodes = 65536;
 };
 
 // Returns OK, or INVALID_ARGUMENT whose message names the offending field (as spelled in this

@@ -467,6 +467,36 @@ TEST_F(BadInputTest, ALargeLegitimateBatchFitsTheMessageSize) {
   EXPECT_EQ(ack->refused_size(), 0);
 }
 
+TEST_F(BadInputTest, NewNodeIdsBeyondMaxKnownNodesAreRefused) {
+  StartServer(std::string(kLimits) + "max_known_nodes: 3\n");
+  for (const char* node : {"r1", "r2", "r3"}) {
+    EXPECT_EQ(ReportOutcome(node, NoEffect(1, 1)).code, absl::StatusCode::kOk) << node;
+  }
+  const State before = Snapshot();
+  Outcome outcome = ReportOutcome("r4", NoEffect(1, 1));
+  EXPECT_EQ(outcome.code, absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(outcome.message, HasSubstr("max_known_nodes (3)"));
+  EXPECT_THAT(outcome.message, HasSubstr("raise max_known_nodes"));
+  // A stream's hello counts likewise.
+  outcome = StreamEnd({HelloMessage("c5")});
+  EXPECT_EQ(outcome.code, absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(outcome.message, HasSubstr("max_known_nodes (3)"));
+  // Known nodes are never refused.
+  EXPECT_EQ(ReportOutcome("r1", NoEffect(2, 1)).code, absl::StatusCode::kOk);
+  ExpectUnchanged(before);
+  EXPECT_EQ(ListNodes().nodes_size(), 3);
+
+  // The nodes the stored state remembers count after a restart too.
+  Restart();
+  EXPECT_EQ(ReportOutcome("r4", NoEffect(1, 1)).code, absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(ReportOutcome("r2", NoEffect(2, 1)).code, absl::StatusCode::kOk);
+  // Raising the limit admits the next node.
+  WriteConfig(std::string(kLimits) + "max_known_nodes: 4\n");
+  ASSERT_THAT(ReloadConfig(), IsOk());
+  EXPECT_EQ(ReportOutcome("r4", NoEffect(1, 1)).code, absl::StatusCode::kOk);
+  EXPECT_EQ(ListNodes().nodes_size(), 4);
+}
+
 TEST_F(BadInputTest, TheTrackedBuildersCapNeverDropsAnActiveBan) {
   StartServer(std::string(kLimits) + "max_tracked_builders: 16\n");
   std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");

@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
     PCHECK(chdir(dir) == 0) << "cannot enter " << dir;
   }
 
+  // A write beyond the file size limit (RLIMIT_FSIZE) fails with EFBIG, which the state store
+  // reports and survives like a full disk, instead of killing the process.
+  signal(SIGXFSZ, SIG_IGN);
+
   // Block the stop signals before any thread starts, so that only sigwait below sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -106,6 +106,29 @@ class StoreTimer {
   const std::chrono::steady_clock::time_point start_;
 };
 
+// What the submitter of a change (`observations`, or another) is told when the store fails
+// with `fault`. `written`: the change was in the write that failed, which may have landed,
+// rather than refused before any.
+absl::Status Unstored(bool observations, const absl::Status& fault, bool written) {
+  constexpr absl::string_view kFix =
+      "breakerd takes changes again (its health SERVING) once its state directory takes "
+      "writes: free disk space on it, or fix its permissions";
+  if (observations) {
+    return absl::UnavailableError(
+        absl::StrCat("breakerd cannot store observations now, so none of these was acknowledged: ",
+                     fault.message(),
+                     ". Resend them later (the breaker client keeps and resends them by "
+                     "itself); ",
+                     kFix));
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "breakerd cannot store changes now, so this one was not applied: ", fault.message(),
+      written ? ". The failed write may still have stored it, to take effect when storage "
+                "recovers: check the state before retrying. "
+              : ". Retry later; ",
+      kFix));
+}
+
 }  // namespace
 
 namespace v1 = ::breaker::v1;
@@ -177,6 +200,11 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
       fleet->journal_sequence_ = sequence;
     }
     fleet->Publish();
+    // The nodes the engine remembers count toward max_known_nodes from the start.
+    std::lock_guard<std::mutex> nodes_lock(fleet->nodes_mu_);
+    for (const auto& [node, sequence] : fleet->engine_.node_sequences()) {
+      fleet->nodes_.try_emplace(node);
+    }
     LOG(INFO) << "state restored: " << (stored->snapshot.has_value() ? "snapshot" : "no snapshot")
               << " and " << stored->journal.size() << " journal entries; policy version "
               << fleet->engine_.policy().version;
@@ -197,6 +225,9 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   }
   fleet->Tick();
   fleet->Sync();
+  // The configuration given, or the clock's slot, is not stored: starting would serve without
+  // them (a restart, once the storage is fixed, tries again).
+  if (absl::Status fault = fleet->storage_status(); !fault.ok()) return fault;
   if (fleet->ticker_enabled_) {
     fleet->ticker_ = std::thread([fleet = fleet.get()] { fleet->TickerLoop(); });
   }
@@ -234,14 +265,31 @@ Fleet::~Fleet() {
 // Submitting work
 
 void Fleet::Enqueue(std::unique_ptr<Work> work) {
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  queue_.push_back(std::move(work));
-  queue_changed_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (storage_fault_.ok()) {
+      queue_.push_back(std::move(work));
+      queue_changed_.notify_all();
+      return;
+    }
+    work->status = Unstored(work->entry.has_observations(), storage_fault_, /*written=*/false);
+  }
+  if (work->on_done) work->on_done();
 }
 
 void Fleet::SubmitObservations(std::string node_id,
                                google::protobuf::RepeatedPtrField<v1::Observation> observations,
                                AckCallback done) {
+  // Before the rate limit: a node resending while the store fails must not spend its
+  // allowance on observations that are not taken.
+  if (absl::Status fault = storage_status(); !fault.ok()) {
+    done(Unstored(/*observations=*/true, fault, /*written=*/false));
+    return;
+  }
+  if (absl::Status admitted = AdmitNode(node_id); !admitted.ok()) {
+    done(admitted);
+    return;
+  }
   // The rate limit applies here, before the journal, not in Apply: it depends on the clock,
   // which a replay of the journal must not; and observations refused here cost no disk write.
   std::string over_rate_message;
@@ -274,7 +322,11 @@ void Fleet::SubmitObservations(std::string node_id,
   entry->set_node_id(std::move(node_id));
   entry->mutable_observations()->Swap(&observations);
   Work* raw = work.get();
-  work->on_applied = [done, raw, over_rate] {
+  work->on_done = [done, raw, over_rate] {
+    if (!raw->status.ok()) {
+      done(raw->status);
+      return;
+    }
     v1::ObservationAck ack = std::move(raw->ack);
     if (over_rate.refused_size() > 0) {
       ack.set_sequence(std::max(ack.sequence(), over_rate.sequence()));
@@ -292,7 +344,7 @@ void Fleet::Submit(v1::JournalEntry entry, std::function<void(const absl::Status
   auto work = std::make_unique<Work>();
   work->entry = std::move(entry);
   Work* raw = work.get();
-  work->on_applied = [done = std::move(done), raw] { done(raw->status); };
+  work->on_done = [done = std::move(done), raw] { done(raw->status); };
   Enqueue(std::move(work));
 }
 
@@ -347,7 +399,18 @@ core::Slot Fleet::ClockSlot() const {
 
 void Fleet::Tick() {
   const core::Slot slot = ClockSlot();
+  const absl::Time now = clock_.Now();
   std::lock_guard<std::mutex> lock(queue_mu_);
+  if (!storage_fault_.ok()) {
+    // No advance while nothing can be stored: the first Tick() after recovery submits it.
+    if (storage_retry_queued_ || now < storage_retry_at_) return;
+    storage_retry_queued_ = true;
+    auto work = std::make_unique<Work>();
+    work->retry_storage = true;
+    queue_.push_back(std::move(work));
+    queue_changed_.notify_all();
+    return;
+  }
   if (slot <= submitted_slot_) return;
   submitted_slot_ = slot;
   auto work = std::make_unique<Work>();
@@ -374,52 +437,199 @@ void Fleet::WriterLoop() {
       works.swap(queue_);
       in_flight_ = works.size();
     }
-
-    // 1. Durable first: what is acknowledged below must survive a crash right after.
-    std::vector<std::string> entries;
-    entries.reserve(works.size());
-    for (const auto& work : works) entries.push_back(Serialize(work->entry));
-    absl::StatusOr<uint64_t> last_sequence;
-    {
-      StoreTimer timer(metrics_, "append");
-      last_sequence = store_->Append(entries);
+    // An attempt to store again is no change: it runs first, and the changes of the round
+    // then go to the store if it works.
+    const auto retries = std::stable_partition(
+        works.begin(), works.end(), [](const auto& work) { return !work->retry_storage; });
+    if (retries != works.end()) {
+      works.erase(retries, works.end());
+      RetryStorage();
     }
-    // The write may have landed or not: only a restart, which reloads the journal, knows.
-    LOG_IF(FATAL, !last_sequence.ok())
-        << "the state store failed to append " << works.size() << " changes, none of them "
-        << "acknowledged; breakerd stops so that its restart reloads the journal: "
-        << last_sequence.status();
-
-    // 2. Apply in journal order, publishing each new policy version.
-    std::vector<std::shared_ptr<const PublishedPolicy>> published;
-    bool snapshot_due = false;
-    {
-      std::lock_guard<std::mutex> lock(engine_mu_);
-      const uint64_t before = engine_.policy().version;
-      for (auto& work : works) Apply(*work);
-      journal_sequence_ = *last_sequence;
-      entries_since_snapshot_ += works.size();
-      if (engine_.policy().version != before) published.push_back(Publish());
-      snapshot_due = entries_since_snapshot_ >= snapshot_every_entries_ ||
-                     engine_.current_epoch() != snapshot_epoch_;
-    }
-    // 3. Tell the streams, then the submitters.
-    for (const auto& policy : published) {
-      std::lock_guard<std::mutex> lock(listeners_mu_);
-      for (PolicyListener* listener : listeners_) listener->OnPolicy(policy);
-    }
-    for (const auto& work : works) {
-      if (work->on_applied) work->on_applied();
-    }
-    if (snapshot_due) {
-      if (absl::Status status = WriteSnapshot(); !status.ok()) {
-        LOG(ERROR) << "snapshot failed (the journal still holds every change): " << status;
-      }
-    }
+    if (!works.empty()) WriteRound(works);
     std::lock_guard<std::mutex> lock(queue_mu_);
     in_flight_ = 0;
     queue_changed_.notify_all();
   }
+}
+
+void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
+  // Queued before the store failed, or while a retry failed.
+  if (absl::Status fault = storage_status(); !fault.ok()) {
+    for (auto& work : works)
+      work->status = Unstored(work->entry.has_observations(), fault, /*written=*/false);
+    Refuse(works);
+    return;
+  }
+
+  // 1. Durable first: what is acknowledged below must survive a crash right after.
+  std::vector<std::string> entries;
+  entries.reserve(works.size());
+  for (const auto& work : works) entries.push_back(Serialize(work->entry));
+  absl::StatusOr<uint64_t> last_sequence;
+  {
+    StoreTimer timer(metrics_, "append");
+    last_sequence = store_->Append(entries);
+  }
+  if (!last_sequence.ok()) {
+    // Nothing applied, nothing acknowledged: memory holds only what the store surely holds.
+    // Whether the write landed, RecoverStorage finds out.
+    EnterStorageFault(last_sequence.status());
+    for (auto& work : works) {
+      work->status =
+          Unstored(work->entry.has_observations(), last_sequence.status(), /*written=*/true);
+    }
+    Refuse(works);
+    return;
+  }
+
+  // 2. Apply in journal order, publishing each new policy version.
+  std::vector<std::shared_ptr<const PublishedPolicy>> published;
+  bool snapshot_due = false;
+  {
+    std::lock_guard<std::mutex> lock(engine_mu_);
+    const uint64_t before = engine_.policy().version;
+    for (auto& work : works) Apply(*work);
+    journal_sequence_ = *last_sequence;
+    entries_since_snapshot_ += works.size();
+    if (engine_.policy().version != before) published.push_back(Publish());
+    snapshot_due = entries_since_snapshot_ >= snapshot_every_entries_ ||
+                   engine_.current_epoch() != snapshot_epoch_;
+  }
+  // 3. Tell the streams, then the submitters.
+  NotifyListeners(published);
+  for (const auto& work : works) {
+    if (work->on_done) work->on_done();
+  }
+  if (snapshot_due) {
+    if (absl::Status status = WriteSnapshot(); !status.ok()) {
+      LOG(ERROR) << "snapshot failed (the journal still holds every change): " << status;
+    }
+  }
+}
+
+void Fleet::Refuse(std::vector<std::unique_ptr<Work>>& works) {
+  for (const auto& work : works) {
+    if (work->on_done) work->on_done();
+  }
+}
+
+void Fleet::NotifyListeners(const std::vector<std::shared_ptr<const PublishedPolicy>>& published) {
+  for (const auto& policy : published) {
+    std::lock_guard<std::mutex> lock(listeners_mu_);
+    for (PolicyListener* listener : listeners_) listener->OnPolicy(policy);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Storage faults
+
+absl::Status Fleet::storage_status() const {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  return storage_fault_;
+}
+
+void Fleet::WatchStorage(std::function<void(bool writable)> watcher) {
+  std::lock_guard<std::mutex> lock(storage_watcher_mu_);
+  storage_watcher_ = std::move(watcher);
+  if (storage_watcher_) storage_watcher_(storage_status().ok());
+}
+
+void Fleet::NotifyStorageWatcher() {
+  // The state now, not the one that caused the call: a watcher set meanwhile has heard it.
+  std::lock_guard<std::mutex> lock(storage_watcher_mu_);
+  if (storage_watcher_) storage_watcher_(storage_status().ok());
+}
+
+void Fleet::EnterStorageFault(const absl::Status& fault) {
+  LOG(ERROR) << "the state store failed to append; breakerd refuses observations and changes "
+             << "(health NOT_SERVING) until it takes writes again, trying again in "
+             << kFirstStorageRetry << ": " << fault;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    storage_fault_ = fault;
+    // The failed round, or one queued meanwhile, may have held an advance: the first Tick()
+    // after recovery submits the clock's slot again (a slot already reached changes nothing).
+    submitted_slot_ = 0;
+    storage_retry_wait_ = kFirstStorageRetry;
+    ScheduleStorageRetryLocked();
+    queue_changed_.notify_all();  // the ticker wakes for the retry
+  }
+  NotifyStorageWatcher();
+}
+
+absl::Duration Fleet::ScheduleStorageRetryLocked() {
+  const absl::Duration wait = storage_retry_wait_;
+  storage_retry_at_ = clock_.Now() + wait;
+  storage_retry_wait_ = std::min(2 * wait, kMaxStorageRetry);
+  return wait;
+}
+
+void Fleet::RetryStorage() {
+  const absl::Status status = RecoverStorage();
+  absl::Duration next_wait;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    storage_retry_queued_ = false;
+    if (status.ok()) {
+      storage_fault_ = absl::OkStatus();
+      storage_retry_at_ = absl::InfiniteFuture();
+    } else {
+      storage_fault_ = status;
+      next_wait = ScheduleStorageRetryLocked();
+    }
+    queue_changed_.notify_all();
+  }
+  if (!status.ok()) {
+    LOG(WARNING) << "the state store still fails, trying again in " << next_wait << ": " << status;
+    return;
+  }
+  LOG(INFO) << "the state store takes writes again; breakerd takes observations and changes";
+  NotifyStorageWatcher();
+  Tick();  // the advance skipped while the store failed
+}
+
+absl::Status Fleet::RecoverStorage() {
+  absl::StatusOr<StoredState> stored = store_->Load();
+  if (!stored.ok()) return stored.status();
+  std::vector<std::shared_ptr<const PublishedPolicy>> published;
+  {
+    std::lock_guard<std::mutex> lock(engine_mu_);
+    // Only this fleet writes the store, and only after the journal_sequence_ it holds.
+    if (stored->snapshot_sequence > journal_sequence_ ||
+        stored->last_sequence() < journal_sequence_) {
+      return absl::DataLossError(absl::StrCat(
+          "the state store holds a snapshot through entry ", stored->snapshot_sequence,
+          " and entries up to ", stored->last_sequence(), ", but breakerd applied entries up to ",
+          journal_sequence_,
+          ": something else changed the state directory; restart breakerd to load it, or "
+          "restore the directory from a backup"));
+    }
+    // What the failed append stored after all: parsed first, so that a bad entry applies none.
+    std::vector<Work> landed;
+    for (const auto& [sequence, bytes] : stored->journal) {
+      if (sequence <= journal_sequence_) continue;
+      Work& work = landed.emplace_back();
+      work.replay = true;
+      if (!work.entry.ParseFromString(bytes)) {
+        return absl::DataLossError(absl::StrCat("journal entry ", sequence,
+                                                " cannot be parsed; restore the state "
+                                                "directory from a backup"));
+      }
+    }
+    if (!landed.empty()) {
+      LOG(WARNING) << "the failed append stored its " << landed.size()
+                   << " changes after all; applying them as a restart would";
+      const uint64_t before = engine_.policy().version;
+      for (Work& work : landed) Apply(work);
+      journal_sequence_ = stored->last_sequence();
+      entries_since_snapshot_ += landed.size();
+      if (engine_.policy().version != before) published.push_back(Publish());
+    }
+  }
+  // Durable, so published even if the store fails again below.
+  NotifyListeners(published);
+  // Proves that the store writes again, and folds in what landed.
+  return WriteSnapshot();
 }
 
 void Fleet::TickerLoop() {
@@ -431,11 +641,18 @@ void Fleet::TickerLoop() {
       next_slot = core::StartOf(core::SlotAt(clock_.Now(), chain) + 1, chain);
     }
     {
-      // Wake at the slot boundary, or at once when stopping.
+      // Wake at the slot boundary or when the store is due to be tried again (whichever comes
+      // first), at once when stopping, and to wait again when the retry's time changes.
       std::unique_lock<std::mutex> lock(queue_mu_);
-      if (queue_changed_.wait_for(lock, absl::ToChronoNanoseconds(next_slot - clock_.Now()),
-                                  [this] { return stopping_; })) {
-        return;
+      const absl::Time retry_at = storage_retry_at_;
+      const bool retry_queued = storage_retry_queued_;
+      const absl::Time wake = retry_queued ? next_slot : std::min(next_slot, retry_at);
+      if (queue_changed_.wait_for(lock, absl::ToChronoNanoseconds(wake - clock_.Now()), [&] {
+            return stopping_ || storage_retry_at_ != retry_at ||
+                   storage_retry_queued_ != retry_queued;
+          })) {
+        if (stopping_) return;
+        continue;
       }
     }
     Tick();
@@ -740,6 +957,28 @@ void Fleet::SetLimits(const core::Config& config) {
   max_connected_nodes_ = config.max_connected_nodes;
   node_observation_rate_ = config.node_observation_rate;
   node_observation_burst_ = config.node_observation_burst;
+  max_known_nodes_ = config.max_known_nodes;
+}
+
+absl::Status Fleet::AdmitNode(const std::string& node_id) {
+  uint32_t limit;
+  {
+    std::lock_guard<std::mutex> lock(limits_mu_);
+    limit = max_known_nodes_;
+  }
+  std::lock_guard<std::mutex> lock(nodes_mu_);
+  if (nodes_.contains(node_id)) return absl::OkStatus();
+  if (nodes_.size() >= limit) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("breakerd already knows max_known_nodes (", limit,
+                     ") node ids and remembers each for "
+                     "good; new node '",
+                     node_id,
+                     "' refused: raise max_known_nodes in breakerd's "
+                     "configuration, or check that nodes keep stable ids"));
+  }
+  nodes_.try_emplace(node_id);
+  return absl::OkStatus();
 }
 
 int Fleet::TakeObservationTokens(const std::string& node_id, int wanted, std::string* refusal) {

@@ -10,6 +10,17 @@
 // to the engine in order, publishes the policy if it changed, and only then answers the
 // submitters. A restart loads the latest snapshot and replays the journal after it through the
 // same code, so the engine, and the policy version, come back exactly as they were.
+//
+// Storage faults (a full disk, an unwritable state directory). When an append fails, its
+// changes are not applied, and their submitters get UNAVAILABLE: nothing is acknowledged that
+// the store may not hold. The fleet is then degraded: every new submission is refused at once
+// with UNAVAILABLE (nodes keep their observations and resend them), storage_status() says why
+// and WatchStorage's watcher hears it (breakerd's health turns NOT_SERVING). Reads go on from
+// memory, which holds only what was stored. At times growing from kFirstStorageRetry to
+// kMaxStorageRetry (by the fleet's clock, at Tick()), the writer loads the store again: the
+// failed append may have landed after all, and then its entries are applied as a restart
+// would replay them, so memory matches the journal (their submitters' resends are duplicates,
+// counted once). Once a snapshot write succeeds too, the fleet takes changes again.
 
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +35,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.pb.h"
@@ -74,37 +86,45 @@ class Fleet {
     MetricsSink* metrics = nullptr;
   };
 
+  // First and longest waits between attempts to store again after a storage fault.
+  static constexpr absl::Duration kFirstStorageRetry = absl::Seconds(1);
+  static constexpr absl::Duration kMaxStorageRetry = absl::Seconds(30);
+
   // Restores the stored state (snapshot, then journal), applies `options.config` if it differs
   // from the stored one, moves time to the clock's slot and starts the writer.
   // Returns the store's errors, or DATA_LOSS when a stored snapshot or entry cannot be parsed.
+  // A store that fails to append while the fleet opens is an error too (UNAVAILABLE): the
+  // configuration given could not be stored.
   static absl::StatusOr<std::unique_ptr<Fleet>> Open(Options options);
 
   // Stops the ticker, applies and persists everything submitted, writes a final snapshot.
   ~Fleet();
 
-  using AckCallback = std::function<void(breaker::v1::ObservationAck)>;
+  using AckCallback = std::function<void(absl::StatusOr<breaker::v1::ObservationAck>)>;
   using PolicyCallback =
       std::function<void(absl::StatusOr<std::shared_ptr<const PublishedPolicy>>)>;
   using ConfigCallback = std::function<void(absl::StatusOr<breaker::v1::Config>)>;
 
-  // Submits a node's observations. `done` runs on the writer thread once they are applied and
-  // durable, with the acknowledgement (and the refused ones).
-  //
-  // When the store fails to append, breakerd stops (crash-only): the store cannot say whether
-  // the failed write landed, so memory may no longer match the journal. Nothing unacknowledged
-  // is lost (nodes resend it), and the restart reloads the journal.
+  // Submits a node's observations. `done` runs once they are applied and durable, with the
+  // acknowledgement (and the refused ones); or with UNAVAILABLE when the store failed (see
+  // Storage faults above): none of them was acknowledged, the node resends them; or with
+  // AdmitNode's RESOURCE_EXHAUSTED for a new node beyond max_known_nodes. It runs on the
+  // writer thread, or on the caller's when the answer is known at once.
   void SubmitObservations(std::string node_id,
                           google::protobuf::RepeatedPtrField<breaker::v1::Observation> observations,
                           AckCallback done);
 
-  // Submits an operator action; `done` gets the resulting policy or the action's error.
+  // Submits an operator action; `done` gets the resulting policy or the action's error, or
+  // UNAVAILABLE when the store failed. An action whose own write failed may still surface
+  // once the store recovers (the write may have landed); the message says so.
   void SubmitAdmin(breaker::v1::AdminAction action, PolicyCallback done);
 
   // Re-reads the configuration file and applies it. FAILED_PRECONDITION without a file; the
-  // file's errors (state unchanged) otherwise.
+  // file's errors (state unchanged) otherwise; UNAVAILABLE as SubmitAdmin.
   void ReloadConfig(ConfigCallback done);
 
-  // Moves time to the clock's current slot (journaled like any change).
+  // Moves time to the clock's current slot (journaled like any change). While the store
+  // fails, instead, submits the next attempt to store again once its time has come.
   void Tick();
 
   // Blocks until everything submitted before the call has been applied and answered.
@@ -112,6 +132,15 @@ class Fleet {
 
   // The current policy. Never blocks on the store.
   std::shared_ptr<const PublishedPolicy> policy() const;
+
+  // OK while the store takes writes; otherwise the error of its latest failure, while the
+  // fleet refuses changes.
+  absl::Status storage_status() const;
+
+  // `watcher` hears whether the store takes writes: at once, then at every change, on the
+  // writer's thread (it must not block, nor call WatchStorage). Replaces the previous watcher;
+  // after it returns, that one is not called any more. Null: none.
+  void WatchStorage(std::function<void(bool writable)> watcher);
 
   // Listeners get every version published after they subscribe.
   void Subscribe(PolicyListener* listener);
@@ -130,6 +159,10 @@ class Fleet {
   const std::string& fleet_id() const { return fleet_id_; }
   // The configuration's max_connected_nodes, kept by the node service.
   uint32_t max_connected_nodes() const;
+  // Makes `node_id` a known node (in the registry, listed by ListNodes) unless it is one
+  // already. RESOURCE_EXHAUSTED, naming max_known_nodes, for a new node beyond it: what the
+  // fleet remembers of a node is kept for good, and node ids are the nodes' to choose.
+  absl::Status AdmitNode(const std::string& node_id);
   // Where the fleet and its streams report events (a no-op sink when metrics are off).
   MetricsSink& metrics() const { return metrics_; }
 
@@ -145,10 +178,14 @@ class Fleet {
   // A journal entry waiting for the writer, and who to tell when it is applied.
   struct Work {
     breaker::v1::JournalEntry entry;
-    // Replayed from the journal at start-up: nobody to answer, nothing to log.
+    // Replayed from the journal (at start-up, or what a failed write stored after all):
+    // nobody to answer, nothing to log.
     bool replay = false;
-    std::function<void()> on_applied;
-    // Filled by Apply() for on_applied.
+    // Not a change: the writer tries the store again (Tick() submits it after a fault).
+    bool retry_storage = false;
+    // Answers the submitter once the work is applied, or refused (status UNAVAILABLE).
+    std::function<void()> on_done;
+    // Filled by Apply() for on_done, or by a refusal.
     absl::Status status;
     breaker::v1::ObservationAck ack;
   };
@@ -164,10 +201,28 @@ class Fleet {
 
   Fleet(Options options, core::Engine engine, std::string fleet_id);
 
+  // Queues `work` for the writer, or refuses it at once while the store fails.
   void Enqueue(std::unique_ptr<Work> work);
   // Enqueues `entry`; `done` gets the status of applying it.
   void Submit(breaker::v1::JournalEntry entry, std::function<void(const absl::Status&)> done);
   void WriterLoop();
+  // Appends the changes of `works` durably, applies them and answers their submitters; or
+  // refuses them all when the store fails (now, or since an earlier fault).
+  void WriteRound(std::vector<std::unique_ptr<Work>>& works);
+  // Answers every work of `works`, whose status holds its refusal, applying none.
+  static void Refuse(std::vector<std::unique_ptr<Work>>& works);
+  // The store failed to append: refuse changes until it recovers.
+  void EnterStorageFault(const absl::Status& fault);
+  // Sets the time of the next attempt to store again, and doubles the wait after it (up to
+  // kMaxStorageRetry). Returns the wait until that attempt.
+  absl::Duration ScheduleStorageRetryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);
+  // Tries the store again (see Storage faults above), and leaves the fault when it works.
+  void RetryStorage();
+  // Applies what a failed append stored after all, and proves that the store writes again.
+  absl::Status RecoverStorage();
+  void NotifyStorageWatcher();
+  // Tells the listeners about each of `published`, in order.
+  void NotifyListeners(const std::vector<std::shared_ptr<const PublishedPolicy>>& published);
   void TickerLoop();
   // Applies one journal entry to the engine and refreshes the policy. Deterministic: the same
   // entries on the same state give the same engine, live or in replay.
@@ -207,10 +262,12 @@ class Fleet {
   absl::flat_hash_set<PolicyListener*> listeners_ ABSL_GUARDED_BY(listeners_mu_);
 
   mutable std::mutex nodes_mu_;
+  // Every known node: each one that said hello or sent observations, and each one whose
+  // sequence numbers the engine remembers (at start, from the stored state).
   absl::flat_hash_map<std::string, NodeInfo> nodes_ ABSL_GUARDED_BY(nodes_mu_);
 
-  std::mutex queue_mu_;
-  // Signalled when queue_, in_flight_ or stopping_ change.
+  mutable std::mutex queue_mu_;
+  // Signalled when queue_, in_flight_, stopping_ or the storage retry change.
   std::condition_variable queue_changed_;
   std::vector<std::unique_ptr<Work>> queue_ ABSL_GUARDED_BY(queue_mu_);
   // Works taken by the writer and not yet answered; Sync() waits for both to drain.
@@ -218,6 +275,18 @@ class Fleet {
   // The latest slot an advance was submitted for, so that Tick() submits each slot once.
   core::Slot submitted_slot_ ABSL_GUARDED_BY(queue_mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+  // The store's latest failure while the fleet refuses changes; OK while it takes writes.
+  absl::Status storage_fault_ ABSL_GUARDED_BY(queue_mu_);
+  // When Tick() submits the next attempt to store again (by clock_), and the wait after that
+  // one. InfiniteFuture while the store takes writes.
+  absl::Time storage_retry_at_ ABSL_GUARDED_BY(queue_mu_) = absl::InfiniteFuture();
+  absl::Duration storage_retry_wait_ ABSL_GUARDED_BY(queue_mu_) = kFirstStorageRetry;
+  // An attempt is queued or running: Tick() submits one at a time.
+  bool storage_retry_queued_ ABSL_GUARDED_BY(queue_mu_) = false;
+
+  // Taken before queue_mu_, never the other way round.
+  std::mutex storage_watcher_mu_;
+  std::function<void(bool writable)> storage_watcher_ ABSL_GUARDED_BY(storage_watcher_mu_);
 
   // --- Service limits (the configuration's; the engine ignores them) ---
   // A node's observation allowance, refilled at node_observation_rate by the fleet's clock.
@@ -236,6 +305,7 @@ class Fleet {
   uint32_t max_connected_nodes_ ABSL_GUARDED_BY(limits_mu_) = 0;
   uint32_t node_observation_rate_ ABSL_GUARDED_BY(limits_mu_) = 0;
   uint32_t node_observation_burst_ ABSL_GUARDED_BY(limits_mu_) = 0;
+  uint32_t max_known_nodes_ ABSL_GUARDED_BY(limits_mu_) = 0;
   absl::flat_hash_map<std::string, TokenBucket> buckets_ ABSL_GUARDED_BY(limits_mu_);
 
   std::thread writer_;

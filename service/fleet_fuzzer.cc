@@ -351,8 +351,10 @@ class Run {
         uint64_t& acked = acked_[node];
         acked = std::max(acked, expected->highest);
         fleet_->SubmitObservations(node, batch.observations(),
-                                   [this, expected](v1::ObservationAck ack) {
-                                     CheckAck(*expected, ack);
+                                   [this, expected](absl::StatusOr<v1::ObservationAck> ack) {
+                                     // The fuzzer's store fails no append.
+                                     if (!ack.ok()) Fail(ack.status().ToString());
+                                     CheckAck(*expected, *ack);
                                      ++answered_;
                                    });
         break;

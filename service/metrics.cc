@@ -126,6 +126,12 @@ class Metrics::StateCollector final : public prometheus::Collectable {
                              "Version of the fleet's current policy (Admin.GetPolicy's version)."));
     AddSample(families.back(), static_cast<double>(policy.version));
 
+    families.push_back(Gauge("breakerd_storage_writable",
+                             "1 while the state store takes writes; 0 while it fails (disk "
+                             "full, state directory not writable) and breakerd refuses "
+                             "observations and changes."));
+    AddSample(families.back(), fleet_->storage_status().ok() ? 1 : 0);
+
     families.push_back(Gauge("breakerd_mode",
                              "The fleet's fallback mode: 1 for the mode in force, 0 for the "
                              "others."));

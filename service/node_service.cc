@@ -162,10 +162,20 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     }
     std::weak_ptr<NodeStream> weak = weak_from_this();
     fleet_->SubmitObservations(node_id_, std::move(*batch.mutable_observations()),
-                               [weak](v1::ObservationAck ack) {
-                                 if (std::shared_ptr<NodeStream> stream = weak.lock())
-                                   stream->OnDurable(std::move(ack));
+                               [weak](absl::StatusOr<v1::ObservationAck> ack) {
+                                 std::shared_ptr<NodeStream> stream = weak.lock();
+                                 if (stream == nullptr) return;
+                                 if (!ack.ok()) return stream->OnRefused(ack.status());
+                                 stream->OnDurable(*std::move(ack));
                                });
+  }
+
+  // The fleet refused the batch (it could not store it). Ending the stream makes the node send
+  // again, after reconnecting, everything not acknowledged; an acknowledgement would have
+  // dropped it.
+  void OnRefused(const absl::Status& status) {
+    fleet_->metrics().Refused("message", status.code());
+    Kick(ToGrpcStatus(status));
   }
 
   // The fleet made a batch durable.
@@ -352,6 +362,15 @@ grpc::Status NodeService::Register(const v1::Hello& hello, uint64_t held_version
     if (shutting_down_) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect");
     }
+    // The stream would end at the node's first batch, and reconnect at once: refused here, the
+    // node backs off, and past its staleness limit its own engine takes part in its policy, as
+    // it should while breakerd can learn nothing.
+    if (absl::Status fault = fleet_->storage_status(); !fault.ok()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          absl::StrCat("breakerd cannot store observations now, so it takes no "
+                                       "streams: ",
+                                       fault.message(), "; reconnect later"));
+    }
     // A node already connected may always replace its stream: only new nodes count.
     if (!streams_.contains(node_id) && streams_.size() >= max_nodes) {
       return grpc::Status(
@@ -360,6 +379,10 @@ grpc::Status NodeService::Register(const v1::Hello& hello, uint64_t held_version
                        ") nodes; node '", node_id,
                        "' refused: raise max_connected_nodes in breakerd's configuration, or "
                        "check that nodes keep stable ids"));
+    }
+    // Only a new node id can be beyond max_known_nodes.
+    if (absl::Status admitted = fleet_->AdmitNode(node_id); !admitted.ok()) {
+      return ToGrpcStatus(admitted);
     }
     std::weak_ptr<NodeStream>& slot = streams_[node_id];
     replaced = slot.lock();
@@ -429,8 +452,13 @@ grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* conte
     return reactor;
   }
   fleet_->SubmitObservations(request->node_id(), request->observations().observations(),
-                             [this, reactor, response](v1::ObservationAck ack) {
-                               *response->mutable_ack() = std::move(ack);
+                             [this, reactor, response](absl::StatusOr<v1::ObservationAck> ack) {
+                               if (!ack.ok()) {
+                                 fleet_->metrics().Refused("report", ack.status().code());
+                                 reactor->Finish(ToGrpcStatus(ack.status()));
+                                 return;
+                               }
+                               *response->mutable_ack() = *std::move(ack);
                                response->set_policy_version(fleet_->policy()->policy.version);
                                reactor->Finish(grpc::Status::OK);
                              });

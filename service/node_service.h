@@ -47,8 +47,9 @@ class NodeService final
   friend class NodeStream;
 
   // Makes `stream` the node's stream and records the node as connected, holding policy
-  // `held_version`, ending the stream it replaces. UNAVAILABLE when shutting down,
-  // RESOURCE_EXHAUSTED for a new node beyond max_connected_nodes.
+  // `held_version`, ending the stream it replaces. UNAVAILABLE when shutting down or while the
+  // state store fails, RESOURCE_EXHAUSTED for a new node beyond max_connected_nodes or
+  // max_known_nodes.
   grpc::Status Register(const breaker::v1::Hello& hello, uint64_t held_version,
                         const std::string& peer, const std::shared_ptr<NodeStream>& stream);
   // Forgets `stream`, and records the node as disconnected, if it is still the node's

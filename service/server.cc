@@ -147,14 +147,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   server->port_ = port;
   server->drain_period_ = options.drain_period;
-  SetServing(*server->server_, true);
+  // Health follows the state store: NOT_SERVING while it fails (see Fleet, Storage faults).
+  server->fleet_->WatchStorage(
+      [grpc_server = server->server_.get()](bool writable) { SetServing(*grpc_server, writable); });
   // Tools read the port from "(port N)": keep that part as it is.
   LOG(INFO) << "breakerd listening on " << options.listen_address << " (port " << port << "), "
             << (options.tls.cert_file.empty()          ? "plaintext"
                 : options.tls.client_ca_file.empty() ? "TLS"
                                                      : "mutual TLS")
             << (options.access_file.empty() ? ", no access file" : ", access file ")
-            << options.access_file << ", network " << server->fleet_->network() << ", state in " << options.state_dir
+            << options.access_file << ", network " << server->fleet_->network() << ", state in "
+            << options.state_dir
             << ", policy version " << server->fleet_->policy()->policy.version;
   if (server->metrics_ != nullptr) {
     LOG(INFO) << "metrics on " << options.metrics_listen << " (port " << server->metrics_->port()
@@ -173,6 +176,7 @@ void Server::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (server_ != nullptr) {
+    fleet_->WatchStorage(nullptr);  // a store recovering now must not turn health back on
     SetServing(*server_, false);
     if (drain_period_ > absl::ZeroDuration()) {
       LOG(INFO) << "health is NOT_SERVING; draining for " << drain_period_;

@@ -53,8 +53,10 @@ struct StoredState {
 //                process beyond the busy timeout). Retrying later may succeed. For Append and
 //                WriteSnapshot the outcome can be unknown: an I/O error at commit may leave
 //                the change stored after all, to reappear at the next Load. So never
-//                acknowledge what a failed call held, and do not keep serving from memory
-//                state that assumes the call failed: stop, and Load again (restart).
+//                acknowledge what a failed call held, and do not change memory state on the
+//                assumption that the call failed: take no further changes until a Load shows
+//                what the store holds, and bring memory up to it (breakerd's Fleet applies
+//                what landed, as a restart would replay it, then proves the store writes).
 //   DATA_LOSS    the stored state is corrupt or missing parts. Retrying will not help: an
 //                operator restores the database from a backup or moves it away (starting
 //                from empty state); the message says which file.

@@ -226,6 +226,10 @@ class FleetTest : public ::testing::Test {
   // Whether breakerd lists every node as holding a stream now.
   bool AllNodesConnected();
 
+  // breakerd's grpc.health.v1 status for `service` ("": overall): "SERVING", "NOT_SERVING",
+  // or "error: " and the call's error.
+  std::string Health(const std::string& service = "");
+
   // --- Convergence ---
 
   // Waits until breakerd's policy is `expected`, then until every node applies that version

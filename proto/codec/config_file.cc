@@ -172,6 +172,7 @@ absl::StatusOr<core::Config> ConfigFromProto(const breaker::v1::Config& proto) {
   if (proto.has_node_observation_burst()) {
     config.node_observation_burst = proto.node_observation_burst();
   }
+  if (proto.has_max_known_nodes()) config.max_known_nodes = proto.max_known_nodes();
 
   if (absl::Status status = core::ValidateConfig(config); !status.ok()) return status;
   return config;
@@ -230,6 +231,7 @@ breaker::v1::Config ConfigToProto(const core::Config& config) {
   proto.set_max_connected_nodes(config.max_connected_nodes);
   proto.set_node_observation_rate(config.node_observation_rate);
   proto.set_node_observation_burst(config.node_observation_burst);
+  proto.set_max_known_nodes(config.max_known_nodes);
   return proto;
 }
 
