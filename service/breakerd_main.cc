@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
 #include "service/server.h"
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
+  // Debian's Abseil is built with deadlock detection on, and gRPC's locks are absl::Mutex: the
+  // graph bookkeeping took about 8% of breakerd's instructions under load (BENCHMARKS.md).
+  // breakerd's own locks are std::mutex, which it never covered.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   // Under `bazel run`, resolve relative paths (--state_dir) against the directory the
   // command was typed in, not Bazel's runfiles tree.

@@ -53,11 +53,28 @@ google::protobuf::Timestamp ToProto(absl::Time time) {
 }
 
 // The metrics' name of an observation's event: its field name in the proto's oneof.
+// A switch, not a descriptor look-up: it runs for every observation on the writer thread.
 absl::string_view EventKind(const breaker::v1::Observation& observation) {
-  if (observation.event_case() == breaker::v1::Observation::EVENT_NOT_SET) return "none";
-  return breaker::v1::Observation::descriptor()
-      ->FindFieldByNumber(observation.event_case())
-      ->name();
+  using breaker::v1::Observation;
+  switch (observation.event_case()) {
+    case Observation::kBidSeen:
+      return "bid_seen";
+    case Observation::kPayloadMissing:
+      return "payload_missing";
+    case Observation::kPayloadDelivered:
+      return "payload_delivered";
+    case Observation::kBlocksSeen:
+      return "blocks_seen";
+    case Observation::kFinalized:
+      return "finalized";
+    case Observation::kBuilderExited:
+      return "builder_exited";
+    case Observation::kRelayRevealMissing:
+      return "relay_reveal_missing";
+    case Observation::EVENT_NOT_SET:
+      return "none";
+  }
+  return "none";
 }
 
 absl::string_view OutcomeName(core::ObserveOutcome outcome) {
@@ -241,6 +258,7 @@ Fleet::Fleet(Options options, core::Engine engine, std::string fleet_id)
       network_(options.config.chain.network),
       fleet_id_(std::move(fleet_id)),
       snapshot_every_entries_(options.snapshot_every_entries),
+      snapshot_every_bytes_(options.snapshot_every_bytes),
       ticker_enabled_(options.run_ticker),
       metrics_(options.metrics != nullptr ? *options.metrics : NoMetrics()),
       engine_(std::move(engine)) {
@@ -464,7 +482,11 @@ void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
   // 1. Durable first: what is acknowledged below must survive a crash right after.
   std::vector<std::string> entries;
   entries.reserve(works.size());
-  for (const auto& work : works) entries.push_back(Serialize(work->entry));
+  uint64_t bytes = 0;
+  for (const auto& work : works) {
+    entries.push_back(Serialize(work->entry));
+    bytes += entries.back().size();
+  }
   absl::StatusOr<uint64_t> last_sequence;
   {
     StoreTimer timer(metrics_, "append");
@@ -491,8 +513,10 @@ void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
     for (auto& work : works) Apply(*work);
     journal_sequence_ = *last_sequence;
     entries_since_snapshot_ += works.size();
+    bytes_since_snapshot_ += bytes;
     if (engine_.policy().version != before) published.push_back(Publish());
     snapshot_due = entries_since_snapshot_ >= snapshot_every_entries_ ||
+                   bytes_since_snapshot_ >= snapshot_every_bytes_ ||
                    engine_.current_epoch() != snapshot_epoch_;
   }
   // 3. Tell the streams, then the submitters.
@@ -760,6 +784,7 @@ absl::Status Fleet::WriteSnapshot() {
     snapshot.set_journal_sequence(journal_sequence_);
     snapshot.set_fleet_id(fleet_id_);
     entries_since_snapshot_ = 0;
+    bytes_since_snapshot_ = 0;
     snapshot_epoch_ = engine_.current_epoch();
   }
   const std::string bytes = Serialize(snapshot);

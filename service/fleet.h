@@ -80,8 +80,12 @@ class Fleet {
     const core::Clock* clock = nullptr;
     // Move time along by itself at every slot boundary. Tests turn it off and call Tick().
     bool run_ticker = true;
-    // Fold the journal into a new snapshot after this many entries (and at every epoch).
+    // Fold the journal into a new snapshot after this many entries or bytes of entries,
+    // whichever comes first, and at every epoch. The bytes bound what the snapshot then
+    // deletes from the journal while the writer waits (batches of hundreds of observations
+    // make entries of tens of KB), and what a restart replays.
     uint64_t snapshot_every_entries = 4096;
+    uint64_t snapshot_every_bytes = 16 << 20;
     // Where the fleet reports its events; null: nowhere. REQUIRES: outlives the fleet.
     MetricsSink* metrics = nullptr;
   };
@@ -241,6 +245,7 @@ class Fleet {
   const std::string network_;
   const std::string fleet_id_;
   const uint64_t snapshot_every_entries_;
+  const uint64_t snapshot_every_bytes_;
   const bool ticker_enabled_;
   MetricsSink& metrics_;
 
@@ -253,6 +258,7 @@ class Fleet {
   // The last journal sequence applied to engine_.
   uint64_t journal_sequence_ ABSL_GUARDED_BY(engine_mu_) = 0;
   uint64_t entries_since_snapshot_ ABSL_GUARDED_BY(engine_mu_) = 0;
+  uint64_t bytes_since_snapshot_ ABSL_GUARDED_BY(engine_mu_) = 0;
   core::Epoch snapshot_epoch_ ABSL_GUARDED_BY(engine_mu_) = 0;
 
   mutable std::mutex policy_mu_;

@@ -104,6 +104,7 @@ class FleetStorageTest : public ::testing::Test {
     options.store = std::move(store);
     options.clock = &clock_;
     options.run_ticker = false;
+    options.snapshot_every_bytes = snapshot_every_bytes_;
     absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Open(std::move(options));
     ASSERT_THAT(fleet, IsOk());
     fleet_ = *std::move(fleet);
@@ -161,6 +162,7 @@ class FleetStorageTest : public ::testing::Test {
   }
 
   FakeClock clock_;
+  uint64_t snapshot_every_bytes_ = Fleet::Options().snapshot_every_bytes;
   const std::shared_ptr<MemoryStateStore::Backing> backing_ =
       std::make_shared<MemoryStateStore::Backing>();
   MemoryStateStore* store_ = nullptr;  // owned by fleet_
@@ -169,6 +171,24 @@ class FleetStorageTest : public ::testing::Test {
   mutable std::mutex mu_;
   std::vector<bool> writable_;
 };
+
+TEST_F(FleetStorageTest, AFullJournalByBytesIsFoldedIntoASnapshot) {
+  // Below the bound, the batch stays in the journal.
+  ASSERT_THAT(Submit({Missing(1, 5, 'a')}), IsOk());
+  const StoredState kept = backing_->Read();
+  EXPECT_FALSE(kept.journal.empty());
+  EXPECT_LT(kept.snapshot_sequence, kept.last_sequence());
+
+  // A bound below one batch's entry: every round is folded at once, and the state survives.
+  snapshot_every_bytes_ = 1;
+  ASSERT_NO_FATAL_FAILURE(Open());
+  ASSERT_THAT(Submit({Missing(2, 6, 'b')}), IsOk());
+  const StoredState folded = backing_->Read();
+  EXPECT_TRUE(folded.journal.empty());
+  EXPECT_EQ(folded.snapshot_sequence, folded.last_sequence());
+  ASSERT_NO_FATAL_FAILURE(Open());
+  EXPECT_THAT(Builders(), ElementsAre(std::make_tuple(5u, 1u, true), std::make_tuple(6u, 1u, true)));
+}
 
 TEST_F(FleetStorageTest, AFailedAppendIsRefusedNotAppliedAndDegradesTheFleet) {
   const uint64_t version = Version();
