@@ -183,6 +183,7 @@ TEST_F(FleetStorageTest, AFullJournalByBytesIsFoldedIntoASnapshot) {
   snapshot_every_bytes_ = 1;
   ASSERT_NO_FATAL_FAILURE(Open());
   ASSERT_THAT(Submit({Missing(2, 6, 'b')}), IsOk());
+  fleet_->Sync();  // the snapshot comes after the acknowledgement
   const StoredState folded = backing_->Read();
   EXPECT_TRUE(folded.journal.empty());
   EXPECT_EQ(folded.snapshot_sequence, folded.last_sequence());

@@ -58,7 +58,7 @@ using test_support::BannedIndices;
 using test_support::Bans;
 using test_support::Bid;
 using test_support::Chain;
-using test_support::CheckHealth;
+using ::breaker::testing::CheckHealth;
 using test_support::Deadline;
 using test_support::Delivered;
 using test_support::Indices;
@@ -77,7 +77,7 @@ using test_support::ServerTest;
 TEST_F(ServerTest, ServesHealthOnAnEphemeralPort) {
   StartServer();
   ASSERT_GT(server_->port(), 0);
-  EXPECT_EQ(CheckHealth(server_->port()), std::string("\x08\x01", 2));
+  EXPECT_EQ(CheckHealth(server_->port()), "SERVING");
 }
 
 TEST_F(ServerTest, RefusesAStateDirectoryThatIsAFile) {
@@ -1001,8 +1001,8 @@ TEST_F(ServerTest, ShutdownReportsNotServingWhileDraining) {
   options.drain_period = absl::Seconds(5);
   StartServerWith(options);
   const int port = server_->port();
-  const std::string serving("\x08\x01", 2);
-  const std::string not_serving("\x08\x02", 2);
+  const std::string serving = "SERVING";
+  const std::string not_serving = "NOT_SERVING";
   const std::vector<std::string> services = {"", "breaker.v1.Breaker", "breaker.v1.Admin"};
   for (const std::string& service : services) EXPECT_EQ(CheckHealth(port, service), serving);
   std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");

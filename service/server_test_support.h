@@ -263,37 +263,6 @@ class NodeClient {
   std::deque<v1::Policy> unseen_policies_;
 };
 
-// Calls grpc.health.v1.Health/Check for `service` ("": the overall health) without generated
-// stubs: the request is {service: 1}; the answer {status: SERVING} is the two bytes 08 01,
-// {status: NOT_SERVING} 08 02.
-inline std::string CheckHealth(int port, const std::string& service = "") {
-  auto channel =
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(Deadline());
-  std::string request_bytes;
-  if (!service.empty()) {
-    // Field 1, length-delimited; service names are shorter than 128 bytes.
-    request_bytes = std::string("\x0a", 1) + static_cast<char>(service.size()) + service;
-  }
-  grpc::Slice request_message(request_bytes);
-  grpc::ByteBuffer request(&request_message, 1);
-  grpc::ByteBuffer response;
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&done](grpc::Status status) { done.set_value(status); });
-  grpc::Status status = done.get_future().get();
-  if (!status.ok()) return "error: " + status.error_message();
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(response.Dump(&slices).ok());
-  std::string bytes;
-  for (const grpc::Slice& slice : slices) {
-    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
-  return bytes;
-}
-
 class ServerTest : public ::testing::Test {
  protected:
   ServerTest()

@@ -14,7 +14,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "grpcpp/create_channel.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "tests/status_matchers.h"
 
@@ -321,34 +320,7 @@ void FleetTest::StartNodes(int count) {
 // --- The Admin API ---
 
 std::string FleetTest::Health(const std::string& service) {
-  // Without generated stubs (the system's gRPC ships none for health): the request is
-  // {service: 1}, the answer {status: 1 SERVING, 2 NOT_SERVING}.
-  grpc::GenericStub stub(
-      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-  std::string request_bytes;
-  if (!service.empty()) {
-    // Field 1, length-delimited; service names are shorter than 128 bytes.
-    request_bytes = std::string("\x0a", 1) + static_cast<char>(service.size()) + service;
-  }
-  grpc::Slice request_slice(request_bytes);
-  grpc::ByteBuffer request(&request_slice, 1);
-  grpc::ByteBuffer response;
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&done](grpc::Status status) { done.set_value(status); });
-  const grpc::Status status = done.get_future().get();
-  if (!status.ok()) return absl::StrCat("error: ", status.error_message());
-  std::vector<grpc::Slice> slices;
-  if (!response.Dump(&slices).ok()) return "error: unreadable answer";
-  std::string bytes;
-  for (const grpc::Slice& slice : slices) {
-    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
-  if (bytes == std::string("\x08\x01", 2)) return "SERVING";
-  if (bytes == std::string("\x08\x02", 2)) return "NOT_SERVING";
-  return absl::StrCat("error: unexpected answer of ", bytes.size(), " bytes");
+  return ::breaker::testing::CheckHealth(port_, service);
 }
 
 absl::StatusOr<v1::Policy> FleetTest::GetPolicy() {

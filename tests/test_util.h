@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -15,6 +17,10 @@
 #include "absl/time/time.h"
 #include "ctl/unary_call.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/status.h"
 #include "gtest/gtest.h"
 
@@ -54,6 +60,39 @@ absl::StatusOr<Response> CallUnary(Stub& stub,
                                                                std::function<void(grpc::Status)>),
                                    const Request& request) {
   return ctl::CallUnary(stub, method, request, absl::Seconds(10));
+}
+
+// Calls grpc.health.v1.Health/Check on 127.0.0.1:`port` for `service` ("": the overall health)
+// and returns "SERVING", "NOT_SERVING" or "error: <why>". Without generated stubs (the system's
+// gRPC ships none for health): the request is {service: 1}; the answer {status: SERVING} is the
+// two bytes 08 01, {status: NOT_SERVING} 08 02.
+inline std::string CheckHealth(int port, const std::string& service = "") {
+  grpc::GenericStub stub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  std::string request_bytes;
+  if (!service.empty()) {
+    // Field 1, length-delimited; service names are shorter than 128 bytes.
+    request_bytes = std::string("\x0a", 1) + static_cast<char>(service.size()) + service;
+  }
+  grpc::Slice request_slice(request_bytes);
+  grpc::ByteBuffer request(&request_slice, 1);
+  grpc::ByteBuffer response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status status) { done.set_value(status); });
+  const grpc::Status status = done.get_future().get();
+  if (!status.ok()) return absl::StrCat("error: ", status.error_message());
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return "error: unreadable answer";
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  if (bytes == std::string("\x08\x01", 2)) return "SERVING";
+  if (bytes == std::string("\x08\x02", 2)) return "NOT_SERVING";
+  return absl::StrCat("error: unexpected answer of ", bytes.size(), " bytes");
 }
 
 }  // namespace breaker::testing
