@@ -24,7 +24,6 @@
 #include "core/chain_time.h"
 #include "core/types.h"
 #include "grpcpp/create_channel.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "service/server.h"

@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <future>
 #include <utility>
 
 #include "absl/strings/match.h"
