@@ -20,6 +20,7 @@
 #include "grpcpp/server_builder.h"
 #include "proto/codec/config_file.h"
 #include "service/metrics.h"
+#include "service/restoring_server.h"
 #include "service/sqlite_state_store.h"
 
 namespace breaker::service {
@@ -99,6 +100,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   absl::StatusOr<int> lock = LockStateDirectory(options.state_dir);
   if (!lock.ok()) return lock.status();
   server->lock_fd_ = *lock;
+  // While the state is restored, the address answers: health NOT_SERVING, calls UNAVAILABLE.
+  absl::StatusOr<std::unique_ptr<RestoringServer>> restoring =
+      RestoringServer::Start(options.listen_address, *credentials);
+  if (!restoring.ok()) return restoring.status();
+  // The port it bound (port 0 picks one), which breakerd's own server takes over.
+  const std::string listen_address = WithPort(options.listen_address, (*restoring)->port());
   absl::StatusOr<std::unique_ptr<SqliteStateStore>> store =
       SqliteStateStore::Open(options.state_dir);
   if (!store.ok()) return store.status();
@@ -119,6 +126,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       std::make_unique<NodeService>(server->fleet_.get(), server->authorizer_.get());
   server->admin_service_ =
       std::make_unique<AdminService>(server->fleet_.get(), server->authorizer_.get());
+  restoring->reset();  // releases the port
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -136,7 +144,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   int port = 0;
-  builder.AddListeningPort(options.listen_address, *credentials, &port);
+  builder.AddListeningPort(listen_address, *credentials, &port);
   builder.RegisterService(server->node_service_.get());
   builder.RegisterService(server->admin_service_.get());
   server->server_ = builder.BuildAndStart();

@@ -65,10 +65,9 @@ class Metrics;
 // A running breakerd. This class is thread-safe.
 class Server {
  public:
-  // Restores the state, then starts serving. The port is bound only once the state is
-  // restored: until then connections are refused, which health checkers count as not serving
-  // (as they do NOT_SERVING), and nodes retry. Serving health earlier would mean accepting
-  // streams that nothing can answer yet.
+  // Restores the state, then starts serving. While the state is restored the address already
+  // answers (RestoringServer): health NOT_SERVING, every other call UNAVAILABLE, so that nodes
+  // retry and health checkers see breakerd restoring rather than a refused connection.
   // Returns the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
   // naming the field), the TLS files' and access file's errors, FAILED_PRECONDITION for
   // plaintext on a non-loopback address (see MakeServerCredentials), INVALID_ARGUMENT when the
