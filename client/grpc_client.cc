@@ -281,7 +281,9 @@ class GrpcClient : public BreakerClient {
       connected_ = false;
     }
     send_cv_.notify_all();
-    context.TryCancel();
+    // No TryCancel here: the read side is done, so the call is over (a write in flight fails
+    // at once), and a cancel would turn breakerd's status, which Finish reads only now, into
+    // CANCELLED. Stop() cancels by itself.
     if (sender.joinable()) sender.join();
     const grpc::Status status = stream->Finish();
     if (!status.ok() && !Stopping()) {
