@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "bench/baseline_service.h"
 #include "bench/server_messages.h"
+#include "service/server_settings.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
@@ -44,14 +45,8 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& address, grpc::Serv
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
-                             absl::GetFlag(FLAGS_max_concurrent_streams));
+  service::ApplyServerSettings(builder, service::kDefaultMaxReceiveMessageBytes,
+                               absl::GetFlag(FLAGS_max_concurrent_streams));
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), port);
   builder.RegisterService(service);
   return builder.BuildAndStart();

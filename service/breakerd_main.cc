@@ -42,7 +42,7 @@ ABSL_FLAG(std::string, metrics_listen, "",
           "Address to serve Prometheus metrics on (HTTP, path /metrics), host:port. Port 0 "
           "picks a free port. Empty: no metrics.");
 
-ABSL_FLAG(int, max_message_bytes, 1 << 20,
+ABSL_FLAG(int, max_message_bytes, breaker::service::kDefaultMaxReceiveMessageBytes,
           "Largest message a client may send, in bytes; a larger one ends its call with "
           "RESOURCE_EXHAUSTED. A full batch of 1000 observations takes about 100 KB.");
 ABSL_FLAG(int, max_concurrent_streams, 100,

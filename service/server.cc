@@ -21,6 +21,7 @@
 #include "proto/codec/config_file.h"
 #include "service/metrics.h"
 #include "service/restoring_server.h"
+#include "service/server_settings.h"
 #include "service/sqlite_state_store.h"
 
 namespace breaker::service {
@@ -131,18 +132,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  // gRPC sets SO_REUSEPORT by default: a second breakerd on the same port would then start
-  // "successfully" and split the fleet's streams between two states.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Streams live for days: find dead peers with pings, and let clients ping every 10 s.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  // Hostile or broken input is bounded before it is parsed (see ServerOptions).
-  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+  ApplyServerSettings(builder, options.max_receive_message_bytes, options.max_concurrent_streams);
   int port = 0;
   builder.AddListeningPort(listen_address, *credentials, &port);
   builder.RegisterService(server->node_service_.get());

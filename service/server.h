@@ -17,6 +17,7 @@
 #include "service/authorizer.h"
 #include "service/fleet.h"
 #include "service/node_service.h"
+#include "service/server_settings.h"
 #include "service/transport_security.h"
 
 namespace breaker::service {
@@ -51,7 +52,7 @@ struct ServerOptions {
   // RESOURCE_EXHAUSTED ("Received message larger than max"). A full batch of 1000
   // observations takes about 100 KB (bids with 48-byte keys; 300 KB with 200-character relay
   // URLs), so 1 MiB leaves room without letting one message cost much.
-  int max_receive_message_bytes = 1 << 20;
+  int max_receive_message_bytes = kDefaultMaxReceiveMessageBytes;
   // Calls one HTTP/2 connection may hold open at once (a node needs one, a dashboard a few);
   // beyond it, the client's next call waits until one ends.
   int max_concurrent_streams = 100;
