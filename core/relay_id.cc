@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/input_bounds.h"
 
 namespace breaker::core {
 namespace {
@@ -15,9 +16,10 @@ namespace {
 constexpr char kAcceptedPorts[] = "accepted: 1..65535";
 
 absl::Status Invalid(absl::string_view identifier, absl::string_view what) {
-  // Escaped, so that a control character in the input cannot garble a log line.
+  // A short escaped prefix: a control character in the input cannot garble a log line, and a
+  // long input is not echoed back.
   return absl::InvalidArgumentError(
-      absl::StrCat("relay identifier \"", absl::CHexEscape(identifier), "\" ", what));
+      absl::StrCat("relay identifier \"", bounds::QuotePrefix(identifier), "\" ", what));
 }
 
 // RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ). Anything else before "://" is not a
@@ -50,6 +52,10 @@ bool IsIpv6Literal(absl::string_view s) {
 
 absl::StatusOr<std::string> NormalizeRelayId(absl::string_view identifier) {
   if (identifier.empty()) return Invalid(identifier, "is empty");
+  if (identifier.size() > bounds::kMaxRelayIdBytes) {
+    return Invalid(identifier, absl::StrCat("is ", identifier.size(), " bytes; accepted: at most ",
+                                            bounds::kMaxRelayIdBytes, " bytes"));
+  }
   if (absl::StripAsciiWhitespace(identifier).empty()) {
     return Invalid(identifier, "is empty but for whitespace");
   }
@@ -120,9 +126,11 @@ absl::StatusOr<std::string> NormalizeRelayId(absl::string_view identifier) {
       port = authority.substr(colon + 1);
       has_port = true;
     }
-    if (host.empty()) return Invalid(identifier, "has an empty host");
+    // A fully qualified name's final dot ("relay.example.") names the same host.
+    if (host.size() > 1 && host.back() == '.') host.remove_suffix(1);
+    if (host.empty() || host == ".") return Invalid(identifier, "has an empty host");
     if (!IsHostName(host)) {
-      return Invalid(identifier, absl::StrCat("has host \"", absl::CHexEscape(host),
+      return Invalid(identifier, absl::StrCat("has host \"", bounds::QuotePrefix(host),
                                               "\"; accepted: letters, digits, '-', '.', '_', "
                                               "or an IPv6 address in brackets"));
     }
@@ -139,15 +147,15 @@ absl::StatusOr<std::string> NormalizeRelayId(absl::string_view identifier) {
       return Invalid(identifier, absl::StrCat("has an empty port; ", kAcceptedPorts));
     for (char c : port) {
       if (!absl::ascii_isdigit(c)) {
-        return Invalid(identifier, absl::StrCat("has port \"", absl::CHexEscape(port),
+        return Invalid(identifier, absl::StrCat("has port \"", bounds::QuotePrefix(port),
                                                 "\", which is not a number; ", kAcceptedPorts));
       }
       // Saturate above the range, so that a long digit string cannot wrap into it.
       port_number = std::min<uint32_t>(port_number * 10 + static_cast<uint32_t>(c - '0'), 65536);
     }
     if (port_number == 0 || port_number > 65535) {
-      return Invalid(identifier,
-                     absl::StrCat("has port ", port, " outside the range; ", kAcceptedPorts));
+      return Invalid(identifier, absl::StrCat("has port ", bounds::QuotePrefix(port),
+                                              " outside the range; ", kAcceptedPorts));
     }
   }
   const uint32_t default_port = scheme == "https" ? 443 : 80;

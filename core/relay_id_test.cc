@@ -109,6 +109,24 @@ TEST(NormalizeRelayId, SameEndpointSpelledManyWaysIsOneIdentifier) {
   }
 }
 
+TEST(NormalizeRelayId, FinalDotOfAFullyQualifiedNameIsTheSameHost) {
+  EXPECT_EQ(Norm("https://relay.example./"), "https://relay.example");
+  EXPECT_EQ(Norm("relay.example.:18550"), "http://relay.example:18550");
+  EXPECT_THAT(NormalizeRelayId("http://./"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty host")));
+}
+
+TEST(NormalizeRelayId, LengthIsBoundedAndTheInputIsNotEchoed) {
+  const std::string at_bound = "https://r.example/" + std::string(512 - 18, 'p');
+  ASSERT_EQ(at_bound.size(), 512u);
+  EXPECT_THAT(NormalizeRelayId(at_bound), IsOk());
+  const std::string past = at_bound + "p";
+  const absl::StatusOr<std::string> refused = NormalizeRelayId(past);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument,
+                                AllOf(HasSubstr("513 bytes"), HasSubstr("at most 512"))));
+  EXPECT_LT(refused.status().message().size(), 160u);
+}
+
 TEST(NormalizeRelayId, EmptyIsInvalid) {
   EXPECT_THAT(NormalizeRelayId(""),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is empty")));
