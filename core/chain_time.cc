@@ -5,6 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "core/input_bounds.h"
 
 namespace breaker::core {
 namespace {
@@ -48,13 +50,36 @@ absl::Status ValidateChainSpec(const ChainSpec& spec) {
         "chain.network is empty; accepted: a known network (mainnet, sepolia, hoodi) or the "
         "name of a custom network");
   }
-  if (spec.seconds_per_slot == 0) {
-    return absl::InvalidArgumentError("chain.seconds_per_slot is 0; accepted: at least 1");
+  if (absl::Status name = bounds::CheckMaxBytes("chain.network", spec.network,
+                                                bounds::kMaxNetworkBytes);
+      !name.ok()) {
+    return name;
   }
-  if (spec.slots_per_epoch == 0) {
-    return absl::InvalidArgumentError("chain.slots_per_epoch is 0; accepted: at least 1");
+  if (spec.seconds_per_slot == 0 || spec.seconds_per_slot > kMaxSecondsPerSlot) {
+    return absl::InvalidArgumentError(absl::StrCat("chain.seconds_per_slot is ",
+                                                   spec.seconds_per_slot, "; accepted: 1..",
+                                                   kMaxSecondsPerSlot));
+  }
+  if (spec.slots_per_epoch == 0 || spec.slots_per_epoch > kMaxSlotsPerEpoch) {
+    return absl::InvalidArgumentError(absl::StrCat("chain.slots_per_epoch is ",
+                                                   spec.slots_per_epoch, "; accepted: 1..",
+                                                   kMaxSlotsPerEpoch));
+  }
+  if (spec.genesis_time_unix < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "chain.genesis_time_unix is ", spec.genesis_time_unix,
+        "; accepted: seconds since 1970-01-01T00:00:00Z, not negative"));
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateGenesisTime(const ChainSpec& spec, absl::Time now) {
+  const absl::Time genesis = absl::FromUnixSeconds(spec.genesis_time_unix);
+  if (genesis - now <= absl::Seconds(bounds::kMaxGenesisAheadSeconds)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "chain.genesis_time_unix is ", spec.genesis_time_unix, " (", absl::FormatTime(genesis),
+      "), more than a year after now (", absl::FormatTime(now),
+      "); accepted: seconds since the Unix epoch (not milliseconds), at most a year ahead"));
 }
 
 Slot SlotAt(absl::Time now, const ChainSpec& spec) {

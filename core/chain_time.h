@@ -35,9 +35,18 @@ struct ChainSpec {
 // Returns INVALID_ARGUMENT naming the known networks for any other name.
 absl::StatusOr<ChainSpec> ChainSpecForNetwork(absl::string_view network);
 
-// Returns INVALID_ARGUMENT naming the field when a value is unusable (zero slot length or
-// epoch length, empty network name).
+// Returns INVALID_ARGUMENT naming the field when a value is unusable (a slot length outside
+// 1..kMaxSecondsPerSlot, an epoch length outside 1..kMaxSlotsPerEpoch, an empty network name
+// or one longer than bounds::kMaxNetworkBytes, a negative genesis time).
 absl::Status ValidateChainSpec(const ChainSpec& spec);
+
+// Longest slot and epoch a ChainSpec may have.
+inline constexpr uint64_t kMaxSecondsPerSlot = 3600;
+inline constexpr uint64_t kMaxSlotsPerEpoch = 8192;
+
+// Returns INVALID_ARGUMENT when the genesis time is more than a year after `now` (most likely
+// milliseconds written for seconds): the service refuses it when it starts.
+absl::Status ValidateGenesisTime(const ChainSpec& spec, absl::Time now);
 
 // REQUIRES: spec is valid.
 inline Epoch EpochOf(Slot slot, const ChainSpec& spec) { return slot / spec.slots_per_epoch; }

@@ -236,3 +236,41 @@ TEST(IsGloas, FromForkEpochOn) {
 
 }  // namespace
 }  // namespace breaker::core
+
+namespace breaker::core {
+namespace {
+
+TEST(ValidateChainSpecBounds, SlotAndEpochLengthsAndNetworkName) {
+  ChainSpec spec;
+  spec.seconds_per_slot = 3601;
+  EXPECT_THAT(ValidateChainSpec(spec),
+              ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("1..3600")));
+  spec = ChainSpec();
+  spec.slots_per_epoch = 8193;
+  EXPECT_THAT(ValidateChainSpec(spec), ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument));
+  spec = ChainSpec();
+  spec.network = std::string(65, 'n');
+  EXPECT_THAT(ValidateChainSpec(spec),
+              ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                ::testing::HasSubstr("chain.network is 65 bytes")));
+  spec = ChainSpec();
+  spec.genesis_time_unix = -1;
+  EXPECT_THAT(ValidateChainSpec(spec), ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(ValidateGenesisTime, MoreThanAYearAheadIsRefused) {
+  const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  ChainSpec spec;
+  spec.genesis_time_unix = 1'800'000'000 + 366 * 24 * 3600;
+  EXPECT_THAT(ValidateGenesisTime(spec, now), ::breaker::testing::IsOk());
+  // Milliseconds written for seconds.
+  spec.genesis_time_unix = int64_t{1'800'000'000} * 1000;
+  EXPECT_THAT(ValidateGenesisTime(spec, now),
+              ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                ::testing::HasSubstr("not milliseconds")));
+  spec.genesis_time_unix = std::numeric_limits<int64_t>::max();
+  EXPECT_THAT(ValidateGenesisTime(spec, now), ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace breaker::core

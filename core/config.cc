@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/input_bounds.h"
 #include "core/relay_id.h"
 
 namespace breaker::core {
@@ -73,6 +74,17 @@ template <typename T>
 absl::Status CheckRange(absl::string_view field, T value, T min, T max) {
   if (value >= min && value <= max) return absl::OkStatus();
   return Invalid(field, value, absl::StrCat(min, "..", max));
+}
+
+// A period in epochs: `min`..kMaxPeriodEpochs, so that no epoch plus a period can wrap.
+absl::Status CheckPeriod(absl::string_view field, uint64_t value, uint64_t min) {
+  if (value >= min && value <= bounds::kMaxPeriodEpochs) return absl::OkStatus();
+  return Invalid(field, value,
+                 absl::StrCat(min, "..", bounds::kMaxPeriodEpochs,
+                              " epochs (about 12 years on mainnet)",
+                              field == "critical_blacklist_period_epochs"
+                                  ? "; 0 bans until an operator reset or a delivered payload"
+                                  : ""));
 }
 
 // The self-build index stands for the proposer itself, which the breaker never tracks: listing
@@ -152,6 +164,43 @@ absl::Status ValidateRelays(const Config& config) {
 
 }  // namespace
 
+size_t WorstCasePolicyBytes(const Config& config) {
+  // Protobuf's wire format: a field's tag takes 1 byte (field numbers below 16), a varint at
+  // most 10, a length prefix at most 3 (lengths below 2 MiB).
+  constexpr size_t kTag = 1, kVarint = 10, kLength = 3;
+  constexpr size_t kString = kTag + kLength;  // and the string's bytes
+  // Ban{kind, until_epoch, until_reset, reason}.
+  constexpr size_t kBan = kTag + kVarint + kTag + kVarint + kTag + 1 + kString +
+                          bounds::kMaxBanReasonBytes;
+  // The longest normalized identifier: the input's bytes, plus "http://" for a bare host.
+  constexpr size_t kRelayId = bounds::kMaxRelayIdBytes + 7;
+  // BuilderBan{builder_index, ban} and RelayBan{relay, ban}, each a length-delimited entry.
+  constexpr size_t kBuilderBan = kString + kTag + kVarint + kString + kBan;
+  constexpr size_t kRelayBan = kString + kString + kRelayId + kString + kBan;
+
+  // Every builder a policy can list is tracked, banned by an operator, blacklisted, or a member
+  // of a relay (learned, or configured: both at most max_indices_per_relay).
+  const size_t relay_members = size_t{config.max_relays} * config.max_indices_per_relay * 2;
+  const size_t builders = config.max_tracked_builders + bounds::kMaxOperatorBuilderBans +
+                          bounds::kMaxListedBuilders + relay_members;
+  // A relay is banned as a record (at most max_relays), or by the operator.
+  const size_t relays =
+      config.max_relays + bounds::kMaxListedRelays + bounds::kMaxOperatorRelayBans;
+  // Trusted: listed, configured for a trusted relay, or overridden.
+  const size_t trusted_builders = bounds::kMaxListedBuilders +
+                                  size_t{config.max_relays} * config.max_indices_per_relay +
+                                  bounds::kMaxBuilderTrustOverrides;
+  const size_t trusted_relays = config.max_relays + bounds::kMaxRelayTrustOverrides;
+
+  // version, mode, computed_at_slot and _epoch; mode_reason, reason and missed_slots.rule;
+  // missed_slots' flags and counts; fleet_id; the ServerMessage around the policy.
+  const size_t fixed = 4 * (kTag + kVarint) + 3 * (kString + bounds::kMaxReasonBytes) +
+                       kString + 3 * (kTag + 1) + 3 * (kTag + kVarint) + kString +
+                       bounds::kMaxFleetIdBytes + kString;
+  return fixed + builders * kBuilderBan + relays * kRelayBan + kString +
+         trusted_builders * kVarint + trusted_relays * (kString + kRelayId);
+}
+
 absl::Status ValidateConfig(const Config& config) {
   BREAKER_RETURN_IF_ERROR(ValidateChainSpec(config.chain));
 
@@ -161,9 +210,10 @@ absl::Status ValidateConfig(const Config& config) {
                    absl::StrCat("more than allowed_failures (", config.allowed_failures,
                                 "); otherwise the first ban would already be critical"));
   }
-  BREAKER_RETURN_IF_ERROR(
-      CheckAtLeastOne("blacklist_period_epochs", config.blacklist_period_epochs));
-  BREAKER_RETURN_IF_ERROR(CheckAtLeastOne("backoff_period_epochs", config.backoff_period_epochs));
+  BREAKER_RETURN_IF_ERROR(CheckPeriod("blacklist_period_epochs", config.blacklist_period_epochs, 1));
+  BREAKER_RETURN_IF_ERROR(CheckPeriod("critical_blacklist_period_epochs",
+                                      config.critical_blacklist_period_epochs, 0));
+  BREAKER_RETURN_IF_ERROR(CheckPeriod("backoff_period_epochs", config.backoff_period_epochs, 1));
   // Written so that NaN fails too: every comparison with NaN is false.
   if (!(std::isfinite(config.attestation_threshold) && config.attestation_threshold >= 0.0 &&
         config.attestation_threshold < 1.0)) {
@@ -178,19 +228,31 @@ absl::Status ValidateConfig(const Config& config) {
                                           config.critical_failed_untrusted_builders));
 
   // --- Operator lists ---
+  BREAKER_RETURN_IF_ERROR(bounds::CheckMaxCount("trusted_builders", config.trusted_builders.size(),
+                                                bounds::kMaxListedBuilders));
+  BREAKER_RETURN_IF_ERROR(bounds::CheckMaxCount(
+      "blacklisted_builders", config.blacklisted_builders.size(), bounds::kMaxListedBuilders));
   BREAKER_RETURN_IF_ERROR(ValidateBuilderLists(config));
   BREAKER_RETURN_IF_ERROR(ValidateRelays(config));
 
   // --- Relays and memory caps ---
+  BREAKER_RETURN_IF_ERROR(CheckPeriod("relay_blacklist_period_epochs",
+                                      config.relay_blacklist_period_epochs, 1));
   BREAKER_RETURN_IF_ERROR(
-      CheckAtLeastOne("relay_blacklist_period_epochs", config.relay_blacklist_period_epochs));
-  BREAKER_RETURN_IF_ERROR(
-      CheckAtLeastOne("relay_association_ttl_epochs", config.relay_association_ttl_epochs));
+      CheckPeriod("relay_association_ttl_epochs", config.relay_association_ttl_epochs, 1));
   BREAKER_RETURN_IF_ERROR(CheckRange<uint32_t>("max_relays", config.max_relays, 1, 1024));
   BREAKER_RETURN_IF_ERROR(
       CheckRange<uint32_t>("max_indices_per_relay", config.max_indices_per_relay, 1, 1024));
   BREAKER_RETURN_IF_ERROR(
-      CheckRange<uint32_t>("max_tracked_builders", config.max_tracked_builders, 16, 10'000'000));
+      CheckRange<uint32_t>("max_tracked_builders", config.max_tracked_builders, 16, 16384));
+  // The caps bound what a policy lists; every node must be able to receive it.
+  if (const size_t worst = WorstCasePolicyBytes(config); worst > bounds::kMaxSentMessageBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_tracked_builders (", config.max_tracked_builders, "), max_relays (",
+        config.max_relays, ") and max_indices_per_relay (", config.max_indices_per_relay,
+        ") let a policy reach ", worst, " bytes; accepted: caps whose policy fits in ",
+        bounds::kMaxSentMessageBytes, " bytes (lower one of them)"));
+  }
   // Configured relays and their indices never expire, so a cap below them could not hold.
   if (config.relays.size() > config.max_relays) {
     return absl::InvalidArgumentError(absl::StrCat("relays lists ", config.relays.size(),
@@ -209,6 +271,19 @@ absl::Status ValidateConfig(const Config& config) {
   // --- Pre-Gloas missed-slot breaker ---
   BREAKER_RETURN_IF_ERROR(
       CheckRange<uint64_t>("missed_slots.window_slots", config.missed_slots.window_slots, 1, 64));
+  // Counts of missed slots reach back at most MissedSlotTracker::kRingSlots (256) slots, so a
+  // larger value could never trip.
+  BREAKER_RETURN_IF_ERROR(CheckRange<uint64_t>("missed_slots.max_allowed_missing_slots",
+                                               config.missed_slots.max_allowed_missing_slots, 0,
+                                               255));
+  BREAKER_RETURN_IF_ERROR(CheckRange<uint64_t>("missed_slots.max_consecutive_missed_slots",
+                                               config.missed_slots.max_consecutive_missed_slots,
+                                               0, 255));
+  BREAKER_RETURN_IF_ERROR(CheckRange<uint64_t>("missed_slots.max_missed_slots_in_window",
+                                               config.missed_slots.max_missed_slots_in_window, 0,
+                                               config.missed_slots.window_slots));
+  BREAKER_RETURN_IF_ERROR(CheckPeriod("missed_slots.max_epochs_since_finalization",
+                                      config.missed_slots.max_epochs_since_finalization, 0));
   if (config.missed_slots.latched_rule && config.missed_slots.max_allowed_missing_slots == 0) {
     return Invalid("missed_slots.max_allowed_missing_slots",
                    config.missed_slots.max_allowed_missing_slots,

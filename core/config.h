@@ -4,6 +4,7 @@
 // The breaker's configuration: a plain value, with the defaults of the reference semantics.
 // Every field is an operator's choice; ValidateConfig says which combinations are unusable.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -100,7 +101,7 @@ struct Config {
   // Caps that bound memory under hostile input. A cap never drops an active ban.
   uint32_t max_relays = 64;
   uint32_t max_indices_per_relay = 16;
-  uint32_t max_tracked_builders = 16384;
+  uint32_t max_tracked_builders = 4096;
 
   // --- Pre-Gloas missed-slot breaker ---
   MissedSlotRules missed_slots;
@@ -124,6 +125,12 @@ struct Config {
   // Node ids breakerd keeps track of (a node's memory is never dropped: this bounds it).
   uint32_t max_known_nodes = 65536;
 };
+
+// The largest serialized breaker.v1.Policy (in its ServerMessage) that an engine running
+// `config` can publish, whatever its input within core/input_bounds.h: each list at its
+// longest, each string at its bound. ValidateConfig refuses caps for which it exceeds
+// bounds::kMaxSentMessageBytes.
+size_t WorstCasePolicyBytes(const Config& config);
 
 // Returns OK, or INVALID_ARGUMENT whose message names the offending field (as spelled in this
 // header), its value, and what would be accepted.

@@ -1,5 +1,7 @@
 #include "core/config.h"
 
+#include "core/input_bounds.h"
+
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -134,7 +136,65 @@ TEST(ValidateConfig, BlacklistPeriodAtLeastOneEpoch) {
   config.blacklist_period_epochs = 0;
   EXPECT_THAT(ValidateConfig(config),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("blacklist_period_epochs is 0"), HasSubstr("at least 1"))));
+                       AllOf(HasSubstr("blacklist_period_epochs is 0"), HasSubstr("1..1048576"))));
+}
+
+TEST(ValidateConfig, PeriodsAreBoundedSoThatNoEpochPlusAPeriodWraps) {
+  for (uint64_t Config::*field :
+       {&Config::blacklist_period_epochs, &Config::critical_blacklist_period_epochs,
+        &Config::backoff_period_epochs, &Config::relay_blacklist_period_epochs,
+        &Config::relay_association_ttl_epochs}) {
+    Config config;
+    config.*field = uint64_t{1} << 20;
+    EXPECT_THAT(ValidateConfig(config), IsOk());
+    config.*field = (uint64_t{1} << 20) + 1;
+    EXPECT_THAT(ValidateConfig(config),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is 1048577")));
+    config.*field = std::numeric_limits<uint64_t>::max();
+    EXPECT_THAT(ValidateConfig(config),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1048576 epochs")));
+  }
+  Config config;
+  config.missed_slots.max_epochs_since_finalization = std::numeric_limits<uint64_t>::max();
+  ExpectRejected(config, "missed_slots.max_epochs_since_finalization is 18446744073709551615");
+}
+
+TEST(ValidateConfig, MissedSlotCountsCanTrip) {
+  Config config;
+  config.missed_slots.max_allowed_missing_slots = 256;
+  ExpectRejected(config, "missed_slots.max_allowed_missing_slots is 256");
+  config = Config();
+  config.missed_slots.max_consecutive_missed_slots = 1000;
+  ExpectRejected(config, "missed_slots.max_consecutive_missed_slots is 1000");
+  config = Config();
+  config.missed_slots.max_missed_slots_in_window = 33;
+  ExpectRejected(config, "missed_slots.max_missed_slots_in_window is 33");
+}
+
+TEST(ValidateConfig, ListedBuildersAreBounded) {
+  Config config;
+  for (BuilderIndex i = 0; i < 1024; ++i) config.trusted_builders.push_back(i);
+  EXPECT_THAT(ValidateConfig(config), IsOk());
+  config.trusted_builders.push_back(5000);
+  ExpectRejected(config, "trusted_builders lists 1025 entries; accepted: at most 1024");
+  config = Config();
+  config.blacklisted_builders.assign(2000, 7);
+  ExpectRejected(config, "blacklisted_builders lists 2000 entries");
+}
+
+TEST(WorstCasePolicyBytes, DefaultsFitWellBelowWhatClientsAccept) {
+  const size_t worst = WorstCasePolicyBytes(Config());
+  EXPECT_LE(worst, bounds::kMaxSentMessageBytes);
+  EXPECT_LE(2 * worst, bounds::kClientReceiveBytes);
+}
+
+TEST(WorstCasePolicyBytes, CapsWhoseWorstCaseIsTooLargeAreRefused) {
+  Config config;
+  config.max_relays = 1024;
+  ExpectRejected(config, "let a policy reach");
+  config.max_indices_per_relay = 1;
+  config.max_tracked_builders = 16;
+  EXPECT_THAT(ValidateConfig(config), IsOk());
 }
 
 TEST(ValidateConfig, CriticalBlacklistPeriodZeroMeansUntilReset) {
@@ -267,7 +327,10 @@ TEST(ValidateConfig, MaxRelaysInRange) {
                        AllOf(HasSubstr("max_relays is 0"), HasSubstr("1..1024"))));
   config.max_relays = 1025;
   ExpectRejected(config, "max_relays is 1025");
+  // So many relays fit the policy's bound only with few members each.
   config.max_relays = 1024;
+  config.max_indices_per_relay = 1;
+  config.max_tracked_builders = 16;
   EXPECT_THAT(ValidateConfig(config), IsOk());
   config.max_relays = 1;
   EXPECT_THAT(ValidateConfig(config), IsOk());
@@ -280,6 +343,7 @@ TEST(ValidateConfig, MaxIndicesPerRelayInRange) {
   config.max_indices_per_relay = 1025;
   ExpectRejected(config, "max_indices_per_relay is 1025");
   config.max_indices_per_relay = 1024;
+  config.max_relays = 2;
   EXPECT_THAT(ValidateConfig(config), IsOk());
 }
 
@@ -288,13 +352,16 @@ TEST(ValidateConfig, MaxTrackedBuildersInRange) {
   config.max_tracked_builders = 15;
   EXPECT_THAT(ValidateConfig(config),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("max_tracked_builders is 15"), HasSubstr("16..10000000"))));
-  config.max_tracked_builders = 10'000'001;
-  ExpectRejected(config, "max_tracked_builders is 10000001");
+                       AllOf(HasSubstr("max_tracked_builders is 15"), HasSubstr("16..16384"))));
+  config.max_tracked_builders = 16385;
+  ExpectRejected(config, "max_tracked_builders is 16385");
   config.max_tracked_builders = 16;
   EXPECT_THAT(ValidateConfig(config), IsOk());
-  config.max_tracked_builders = 10'000'000;
+  config.max_tracked_builders = 8192;
   EXPECT_THAT(ValidateConfig(config), IsOk());
+  // In range, but its policy would not fit beside the other caps' defaults.
+  config.max_tracked_builders = 16384;
+  ExpectRejected(config, "let a policy reach");
 }
 
 TEST(ValidateConfig, ConfiguredRelaysFitMaxRelays) {

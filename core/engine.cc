@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/chain_time.h"
+#include "core/input_bounds.h"
 #include "core/relay_id.h"
 
 namespace breaker::core {
@@ -44,6 +45,8 @@ template <typename Key>
 void MergeBan(absl::flat_hash_map<Key, Ban>& bans, const Key& key, Ban ban) {
   // A ban until reset has no end epoch: the policy says 0, whatever epoch a cause also had.
   if (ban.until_reset) ban.until_epoch = 0;
+  // Every node receives every ban: a reason must not make the policy grow with its text.
+  ban.reason = bounds::Truncate(ban.reason, bounds::kMaxBanReasonBytes);
   auto [it, inserted] = bans.try_emplace(key, ban);
   if (inserted) return;
   Ban& merged = it->second;
@@ -127,13 +130,13 @@ Epoch Engine::current_epoch() const { return EpochOf(current_slot_, config_.chai
 
 absl::Status Engine::ValidateObservation(const Observation& observation) const {
   const Slot slot = observation.slot;
-  if (slot > current_slot_ + config_.max_future_slots) {
+  if (slot > SaturatingAdd(current_slot_, config_.max_future_slots)) {
     return absl::OutOfRangeError(absl::StrCat(
         "observation slot ", slot, " is ", slot - current_slot_,
         " slots ahead of the current slot ", current_slot_, " (at most max_future_slots = ",
         config_.max_future_slots, "); check the node's clock and the network's genesis time"));
   }
-  if (slot + config_.amendment_window_slots < current_slot_) {
+  if (SaturatingAdd(slot, config_.amendment_window_slots) < current_slot_) {
     return absl::OutOfRangeError(
         absl::StrCat("observation slot ", slot, " is older than the amendment window (",
                      config_.amendment_window_slots, " slots before the current slot ",
@@ -232,6 +235,13 @@ absl::StatusOr<ObserveOutcome> Engine::Observe(const Observation& observation) {
     return absl::InvalidArgumentError(
         "observation.sequence is 0; each node numbers its observations from 1");
   }
+  // Refused before it is taken as the node's highest: a number near 2^64 would leave the node
+  // no number above it, and silence it for good.
+  if (observation.sequence > bounds::kMaxSequence) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("observation.sequence is ", observation.sequence, "; accepted: 1..",
+                     bounds::kMaxSequence, " (a node numbers from 1, or from its clock)"));
+  }
   // One look-up of the node's string, on the path every observation takes.
   auto [known, first] = node_sequences_.try_emplace(observation.node, 0);
   if (!first && observation.sequence <= known->second) return ObserveOutcome::kDuplicate;
@@ -261,7 +271,7 @@ absl::StatusOr<ObserveOutcome> Engine::Observe(const Observation& observation) {
 }
 
 void Engine::MarkHandled(const std::string& node, uint64_t sequence) {
-  if (node.empty() || sequence == 0) return;
+  if (node.empty() || sequence == 0 || sequence > bounds::kMaxSequence) return;
   uint64_t& highest = node_sequences_[node];
   highest = std::max(highest, sequence);
 }
@@ -360,7 +370,7 @@ namespace {
 void RecordFailure(FailureRecord& record, Epoch epoch, std::string what, const Config& config) {
   if (epoch >= record.backoff_epoch) record.failed = 0;
   record.failed += 1;
-  record.backoff_epoch = std::max(record.backoff_epoch, epoch + config.backoff_period_epochs);
+  record.backoff_epoch = std::max(record.backoff_epoch, SaturatingAdd(epoch, config.backoff_period_epochs));
   record.last_failure_epoch = std::max(record.last_failure_epoch, epoch);
   record.last_failure = std::move(what);
   if (record.failed <= config.allowed_failures) return;
@@ -369,11 +379,12 @@ void RecordFailure(FailureRecord& record, Epoch epoch, std::string what, const C
       record.ban_until_reset = true;
     } else {
       record.ban_until_epoch =
-          std::max(record.ban_until_epoch, epoch + config.critical_blacklist_period_epochs);
+          std::max(record.ban_until_epoch,
+                   SaturatingAdd(epoch, config.critical_blacklist_period_epochs));
     }
   } else {
     record.ban_until_epoch =
-        std::max(record.ban_until_epoch, epoch + config.blacklist_period_epochs);
+        std::max(record.ban_until_epoch, SaturatingAdd(epoch, config.blacklist_period_epochs));
   }
 }
 
@@ -427,7 +438,7 @@ bool Engine::IsMember(const std::string& relay_id, const RelayRecord& relay,
                       BuilderIndex builder) const {
   auto learned = relay.learned.find(builder);
   if (learned != relay.learned.end() &&
-      learned->second + config_.relay_association_ttl_epochs > current_epoch()) {
+      SaturatingAdd(learned->second, config_.relay_association_ttl_epochs) > current_epoch()) {
     return true;
   }
   auto configured = configured_relays_.find(relay_id);
@@ -568,7 +579,7 @@ std::optional<Engine::MemberBan> Engine::RelayMemberBan(const std::string& relay
     if (record == builders_.end()) continue;
     const FailureRecord& failures = record->second.failures;
     if (failures.failed == 0 || !failures.Banned(now)) continue;
-    const Epoch cap = failures.last_failure_epoch + config_.relay_blacklist_period_epochs;
+    const Epoch cap = SaturatingAdd(failures.last_failure_epoch, config_.relay_blacklist_period_epochs);
     const Epoch until = failures.ban_until_reset ? cap : std::min(failures.ban_until_epoch, cap);
     if (until <= now) continue;
     // Members are sorted: on a tie the lowest index explains the ban.
@@ -620,7 +631,7 @@ bool Engine::Advance(Slot slot) {
 
 void Engine::PruneVotes() {
   absl::erase_if(votes_, [&](const auto& entry) {
-    return entry.second.slot + config_.amendment_window_slots < current_slot_;
+    return SaturatingAdd(entry.second.slot, config_.amendment_window_slots) < current_slot_;
   });
 }
 
@@ -632,7 +643,7 @@ void Engine::Prune() {
   });
   for (auto& [id, relay] : relays_) {
     absl::erase_if(relay.learned, [&](const auto& member) {
-      return member.second + config_.relay_association_ttl_epochs <= now;
+      return SaturatingAdd(member.second, config_.relay_association_ttl_epochs) <= now;
     });
   }
   absl::erase_if(relays_, [&](const auto& entry) {
@@ -698,7 +709,7 @@ bool Engine::RefreshPolicy() {
                           : "missed-slot breaker cleared");
   }
   next.version = policy_.version + 1;
-  next.reason = absl::StrJoin(changes, "; ");
+  next.reason = bounds::Truncate(absl::StrJoin(changes, "; "), bounds::kMaxReasonBytes);
   policy_ = std::move(next);
   return true;
 }
@@ -788,6 +799,7 @@ Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
                      NameList(failed_untrusted), "), critical_failed_untrusted_builders is ",
                      config_.critical_failed_untrusted_builders);
   }
+  policy.mode_reason = bounds::Truncate(policy.mode_reason, bounds::kMaxReasonBytes);
   return policy;
 }
 
@@ -802,10 +814,27 @@ absl::Status Engine::BanBuilder(BuilderIndex builder, std::string reason,
   if (reason.empty()) {
     return absl::InvalidArgumentError("a ban needs a reason, for the other operators to read");
   }
+  if (absl::Status bounded = bounds::CheckMaxBytes("reason", reason, bounds::kMaxReasonBytes);
+      !bounded.ok()) {
+    return bounded;
+  }
   if (until_epoch.has_value() && *until_epoch <= current_epoch()) {
     return absl::InvalidArgumentError(
         absl::StrCat("ban until epoch ", *until_epoch, " would already be over (current epoch ",
                      current_epoch(), "); give a later epoch or none for an open-ended ban"));
+  }
+  if (until_epoch.has_value() && *until_epoch - current_epoch() > bounds::kMaxPeriodEpochs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ban until epoch ", *until_epoch, " is more than ", bounds::kMaxPeriodEpochs,
+        " epochs ahead (current epoch ", current_epoch(),
+        "); give a nearer epoch, or none for a ban until unbanned"));
+  }
+  if (!operator_bans_.contains(builder) &&
+      operator_bans_.size() >= bounds::kMaxOperatorBuilderBans) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("breakerd already holds ", operator_bans_.size(),
+                     " operator bans of builders, the most it keeps; unban some, or list "
+                     "permanent ones in the configuration's blacklisted_builders"));
   }
   operator_bans_[builder] = OperatorBan{std::move(reason), until_epoch};
   return absl::OkStatus();
@@ -838,6 +867,13 @@ absl::Status Engine::SetBuilderTrust(BuilderIndex builder, bool trusted) {
   if (builder == kSelfBuild) {
     return absl::InvalidArgumentError("the self-build index (2^64-1) has no trust to set");
   }
+  if (!builder_trust_overrides_.contains(builder) &&
+      builder_trust_overrides_.size() >= bounds::kMaxBuilderTrustOverrides) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "breakerd already holds ", builder_trust_overrides_.size(),
+        " builder trust overrides, the most it keeps; list trusted builders in the "
+        "configuration's trusted_builders instead"));
+  }
   builder_trust_overrides_[builder] = trusted;
   return absl::OkStatus();
 }
@@ -845,6 +881,13 @@ absl::Status Engine::SetBuilderTrust(BuilderIndex builder, bool trusted) {
 absl::Status Engine::SetRelayTrust(absl::string_view relay, bool trusted) {
   absl::StatusOr<std::string> id = NormalizeRelayId(relay);
   if (!id.ok()) return id.status();
+  if (!relay_trust_overrides_.contains(*id) &&
+      relay_trust_overrides_.size() >= bounds::kMaxRelayTrustOverrides) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("breakerd already holds ", relay_trust_overrides_.size(),
+                     " relay trust overrides, the most it keeps; mark relays trusted in the "
+                     "configuration's relays instead"));
+  }
   relay_trust_overrides_[*id] = trusted;
   return absl::OkStatus();
 }

@@ -45,15 +45,18 @@ inline constexpr int kMaxBlockRootsPerSlot = 64;
 // Config.trusted_builders and Config.blacklisted_builders, each.
 inline constexpr size_t kMaxListedBuilders = 1024;
 // Config.blacklisted_relays.
-inline constexpr size_t kMaxListedRelays = 256;
+inline constexpr size_t kMaxListedRelays = 64;
 // Operator bans of builders, and operator bans of relays, held at once.
-inline constexpr size_t kMaxOperatorBuilderBans = 1024;
-inline constexpr size_t kMaxOperatorRelayBans = 256;
+inline constexpr size_t kMaxOperatorBuilderBans = 256;
+inline constexpr size_t kMaxOperatorRelayBans = 64;
 // Runtime trust overrides of builders, and of relays, held at once.
-inline constexpr size_t kMaxBuilderTrustOverrides = 1024;
-inline constexpr size_t kMaxRelayTrustOverrides = 256;
+inline constexpr size_t kMaxBuilderTrustOverrides = 256;
+inline constexpr size_t kMaxRelayTrustOverrides = 64;
 
 // --- Numbers ---
+// The largest observation sequence number (2^62): a client numbering from its clock in
+// microseconds stays far below it for millennia.
+inline constexpr uint64_t kMaxSequence = uint64_t{1} << 62;
 // The longest period in epochs (bans, back-off, relay TTL) and the furthest an operator ban may
 // end ahead of the current epoch: 2^20 epochs, about 12 years of mainnet epochs. "Forever" has
 // one spelling: a ban until reset (critical_blacklist_period_epochs 0, an operator ban without
@@ -69,10 +72,10 @@ inline constexpr int64_t kMaxGenesisAheadSeconds = 366 * 24 * 3600;
 // always received.
 inline constexpr size_t kMaxSentMessageBytes = 2 << 20;
 inline constexpr size_t kClientReceiveBytes = 4 << 20;
-// The reasons a Policy carries (each ban's, the mode's, the change's, the missed-slot rule's)
-// are cut to this many bytes: the policy goes to every node, the whole text stays in the Admin
-// answers.
-inline constexpr size_t kMaxPolicyReasonBytes = 160;
+// A Policy lists every ban, so each ban's reason in it is cut to this many bytes (the policy
+// goes to every node; breakerd's log keeps an operator's whole reason). The
+// policy's own texts (mode_reason, reason, missed_slots.rule) are cut to kMaxReasonBytes.
+inline constexpr size_t kMaxBanReasonBytes = 96;
 // A page of ListBuilders or ListNodes is cut once it holds this many bytes.
 inline constexpr size_t kMaxPageBytes = 1 << 20;
 

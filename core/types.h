@@ -22,6 +22,13 @@ inline constexpr BuilderIndex kSelfBuild = std::numeric_limits<BuilderIndex>::ma
 // "Never" for epochs: a ban or fork that does not end or has not been scheduled.
 inline constexpr Epoch kFarFutureEpoch = std::numeric_limits<Epoch>::max();
 
+// a + b, or the largest value when the sum would wrap: a period added to an epoch or slot
+// must never turn "far ahead" into "long ago".
+inline constexpr uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  return b > std::numeric_limits<uint64_t>::max() - a ? std::numeric_limits<uint64_t>::max()
+                                                      : a + b;
+}
+
 // A beacon block root: 32 opaque bytes.
 struct BlockRoot {
   std::array<uint8_t, 32> bytes{};

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "glog/logging.h"
+#include "proto/codec/request_checks.h"
 #include "service/grpc_status.h"
 
 namespace breaker::service {
@@ -179,6 +180,10 @@ grpc::ServerUnaryReactor* AdminService::Steer(grpc::CallbackServerContext* conte
                                               v1::AdminAction action, v1::Policy* response) {
   if (absl::Status allowed = Authorize(context, Permission::kOperate); !allowed.ok()) {
     return Answer(context, ToGrpcStatus(allowed));
+  }
+  if (absl::Status bounded = codec::CheckAdminAction(action); !bounded.ok()) {
+    fleet_->metrics().Refused("admin", bounded.code());
+    return Answer(context, ToGrpcStatus(bounded));
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   LOG(INFO) << "operator action from " << context->peer() << ": " << action.ShortDebugString();

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "core/input_bounds.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/security/auth_context.h"
 
@@ -97,7 +98,8 @@ absl::StatusOr<Principal> Authorizer::Authorize(const grpc::ServerContextBase& c
 absl::Status Authorizer::CheckNodeId(const Principal& caller, absl::string_view node_id) {
   if (caller.role != breaker::v1::ROLE_NODE || caller.name == node_id) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat("this credential belongs to node '", caller.name,
-                                                  "', which cannot speak for node '", node_id,
+                                                  "', which cannot speak for node '",
+                                                  core::bounds::QuotePrefix(node_id),
                                                   "'; use node id '", caller.name, "'"));
 }
 

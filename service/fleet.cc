@@ -153,6 +153,11 @@ namespace v1 = ::breaker::v1;
 absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   CHECK(options.clock != nullptr);
   CHECK(options.store != nullptr);
+  // A genesis far ahead would leave breakerd at slot 0, waiting for years.
+  if (absl::Status genesis = core::ValidateGenesisTime(options.config.chain, options.clock->Now());
+      !genesis.ok()) {
+    return genesis;
+  }
   absl::StatusOr<StoredState> stored = options.store->Load();
   if (!stored.ok()) return stored.status();
 
@@ -656,6 +661,9 @@ absl::Status Fleet::RecoverStorage() {
   return WriteSnapshot();
 }
 
+// The longest the ticker sleeps before it looks at the clock again.
+constexpr absl::Duration kMaxTickerWait = absl::Minutes(1);
+
 void Fleet::TickerLoop() {
   while (true) {
     absl::Time next_slot;
@@ -671,13 +679,17 @@ void Fleet::TickerLoop() {
       const absl::Time retry_at = storage_retry_at_;
       const bool retry_queued = storage_retry_queued_;
       const absl::Time wake = retry_queued ? next_slot : std::min(next_slot, retry_at);
-      if (queue_changed_.wait_for(lock, absl::ToChronoNanoseconds(wake - clock_.Now()), [&] {
+      // At most kMaxTickerWait at a time: a wait near the largest duration (a genesis far
+      // ahead) overflows the condition variable's deadline, which then never blocks.
+      const absl::Duration wait = std::min(wake - clock_.Now(), kMaxTickerWait);
+      if (queue_changed_.wait_for(lock, absl::ToChronoNanoseconds(wait), [&] {
             return stopping_ || storage_retry_at_ != retry_at ||
                    storage_retry_queued_ != retry_queued;
           })) {
         if (stopping_) return;
         continue;
       }
+      if (clock_.Now() < wake) continue;  // a capped wait ended early
     }
     Tick();
   }

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/input_bounds.h"
 #include "glog/logging.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
+#include "proto/codec/request_checks.h"
 #include "service/grpc_status.h"
 
 namespace breaker::service {
@@ -111,19 +113,17 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
                     "the first message of a Connect stream must be a hello");
     }
     const v1::Hello& hello = message.hello();
-    if (hello.node_id().empty()) {
-      return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                    "hello.node_id is empty; give the node's stable id");
+    if (absl::Status bounded = codec::CheckHello(hello); !bounded.ok()) {
+      return Refuse(grpc::StatusCode::INVALID_ARGUMENT, std::string(bounded.message()));
     }
     if (absl::Status allowed = Authorizer::CheckNodeId(caller_, hello.node_id()); !allowed.ok()) {
       return Refuse(grpc::StatusCode::PERMISSION_DENIED, std::string(allowed.message()));
     }
     if (!hello.network().empty() && hello.network() != fleet_->network()) {
       return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                    absl::StrCat("hello.network is '", hello.network(),
-                                 "' but this breakerd "
-                                 "serves '",
-                                 fleet_->network(), "'; connect to the right one"));
+                    absl::StrCat("hello.network is '", core::bounds::QuotePrefix(hello.network()),
+                                 "' but this breakerd serves '", fleet_->network(),
+                                 "'; connect to the right one"));
     }
     // A version of another fleet id (another state directory), or above the current one, is
     // none of this service's: the node holds nothing known. Taken as is, it counted as
@@ -147,18 +147,16 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       return Refuse(registered.error_code(), registered.error_message());
     }
     LOG(INFO) << "node " << hello.node_id() << " connected from " << peer_ << " ("
-              << hello.client_version() << "), holds policy version " << hello.policy_version();
+              << core::bounds::ForLog(hello.client_version()) << "), holds policy version "
+              << hello.policy_version();
     fleet_->Subscribe(this);
     OnPolicy(fleet_->policy());
     ReadNext();
   }
 
   void OnObservations(v1::ObservationBatch batch) {
-    if (batch.observations_size() > NodeService::kMaxObservationsPerBatch) {
-      return Refuse(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          absl::StrCat("a batch of ", batch.observations_size(), " observations; send at most ",
-                       NodeService::kMaxObservationsPerBatch, " per message"));
+    if (absl::Status bounded = codec::CheckBatchSize(batch); !bounded.ok()) {
+      return Refuse(grpc::StatusCode::INVALID_ARGUMENT, std::string(bounded.message()));
     }
     std::weak_ptr<NodeStream> weak = weak_from_this();
     fleet_->SubmitObservations(node_id_, std::move(*batch.mutable_observations()),
@@ -437,18 +435,9 @@ grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* conte
     reactor->Finish(ToGrpcStatus(allowed));
     return reactor;
   }
-  if (request->node_id().empty()) {
-    fleet_->metrics().Refused("report", absl::StatusCode::kInvalidArgument);
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "node_id is empty; give the node's stable id"));
-    return reactor;
-  }
-  const int size = request->observations().observations_size();
-  if (size > kMaxObservationsPerBatch) {
-    fleet_->metrics().Refused("report", absl::StatusCode::kInvalidArgument);
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 absl::StrCat("a batch of ", size, " observations; send at most ",
-                                              kMaxObservationsPerBatch, " per request")));
+  if (absl::Status bounded = codec::CheckReportRequest(*request); !bounded.ok()) {
+    fleet_->metrics().Refused("report", bounded.code());
+    reactor->Finish(ToGrpcStatus(bounded));
     return reactor;
   }
   fleet_->SubmitObservations(request->node_id(), request->observations().observations(),

@@ -23,9 +23,6 @@ class NodeService final
     : public breaker::v1::Breaker::WithCallbackMethod_Report<
           breaker::v1::Breaker::WithRawCallbackMethod_Connect<breaker::v1::Breaker::Service>> {
  public:
-  // Largest batch a node may send in one message.
-  static constexpr int kMaxObservationsPerBatch = 1000;
-
   // Connect and Report need Permission::kNodeStream, and a node credential may only name its
   // own node id.
   // REQUIRES: `fleet` and `authorizer` outlive the service and every stream.

@@ -437,7 +437,7 @@ TEST(ConfigFile, RoundTripsEveryFieldSet) { ExpectRoundTrip(ConfigWithEveryField
 
 TEST(ConfigFile, RoundTripsAPresetAndACustomNetwork) {
   absl::StatusOr<core::Config> config = ParseConfigText(
-      R"pb(chain { network: "devnet-7" genesis_time_unix: -5 }
+      R"pb(chain { network: "devnet-7" genesis_time_unix: 5 }
            missed_slots { preset: "lighthouse" })pb",
       "devnet");
   ASSERT_THAT(config, IsOk());

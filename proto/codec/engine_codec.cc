@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/input_bounds.h"
 #include "core/missed_slots.h"
 #include "core/types.h"
 
@@ -309,6 +310,12 @@ absl::StatusOr<core::Observation> ObservationFromProto(const v1::Observation& pr
   switch (proto.event_case()) {
     case v1::Observation::kBidSeen: {
       const v1::BidSeen& bid = proto.bid_seen();
+      if (absl::Status key = core::bounds::CheckExactBytes(
+              "bid_seen.builder_pubkey", bid.builder_pubkey(), core::bounds::kPubkeyBytes,
+              /*empty_ok=*/true);
+          !key.ok()) {
+        return key;
+      }
       observation.event = core::BidSeen{bid.builder_index(), bid.relay(), bid.builder_pubkey()};
       break;
     }
@@ -332,6 +339,11 @@ absl::StatusOr<core::Observation> ObservationFromProto(const v1::Observation& pr
     case v1::Observation::kBlocksSeen: {
       core::BlocksSeen seen;
       const auto& roots = proto.blocks_seen().block_roots();
+      if (absl::Status count = core::bounds::CheckMaxCount("blocks_seen.block_roots", roots.size(),
+                                                           core::bounds::kMaxBlockRootsPerSlot);
+          !count.ok()) {
+        return count;
+      }
       seen.roots.reserve(roots.size());
       for (int i = 0; i < roots.size(); ++i) {
         absl::StatusOr<core::BlockRoot> root =

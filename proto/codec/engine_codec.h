@@ -33,9 +33,10 @@ breaker::v1::Policy PolicyToProto(const core::Policy& policy);
 absl::StatusOr<core::Policy> PolicyFromProto(const breaker::v1::Policy& proto);
 
 // Converts one observation of node `node_id` for Engine::Observe. Pubkeys are carried as raw
-// bytes. Returns INVALID_ARGUMENT naming the field for an observation with no event and for a
-// block root that is not exactly 32 bytes (payload_missing.block_root,
-// payload_delivered.block_root, relay_reveal_missing.block_root, blocks_seen.block_roots[i]).
+// bytes. Returns INVALID_ARGUMENT naming the field for an observation with no event, a block
+// root that is not exactly 32 bytes (payload_missing.block_root, payload_delivered.block_root,
+// relay_reveal_missing.block_root, blocks_seen.block_roots[i]), a builder_pubkey neither empty
+// nor 48 bytes, and more than core::bounds::kMaxBlockRootsPerSlot blocks_seen.block_roots.
 absl::StatusOr<core::Observation> ObservationFromProto(const breaker::v1::Observation& proto,
                                                        absl::string_view node_id);
 

@@ -232,7 +232,8 @@ TEST(ObservationCodec, BidSeen) {
   v1::Observation proto = Numbered(3, 320);
   proto.mutable_bid_seen()->set_builder_index(8);
   proto.mutable_bid_seen()->set_relay("Relay.Example:443");
-  proto.mutable_bid_seen()->set_builder_pubkey(std::string("\x00\x8a\xff", 3));
+  const std::string key = std::string("\x00\x8a\xff", 3) + std::string(45, '\x01');
+  proto.mutable_bid_seen()->set_builder_pubkey(key);
 
   absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, "bn-1");
   ASSERT_THAT(observation, IsOk());
@@ -244,7 +245,29 @@ TEST(ObservationCodec, BidSeen) {
   EXPECT_EQ(bid->builder, 8u);
   // The relay is normalized by the engine, not here.
   EXPECT_EQ(bid->relay, "Relay.Example:443");
-  EXPECT_EQ(bid->pubkey, std::string("\x00\x8a\xff", 3));
+  EXPECT_EQ(bid->pubkey, key);
+}
+
+TEST(ObservationCodec, PubkeyIsFortyEightBytesOrNone) {
+  v1::Observation proto = Numbered(3, 320);
+  proto.mutable_bid_seen()->set_builder_index(8);
+  EXPECT_THAT(ObservationFromProto(proto, "bn-1"), IsOk());
+  for (size_t size : {1, 47, 49, 4096}) {
+    proto.mutable_bid_seen()->set_builder_pubkey(std::string(size, 'k'));
+    EXPECT_THAT(ObservationFromProto(proto, "bn-1"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(absl::StrCat("bid_seen.builder_pubkey is ", size, " bytes"))));
+  }
+}
+
+TEST(ObservationCodec, BlocksSeenListsAtMostSixtyFourRoots) {
+  v1::Observation proto = Numbered(3, 320);
+  for (int i = 0; i < 64; ++i) proto.mutable_blocks_seen()->add_block_roots(std::string(32, 'r'));
+  EXPECT_THAT(ObservationFromProto(proto, "bn-1"), IsOk());
+  proto.mutable_blocks_seen()->add_block_roots(std::string(32, 'r'));
+  EXPECT_THAT(ObservationFromProto(proto, "bn-1"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("blocks_seen.block_roots lists 65 entries")));
 }
 
 TEST(ObservationCodec, PayloadMissing) {
@@ -335,7 +358,7 @@ TEST(ObservationCodec, RelayRevealMissing) {
 
 TEST(ObservationCodec, ToProtoAndBackKeepsEveryEvent) {
   const core::Event events[] = {
-      core::BidSeen{1, "http://r", std::string("k\0y", 3)},
+      core::BidSeen{1, "http://r", std::string("k\0y", 3) + std::string(45, 'y')},
       core::PayloadMissing{2, Root(1), 0.9},
       core::PayloadDelivered{3, Root(2)},
       core::BlocksSeen{{Root(3), Root(4)}},
@@ -423,7 +446,10 @@ class SnapshotTest : public ::testing::Test {
     v1::Observation proto = Numbered(0, slot);
     proto.mutable_bid_seen()->set_builder_index(builder);
     proto.mutable_bid_seen()->set_relay(relay);
-    proto.mutable_bid_seen()->set_builder_pubkey(pubkey);
+    // A key is 48 bytes: the name, padded.
+    if (!pubkey.empty()) {
+      proto.mutable_bid_seen()->set_builder_pubkey(pubkey + std::string(48 - pubkey.size(), '.'));
+    }
     Observe("bn-1", proto);
   }
 

@@ -1,0 +1,57 @@
+#include "proto/codec/request_checks.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/input_bounds.h"
+
+namespace breaker::codec {
+
+namespace v1 = ::breaker::v1;
+namespace bounds = ::breaker::core::bounds;
+
+// Returns the first failure of the checks that follow it.
+#define BREAKER_RETURN_IF_ERROR(expr)  \
+  do {                                 \
+    absl::Status status_ = (expr);     \
+    if (!status_.ok()) return status_; \
+  } while (false)
+
+absl::Status CheckHello(const v1::Hello& hello) {
+  BREAKER_RETURN_IF_ERROR(bounds::CheckNodeId("hello.node_id", hello.node_id()));
+  BREAKER_RETURN_IF_ERROR(bounds::CheckMaxBytes("hello.client_version", hello.client_version(),
+                                                bounds::kMaxClientVersionBytes));
+  BREAKER_RETURN_IF_ERROR(
+      bounds::CheckMaxBytes("hello.network", hello.network(), bounds::kMaxNetworkBytes));
+  return bounds::CheckMaxBytes("hello.fleet_id", hello.fleet_id(), bounds::kMaxFleetIdBytes);
+}
+
+absl::Status CheckBatchSize(const v1::ObservationBatch& batch) {
+  if (batch.observations_size() <= bounds::kMaxObservationsPerBatch) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("a batch of ", batch.observations_size(), " observations; send at most ",
+                   bounds::kMaxObservationsPerBatch, " per message"));
+}
+
+absl::Status CheckReportRequest(const v1::ReportRequest& request) {
+  BREAKER_RETURN_IF_ERROR(bounds::CheckNodeId("node_id", request.node_id()));
+  return CheckBatchSize(request.observations());
+}
+
+absl::Status CheckAdminAction(const v1::AdminAction& action) {
+  switch (action.action_case()) {
+    case v1::AdminAction::kBan:
+      return bounds::CheckMaxBytes("reason", action.ban().reason(), bounds::kMaxReasonBytes);
+    case v1::AdminAction::kRelayTrust:
+      return bounds::CheckMaxBytes("relay", action.relay_trust().relay(),
+                                   bounds::kMaxRelayIdBytes);
+    case v1::AdminAction::kReset:
+      return bounds::CheckMaxBytes("reason", action.reset().reason(), bounds::kMaxReasonBytes);
+    default:
+      // The others hold numbers only.
+      return absl::OkStatus();
+  }
+}
+
+#undef BREAKER_RETURN_IF_ERROR
+
+}  // namespace breaker::codec
