@@ -155,8 +155,7 @@ MissedSlotState MissedSlotTracker::Evaluate(Slot now, const MissedSlotRules& rul
   }
 
   // A latch outlives a change of rules: only the operator's reset lifts it, so it stays active.
-  state.active =
-      seed_on || client_rule_on || rules.max_epochs_since_finalization > 0 || latched_;
+  state.active = seed_on || client_rule_on || rules.max_epochs_since_finalization > 0 || latched_;
   state.tripped = !rule.empty();
   state.latched = latched_;
   state.rule = std::move(rule);

@@ -352,7 +352,9 @@ TEST(MissedSlotTracker, EachPresetTripsAndRecoversAtTheClientsOwnSlots) {
     SCOPED_TRACE(std::string(c.preset) + ", " + std::to_string(c.missed) + " missed");
     const Slot until = m + 100;
     std::vector<Slot> expected;
-    if (c.first_trip != 0) expected = Slots(m + c.first_trip, c.recovery != 0 ? m + c.recovery : until);
+    if (c.first_trip != 0) {
+      expected = Slots(m + c.first_trip, c.recovery != 0 ? m + c.recovery : until);
+    }
     EXPECT_EQ(TrippedProposals(c.preset, m - 64, m, c.missed, until), expected);
   }
 }
@@ -419,9 +421,9 @@ TEST(MissedSlotTracker, PresetsRefuseExactlyWhenTheClientWould) {
     const char* preset;
     bool (*refuses)(const Chain&, Slot);
   };
-  for (const Client& client : {Client{"prysm", PrysmRefuses},
-                               Client{"lighthouse", LighthouseRefuses},
-                               Client{"teku", TekuRefuses}}) {
+  for (const Client& client :
+       {Client{"prysm", PrysmRefuses}, Client{"lighthouse", LighthouseRefuses},
+        Client{"teku", TekuRefuses}}) {
     SCOPED_TRACE(client.preset);
     const MissedSlotRules rules = Preset(client.preset);
     MissedSlotTracker tracker(kFrom);
