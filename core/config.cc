@@ -35,19 +35,30 @@ absl::StatusOr<MissedSlotRules> MissedSlotRulesForPreset(absl::string_view prese
   rules.window_slots = 32;
   rules.max_epochs_since_finalization = 0;
 
+  // Each client's own check, written in the engine's "count exceeds the value" form over the
+  // slots before the proposal slot (docs/semantics.md, "Presets").
   if (preset == "mevboost") {
     rules.latched_rule = true;
     rules.max_allowed_missing_slots = 5;
   } else if (preset == "prysm") {
-    rules.max_consecutive_missed_slots = 3;
-    rules.max_missed_slots_in_window = 5;
+    // proposal slot - highest block slot >= 3: slots p-2 and p-1 both empty.
+    rules.max_consecutive_missed_slots = 1;
+    // 32 - slots with a block in [p-32, p-1] >= 5.
+    rules.max_missed_slots_in_window = 4;
   } else if (preset == "lighthouse") {
+    // (p-1) - head slot > 3.
     rules.max_consecutive_missed_slots = 3;
+    // Skipped slots in [p-32, p-1] > 8.
     rules.max_missed_slots_in_window = 8;
+    // epoch(p) - finalized epoch > 3.
     rules.max_epochs_since_finalization = 3;
   } else if (preset == "teku") {
+    // (p-1) - parent block slot > 3.
     rules.max_consecutive_missed_slots = 3;
+    // Fewer than 27 distinct block roots in [p-32, p-1]: more than 5 empty slots in
+    // [p-31, p-1], since the root at p-32 counts whether or not it is that slot's block.
     rules.max_missed_slots_in_window = 5;
+    rules.window_slots = 31;
   } else if (preset != "off") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown missed-slot preset \"", preset,
@@ -293,7 +304,8 @@ absl::Status ValidateConfig(const Config& config) {
 
   // --- Fleet aggregation ---
   BREAKER_RETURN_IF_ERROR(CheckAtLeastOne("min_reporting_nodes", config.min_reporting_nodes));
-  // A slot is judged at the end of the next one, so a verdict needs two slots of history.
+  // The seed rule judges a slot at the end of the next one, so a verdict needs two slots of
+  // history.
   BREAKER_RETURN_IF_ERROR(
       CheckRange<uint64_t>("amendment_window_slots", config.amendment_window_slots, 2, 128));
   if (config.max_future_slots > 8) {

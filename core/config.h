@@ -29,19 +29,21 @@ struct RelayConfig {
 };
 
 // The pre-Gloas (mev-boost) missed-slot rules. A slot is missed when no node of the fleet has
-// any block for it, canonical or not. Each windowed rule trips when its count exceeds the
-// value; 0 turns the rule off.
+// any block for it, canonical or not. Each rule trips when its count exceeds the value; 0 turns
+// the rule off. Evaluated at slot p (the policy for a proposal at p), the consecutive and window
+// rules look at the slots before p, as a client does; the seed rule only at those before p - 1.
 struct MissedSlotRules {
   // Name of the preset these rules came from ("mevboost", "prysm", "lighthouse", "teku",
   // "off"), or "custom".
   std::string preset = "mevboost";
   // The seed rule: more than max_allowed_missing_slots missed slots since the last present
-  // slot trips the breaker, which then stays tripped until an operator reset.
+  // slot, judged from the end of the slot after each, trips the breaker, which then stays
+  // tripped until an operator reset.
   bool latched_rule = true;
   uint64_t max_allowed_missing_slots = 5;
-  // Consecutive missed slots ending at the latest judged slot. Recovers by itself.
+  // Consecutive missed slots ending at the slot before the current one. Recovers by itself.
   uint64_t max_consecutive_missed_slots = 0;
-  // Missed slots among the last window_slots judged slots. Recovers by itself.
+  // Missed slots among the window_slots slots before the current one. Recovers by itself.
   uint64_t max_missed_slots_in_window = 0;
   uint64_t window_slots = 32;
   // Epochs since the latest finalized epoch any node reported. Recovers by itself.
@@ -50,12 +52,13 @@ struct MissedSlotRules {
   friend bool operator==(const MissedSlotRules& a, const MissedSlotRules& b);
 };
 
-// The rules a client uses today, so that a mixed fleet can behave the same:
+// The rules a client applies on its own at each proposal slot p, so that a mixed fleet refuses
+// builders exactly when that client would (docs/semantics.md, "Presets"):
 //   mevboost:   the seed's latched rule, more than 5 missed since the last present slot;
-//   prysm:      more than 3 consecutive, more than 5 in the last 32 slots;
+//   prysm:      more than 1 consecutive (p-2 and p-1 empty), more than 4 in the last 32;
 //   lighthouse: more than 3 consecutive, more than 8 in the last 32, more than 3 epochs
 //               since finalization;
-//   teku:       more than 3 consecutive, more than 5 in the last 32;
+//   teku:       more than 3 consecutive, more than 5 in the last 31;
 //   off:        no missed-slot rule.
 // Returns INVALID_ARGUMENT naming the known presets for any other name.
 absl::StatusOr<MissedSlotRules> MissedSlotRulesForPreset(absl::string_view preset);
@@ -110,7 +113,8 @@ struct Config {
   // Distinct nodes that must report a failure before it counts.
   uint32_t min_reporting_nodes = 1;
   // How far back an observation may be, in slots; also how long a slot's verdict can be
-  // amended by a late report. At least 2 (a slot is judged at the end of the next one).
+  // amended by a late report. At least 2 (the seed rule judges a slot at the end of the next
+  // one).
   uint64_t amendment_window_slots = 64;
   // How far ahead of the service's current slot an observation may be (clock skew), in slots.
   uint64_t max_future_slots = 2;

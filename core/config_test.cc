@@ -471,13 +471,18 @@ TEST(MissedSlotRulesForPreset, MevboostIsTheDefault) {
   EXPECT_EQ(*rules, MissedSlotRules());
 }
 
+// Each client's own check in the engine's "exceeds" form over the slots before the proposal
+// slot p; core/missed_slots_test.cc checks the slots at which each trips and recovers.
+
 TEST(MissedSlotRulesForPreset, Prysm) {
   absl::StatusOr<MissedSlotRules> rules = MissedSlotRulesForPreset("prysm");
   ASSERT_THAT(rules, IsOk());
   EXPECT_EQ(rules->preset, "prysm");
   EXPECT_FALSE(rules->latched_rule);
-  EXPECT_EQ(rules->max_consecutive_missed_slots, 3u);
-  EXPECT_EQ(rules->max_missed_slots_in_window, 5u);
+  // p - highest block slot >= 3: p-2 and p-1 empty, more than 1 consecutive.
+  EXPECT_EQ(rules->max_consecutive_missed_slots, 1u);
+  // At least 5 of [p-32, p-1] without a block: more than 4.
+  EXPECT_EQ(rules->max_missed_slots_in_window, 4u);
   EXPECT_EQ(rules->window_slots, 32u);
   EXPECT_EQ(rules->max_epochs_since_finalization, 0u);
 }
@@ -499,8 +504,9 @@ TEST(MissedSlotRulesForPreset, Teku) {
   EXPECT_EQ(rules->preset, "teku");
   EXPECT_FALSE(rules->latched_rule);
   EXPECT_EQ(rules->max_consecutive_missed_slots, 3u);
+  // Fewer than 27 distinct block roots in [p-32, p-1]: more than 5 empty slots in [p-31, p-1].
   EXPECT_EQ(rules->max_missed_slots_in_window, 5u);
-  EXPECT_EQ(rules->window_slots, 32u);
+  EXPECT_EQ(rules->window_slots, 31u);
   EXPECT_EQ(rules->max_epochs_since_finalization, 0u);
 }
 

@@ -232,7 +232,8 @@ class Simulation {
         3,                         // kReset
     });
     // Pre-Gloas, time moves slot by slot, with rare jumps, so that the in-order block reports
-    // keep up with the clock: the missed-slot breaker judges a slot two slots after it.
+    // keep up with the clock: the missed-slot breaker judges a slot one slot after it (two for
+    // the seed rule).
     big_jump_ = pre_gloas ? 0.015 : 0.10;
     small_step_ = pre_gloas ? 0.85 : 0.65;
     for (BuilderIndex b = 0; b <= kMaxBuilder; ++b) generation_[b] = 0;

@@ -740,7 +740,7 @@ TEST_F(EngineTest, WindowedPresetRecoversWhereTheLatchedRuleDoesNot) {
   Start();
   const Slot start = SlotOf(kStartEpoch);
   for (Slot s = start; s <= start + 4; ++s) ReportNoBlock(s);
-  engine_->Advance(start + 6);  // slots start..start+4 judged missed: 5 > 3 consecutive
+  engine_->Advance(start + 6);  // slots start..start+4 missed: 5 > 4 in the last 32
   EXPECT_EQ(policy().mode, Mode::kSelfBuild);
   for (Slot s = start + 5; s < start + 40; ++s) {
     ASSERT_THAT(Observe(BlocksSeen{{Root(static_cast<uint32_t>(s))}}, s), IsOk());

@@ -11,8 +11,15 @@
 namespace breaker::core {
 namespace {
 
-// A slot is judged from slot s + 2 on: the grace period is the rest of slot s and all of s + 1.
-constexpr uint64_t kGraceSlots = 2;
+// The client-style rules judge slot s from slot s + 1 on: a client proposing at slot p looks
+// at the slots before p.
+constexpr uint64_t kClientGraceSlots = 1;
+// The seed rule judges slot s from slot s + 2 on: its grace period is the rest of slot s and
+// all of s + 1.
+constexpr uint64_t kSeedGraceSlots = 2;
+
+// The end of the slots judged at `now` after `grace` slots: they are those before it.
+Slot JudgedEnd(Slot now, uint64_t grace) { return now >= grace ? now - grace + 1 : 0; }
 
 constexpr uint64_t kRingSlots = MissedSlotTracker::kRingSlots;
 
@@ -77,44 +84,56 @@ void MissedSlotTracker::RecordFinalized(Epoch epoch) {
   }
 }
 
+uint64_t MissedSlotTracker::ConsecutiveMissedBefore(Slot end) const {
+  if (end <= start_slot_) return 0;
+  // A block already reported for a later, not yet judged slot ends the run.
+  for (Slot s = end; s <= ring_head_; ++s) {
+    if (IsPresent(s)) return 0;
+  }
+  // As far back as the rings reach; a present or unknown slot ends it.
+  uint64_t run = 0;
+  for (Slot s = end - 1; IsMissed(s); --s) {
+    ++run;
+    if (s == 0) break;
+  }
+  return run;
+}
+
+uint64_t MissedSlotTracker::MissedInWindowBefore(Slot end, uint64_t window) const {
+  if (end <= start_slot_) return 0;
+  window = std::min<uint64_t>(window, kRingSlots);
+  const Slot begin = std::max(start_slot_, end > window ? end - window : 0);
+  uint64_t missed = 0;
+  for (Slot s = begin; s < end; ++s) missed += IsMissed(s) ? 1 : 0;
+  return missed;
+}
+
 MissedSlotState MissedSlotTracker::Evaluate(Slot now, const MissedSlotRules& rules,
                                             const ChainSpec& spec) {
   AdvanceHead(now);
   MissedSlotState state;
 
-  // Judged slots are [start_slot_, judged_end); empty before the first one is judged.
-  const Slot judged_end = now >= kGraceSlots ? now - kGraceSlots + 1 : 0;
-  if (judged_end > start_slot_) {
-    // Consecutive: the run of missed slots ending at the latest judged slot, as far back as the
-    // rings reach; a present or unknown slot ends it. A block already reported for a later,
-    // not yet judged slot ends it too.
-    bool later_block = false;
-    for (Slot s = judged_end; s <= ring_head_ && !later_block; ++s) later_block = IsPresent(s);
-    if (!later_block) {
-      for (Slot s = judged_end - 1; IsMissed(s); --s) {
-        ++state.consecutive_missed;
-        if (s == 0) break;
-      }
-    }
-
-    // Windowed: the missed slots among the last window_slots judged slots.
-    const uint64_t window = std::min<uint64_t>(rules.window_slots, kRingSlots);
-    const Slot window_begin = std::max(start_slot_, judged_end > window ? judged_end - window : 0);
-    for (Slot s = window_begin; s < judged_end; ++s) {
-      if (IsMissed(s)) ++state.missed_in_window;
-    }
-  }
+  const bool client_rule_on =
+      rules.max_consecutive_missed_slots > 0 || rules.max_missed_slots_in_window > 0;
+  const Slot client_end = JudgedEnd(now, kClientGraceSlots);
+  const Slot seed_end = JudgedEnd(now, kSeedGraceSlots);
+  // The counts the policy shows: those of the rules in force.
+  const Slot shown_end = client_rule_on ? client_end : seed_end;
+  state.consecutive_missed = ConsecutiveMissedBefore(shown_end);
+  state.missed_in_window = MissedInWindowBefore(shown_end, rules.window_slots);
   if (has_finalized_) {
     const Epoch current = EpochOf(now, spec);
     state.epochs_since_finalization = current > finalized_epoch_ ? current - finalized_epoch_ : 0;
   }
 
   const bool seed_on = rules.latched_rule && rules.max_allowed_missing_slots > 0;
-  if (!latched_ && seed_on && state.consecutive_missed > rules.max_allowed_missing_slots) {
-    latched_ = true;
-    latched_rule_ =
-        absl::StrCat(state.consecutive_missed, " missed slots since the last present slot > ",
-                     rules.max_allowed_missing_slots, " (latched until reset)");
+  if (!latched_ && seed_on) {
+    const uint64_t seed_run = ConsecutiveMissedBefore(seed_end);
+    if (seed_run > rules.max_allowed_missing_slots) {
+      latched_ = true;
+      latched_rule_ = absl::StrCat(seed_run, " missed slots since the last present slot > ",
+                                   rules.max_allowed_missing_slots, " (latched until reset)");
+    }
   }
 
   // The first rule that holds names the trip; the latch comes first since only a reset lifts it.
@@ -136,9 +155,7 @@ MissedSlotState MissedSlotTracker::Evaluate(Slot now, const MissedSlotRules& rul
   }
 
   // A latch outlives a change of rules: only the operator's reset lifts it, so it stays active.
-  state.active = seed_on || rules.max_consecutive_missed_slots > 0 ||
-                 rules.max_missed_slots_in_window > 0 || rules.max_epochs_since_finalization > 0 ||
-                 latched_;
+  state.active = seed_on || client_rule_on || rules.max_epochs_since_finalization > 0 || latched_;
   state.tripped = !rule.empty();
   state.latched = latched_;
   state.rule = std::move(rule);

@@ -24,9 +24,12 @@ namespace breaker::core {
 // - missed: some node reported it (possibly with no block) and no node reported a block;
 // - unknown: no node reported it. Never counted as missed, and like a present slot it ends a
 //   run of consecutive missed slots.
-// The run of consecutive missed slots ends at the latest judged slot; a block already reported
-// for a later slot ends it too (the chain is moving again).
-// Slot `s` is judged once slot s + 1 has ended, that is from slot s + 2 on; until it leaves the
+// When a slot is judged depends on the rule:
+// - the client-style rules (consecutive, window) judge slot s from slot s + 1 on: evaluated at
+//   slot p, they look at the slots before p, as a client does when it proposes at p;
+// - the seed's latched rule judges slot s from slot s + 2 on, once slot s + 1 has ended.
+// A run of consecutive missed slots ends at the latest slot its rule judges; a block already
+// reported for a later slot ends it too (the chain is moving again). Until a slot leaves the
 // amendment window a late report still changes its verdict. Slots before the tracking start
 // (creation or the last reset) are never missed: no history is no evidence of failure.
 //
@@ -62,8 +65,10 @@ class MissedSlotTracker {
   // Some node finalized `epoch`; the latest reported epoch is kept.
   void RecordFinalized(Epoch epoch);
 
-  // Evaluates `rules` at slot `now`. Trips and latches the seed rule when it holds. The result
-  // has `active` set when any rule is on.
+  // Evaluates `rules` at slot `now`: the policy in force for a proposal at `now`. Trips and
+  // latches the seed rule when it holds. The result has `active` set when any rule is on. Its
+  // counts are over the slots the client-style rules judge when one of them is on, otherwise
+  // over those the seed rule judges.
   MissedSlotState Evaluate(Slot now, const MissedSlotRules& rules, const ChainSpec& spec);
 
   // The operator's reset (the seed's restart): clears the latch and starts tracking afresh at
@@ -80,6 +85,11 @@ class MissedSlotTracker {
   bool IsMissed(Slot slot) const;
   // Moves the rings' head forward to `slot`.
   void AdvanceHead(Slot slot);
+  // Over the judged slots [start_slot_, end): the run of missed slots ending at end - 1 (none
+  // when a block was reported for a slot at or after `end`), ...
+  uint64_t ConsecutiveMissedBefore(Slot end) const;
+  // ... and the missed slots among the last `window` of them.
+  uint64_t MissedInWindowBefore(Slot end, uint64_t window) const;
 
   Slot start_slot_;
   // Bit (s % kRingSlots) is set when slot s is present (present_), or when some node reported

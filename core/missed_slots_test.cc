@@ -35,12 +35,13 @@ MissedSlotRules WindowOnly(uint64_t max_missed, uint64_t window) {
 
 // Reports the slots of `pattern` from `first` on: '.' is a present slot (a node has a block),
 // 'x' a missed one (a node reported none), '?' an unknown one (no node reported).
-// Returns the first slot at which the last slot of the pattern is judged.
+// Returns the slot after the pattern: the first proposal slot whose consecutive and window
+// rules judge all of it (the seed rule judges its last slot one slot later).
 Slot Replay(MissedSlotTracker& tracker, Slot first, const std::string& pattern) {
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] != '?') tracker.RecordBlocks(first + i, pattern[i] == '.');
   }
-  return first + pattern.size() + 1;
+  return first + pattern.size();
 }
 
 // Reports slots [first, end) without a block.
@@ -111,7 +112,7 @@ TEST(MissedSlotTracker, NonCanonicalBlockKeepsASlotPresent) {
   const MissedSlotRules rules = Preset("mevboost");
   MissedSlotTracker with_block(10);
   MissedSlotTracker without_block(10);
-  const Slot end = Replay(with_block, 10, "xxxxx.xxxxx");
+  const Slot end = Replay(with_block, 10, "xxxxx.xxxxx") + 1;
   Replay(without_block, 10, "xxxxxxxxxxx");
 
   for (Slot now = 10; now <= end; ++now) {
@@ -124,7 +125,7 @@ TEST(MissedSlotTracker, NonCanonicalBlockKeepsASlotPresent) {
   EXPECT_TRUE(without_block.Evaluate(17, rules, kSpec).latched);
 }
 
-TEST(MissedSlotTracker, SlotIsJudgedOnlyFromTwoSlotsLater) {
+TEST(MissedSlotTracker, SeedRuleJudgesASlotOnlyFromTwoSlotsLater) {
   const MissedSlotRules rules = Preset("mevboost");
   MissedSlotTracker tracker(100);
   tracker.RecordBlocks(100, false);
@@ -150,32 +151,67 @@ TEST(MissedSlotTracker, SlotIsJudgedOnlyFromTwoSlotsLater) {
   EXPECT_EQ(genesis.Evaluate(2, rules, kSpec).consecutive_missed, 1u);
 }
 
+TEST(MissedSlotTracker, ClientRulesJudgeASlotFromTheNextSlotOn) {
+  // Proposing at slot p, a client looks at the slots before p: slot 100 counts from slot 101.
+  const MissedSlotRules rules = Preset("prysm");
+  MissedSlotTracker tracker(100);
+  tracker.RecordBlocks(100, false);
+  MissedSlotState state = tracker.Evaluate(100, rules, kSpec);
+  EXPECT_EQ(state.consecutive_missed, 0u);
+  EXPECT_EQ(state.missed_in_window, 0u);
+  state = tracker.Evaluate(101, rules, kSpec);
+  EXPECT_EQ(state.consecutive_missed, 1u);
+  EXPECT_EQ(state.missed_in_window, 1u);
+
+  // A block reported during slot 101, or later, still counts.
+  tracker.RecordBlocks(100, true);
+  state = tracker.Evaluate(101, rules, kSpec);
+  EXPECT_EQ(state.consecutive_missed, 0u);
+  EXPECT_EQ(state.missed_in_window, 0u);
+
+  // From genesis: slot 0 is judged at slot 1.
+  MissedSlotTracker genesis(0);
+  ReportEmpty(genesis, 0, 2);
+  EXPECT_EQ(genesis.Evaluate(0, rules, kSpec).consecutive_missed, 0u);
+  EXPECT_EQ(genesis.Evaluate(1, rules, kSpec).consecutive_missed, 1u);
+  EXPECT_EQ(genesis.Evaluate(2, rules, kSpec).consecutive_missed, 2u);
+}
+
 TEST(MissedSlotTracker, BlockAfterTheLatestJudgedSlotEndsTheMissedRun) {
-  // Slots 101 and 102 are missed, but a block for slot 103 arrived: the run is over even
-  // though slot 103 is not judged yet.
+  // Slots 101 and 102 are missed, but a block for slot 103 arrived during slot 103: the run is
+  // over even though slot 103 is not judged yet.
   const MissedSlotRules rules = Preset("prysm");
   MissedSlotTracker tracker(100);
   Replay(tracker, 100, ".xx.");
-  const MissedSlotState state = tracker.Evaluate(104, rules, kSpec);
+  MissedSlotState state = tracker.Evaluate(103, rules, kSpec);
   EXPECT_EQ(state.consecutive_missed, 0u);
   EXPECT_EQ(state.missed_in_window, 2u);
+  EXPECT_FALSE(state.tripped);
+
+  // Likewise for the seed rule: at slot 108 it judges the slots up to 106, six of them missed,
+  // and the block for slot 107 ends their run.
+  MissedSlotTracker seed(100);
+  Replay(seed, 100, ".xxxxxx.");
+  state = seed.Evaluate(108, Preset("mevboost"), kSpec);
+  EXPECT_EQ(state.consecutive_missed, 0u);
+  EXPECT_FALSE(state.tripped);
 }
 
 TEST(MissedSlotTracker, LateReportAmendsTheVerdictOfAWindowedRule) {
   const MissedSlotRules rules = Preset("prysm");
   MissedSlotTracker tracker(100);
-  const Slot now = Replay(tracker, 100, ".xxxx");
+  const Slot now = Replay(tracker, 100, ".xxx");
   MissedSlotState state = tracker.Evaluate(now, rules, kSpec);
   EXPECT_TRUE(state.tripped);
   EXPECT_FALSE(state.latched);
-  EXPECT_EQ(state.rule, "4 consecutive missed slots > 3");
+  EXPECT_EQ(state.rule, "3 consecutive missed slots > 1");
 
   tracker.RecordBlocks(102, true);
   state = tracker.Evaluate(now, rules, kSpec);
   EXPECT_FALSE(state.tripped);
   EXPECT_EQ(state.rule, "");
-  EXPECT_EQ(state.consecutive_missed, 2u);
-  EXPECT_EQ(state.missed_in_window, 3u);
+  EXPECT_EQ(state.consecutive_missed, 1u);
+  EXPECT_EQ(state.missed_in_window, 2u);
 }
 
 TEST(MissedSlotTracker, WindowedRulesRecoverByThemselves) {
@@ -187,57 +223,68 @@ TEST(MissedSlotTracker, WindowedRulesRecoverByThemselves) {
   consecutive.RecordBlocks(105, true);
   EXPECT_FALSE(consecutive.Evaluate(now + 1, rules, kSpec).tripped);
 
-  // Six missed slots among 101..107, then blocks: tripped until slot 101 leaves the window of
-  // the last 32 judged slots, that is while the latest judged slot is 132 or less.
+  // Five missed slots among 101..109, none next to another, then blocks: tripped until slot
+  // 101 leaves the 32 slots before the proposal slot, that is up to slot 133.
   MissedSlotTracker window(100);
-  now = Replay(window, 100, ".xxx.xxx");
+  now = Replay(window, 100, ".x.x.x.x.x");
   MissedSlotState state = window.Evaluate(now, rules, kSpec);
-  EXPECT_EQ(state.consecutive_missed, 3u);
-  EXPECT_EQ(state.missed_in_window, 6u);
-  EXPECT_EQ(state.rule, "6 missed slots in the last 32 > 5");
-  for (Slot slot = 108; slot <= 140; ++slot) window.RecordBlocks(slot, true);
-  EXPECT_TRUE(window.Evaluate(134, rules, kSpec).tripped);
-  state = window.Evaluate(135, rules, kSpec);
-  EXPECT_FALSE(state.tripped);
+  EXPECT_EQ(state.consecutive_missed, 1u);
   EXPECT_EQ(state.missed_in_window, 5u);
+  EXPECT_EQ(state.rule, "5 missed slots in the last 32 > 4");
+  for (Slot slot = 110; slot <= 140; ++slot) window.RecordBlocks(slot, true);
+  EXPECT_TRUE(window.Evaluate(133, rules, kSpec).tripped);
+  state = window.Evaluate(134, rules, kSpec);
+  EXPECT_FALSE(state.tripped);
+  EXPECT_EQ(state.missed_in_window, 4u);
   EXPECT_EQ(window.Evaluate(142, rules, kSpec).missed_in_window, 0u);
 }
 
-TEST(MissedSlotTracker, PrysmAndTekuTripOnFourConsecutiveOrSixInTheLast32) {
-  for (const std::string preset : {"prysm", "teku"}) {
-    SCOPED_TRACE(preset);
-    const MissedSlotRules rules = Preset(preset);
-    auto evaluate = [&](const std::string& pattern) {
-      MissedSlotTracker tracker(100);
-      const Slot now = Replay(tracker, 100, pattern);
-      tracker.RecordFinalized(0);
-      return tracker.Evaluate(now, rules, kSpec);
-    };
-    EXPECT_TRUE(evaluate(".").active);
-    EXPECT_FALSE(evaluate(".xxx").tripped);
-    EXPECT_EQ(evaluate(".xxxx").rule, "4 consecutive missed slots > 3");
-    EXPECT_FALSE(evaluate(".xxxx").latched);
-    EXPECT_FALSE(evaluate("xxx.xx").tripped);
-    EXPECT_EQ(evaluate("xxx.xxx").rule, "6 missed slots in the last 32 > 5");
-    // Finality is not among these clients' rules (epoch 7 here, finalized epoch 0 reported).
-    EXPECT_EQ(evaluate(std::string(4 * 32, '.')).epochs_since_finalization, 7u);
-    EXPECT_FALSE(evaluate(std::string(4 * 32, '.')).tripped);
-  }
+// Evaluates `preset` at the slot after `pattern`, played from slot 100 (see Replay), with
+// finalized epoch 0 reported.
+MissedSlotState EvaluateAfter(const std::string& preset, const std::string& pattern) {
+  MissedSlotTracker tracker(100);
+  const Slot now = Replay(tracker, 100, pattern);
+  tracker.RecordFinalized(0);
+  return tracker.Evaluate(now, Preset(preset), kSpec);
+}
+
+TEST(MissedSlotTracker, PrysmTripsOnTwoConsecutiveOrFiveInTheLast32) {
+  EXPECT_TRUE(EvaluateAfter("prysm", ".").active);
+  EXPECT_FALSE(EvaluateAfter("prysm", ".x").tripped);
+  EXPECT_EQ(EvaluateAfter("prysm", ".xx").rule, "2 consecutive missed slots > 1");
+  EXPECT_FALSE(EvaluateAfter("prysm", ".xx").latched);
+  EXPECT_FALSE(EvaluateAfter("prysm", "x.x.x.x.").tripped);
+  EXPECT_EQ(EvaluateAfter("prysm", "x.x.x.x.x.").rule, "5 missed slots in the last 32 > 4");
+  // Finality is not among Prysm's rules (epoch 7 here, finalized epoch 0 reported).
+  EXPECT_EQ(EvaluateAfter("prysm", std::string(4 * 32, '.')).epochs_since_finalization, 7u);
+  EXPECT_FALSE(EvaluateAfter("prysm", std::string(4 * 32, '.')).tripped);
+}
+
+TEST(MissedSlotTracker, TekuTripsOnFourConsecutiveOrSixInTheLast31) {
+  EXPECT_TRUE(EvaluateAfter("teku", ".").active);
+  EXPECT_FALSE(EvaluateAfter("teku", ".xxx").tripped);
+  EXPECT_EQ(EvaluateAfter("teku", ".xxxx").rule, "4 consecutive missed slots > 3");
+  EXPECT_FALSE(EvaluateAfter("teku", ".xxxx").latched);
+  EXPECT_FALSE(EvaluateAfter("teku", "xxx.xx").tripped);
+  EXPECT_EQ(EvaluateAfter("teku", "xxx.xxx").rule, "6 missed slots in the last 31 > 5");
+  // The slot 32 before the proposal slot is out of the window: six missed slots, the first of
+  // them 32 slots back, are five.
+  const std::string six_then_blocks = "xx.xx.xx" + std::string(24, '.');
+  EXPECT_EQ(EvaluateAfter("teku", six_then_blocks).missed_in_window, 5u);
+  EXPECT_FALSE(EvaluateAfter("teku", six_then_blocks).tripped);
+  EXPECT_TRUE(EvaluateAfter("teku", six_then_blocks.substr(0, 31)).tripped);
+  EXPECT_EQ(EvaluateAfter("teku", std::string(4 * 32, '.')).epochs_since_finalization, 7u);
+  EXPECT_FALSE(EvaluateAfter("teku", std::string(4 * 32, '.')).tripped);
 }
 
 TEST(MissedSlotTracker, LighthouseTripsOnFourConsecutiveNineInTheLast32OrFourEpochsUnfinalized) {
   const MissedSlotRules rules = Preset("lighthouse");
-  auto evaluate = [&](const std::string& pattern) {
-    MissedSlotTracker tracker(100);
-    const Slot now = Replay(tracker, 100, pattern);
-    return tracker.Evaluate(now, rules, kSpec);
-  };
-  EXPECT_TRUE(evaluate(".").active);
-  EXPECT_FALSE(evaluate(".xxx").tripped);
-  EXPECT_EQ(evaluate(".xxxx").rule, "4 consecutive missed slots > 3");
-  EXPECT_FALSE(evaluate("xxx.xxx.xx").tripped);
-  EXPECT_EQ(evaluate("xxx.xxx.xxx").rule, "9 missed slots in the last 32 > 8");
-  EXPECT_FALSE(evaluate("xxx.xxx.xxx").latched);
+  EXPECT_TRUE(EvaluateAfter("lighthouse", ".").active);
+  EXPECT_FALSE(EvaluateAfter("lighthouse", ".xxx").tripped);
+  EXPECT_EQ(EvaluateAfter("lighthouse", ".xxxx").rule, "4 consecutive missed slots > 3");
+  EXPECT_FALSE(EvaluateAfter("lighthouse", "xxx.xxx.xx").tripped);
+  EXPECT_EQ(EvaluateAfter("lighthouse", "xxx.xxx.xxx").rule, "9 missed slots in the last 32 > 8");
+  EXPECT_FALSE(EvaluateAfter("lighthouse", "xxx.xxx.xxx").latched);
 
   // A fresh tracker judges no slot, so only finality speaks.
   MissedSlotTracker tracker(FirstSlotOf(13, kSpec));
@@ -249,11 +296,268 @@ TEST(MissedSlotTracker, LighthouseTripsOnFourConsecutiveNineInTheLast32OrFourEpo
   EXPECT_EQ(state.rule, "4 epochs since finalization > 3");
 }
 
+// The proposal slots in [from, until) at which `preset` refuses builders, for a fleet that
+// reports every slot before the next one begins: a block at every slot from `from` on except
+// the `missed` slots from `outage` on.
+std::vector<Slot> TrippedProposals(const std::string& preset, Slot from, Slot outage,
+                                   uint64_t missed, Slot until) {
+  const MissedSlotRules rules = Preset(preset);
+  MissedSlotTracker tracker(from);
+  std::vector<Slot> tripped;
+  for (Slot now = from; now < until; ++now) {
+    if (now > from) {
+      const Slot slot = now - 1;
+      tracker.RecordBlocks(slot, slot < outage || slot >= outage + missed);
+    }
+    if (tracker.Evaluate(now, rules, kSpec).tripped) tripped.push_back(now);
+  }
+  return tripped;
+}
+
+// Slots [first, end).
+std::vector<Slot> Slots(Slot first, Slot end) {
+  std::vector<Slot> slots;
+  for (Slot slot = first; slot < end; ++slot) slots.push_back(slot);
+  return slots;
+}
+
+TEST(MissedSlotTracker, EachPresetTripsAndRecoversAtTheClientsOwnSlots) {
+  // One run of `missed` empty slots from slot m, blocks before and after: the breaker holds
+  // for the proposal slots [m + first_trip, m + recovery), one slot earlier it does not, and
+  // it is clear again from m + recovery on (docs/semantics.md, "Presets").
+  struct Case {
+    const char* preset;
+    uint64_t missed;
+    Slot first_trip;  // 0: never trips
+    Slot recovery;    // 0: never recovers by itself (latched)
+  };
+  constexpr Slot m = 1000;
+  for (const Case& c : {
+           Case{"prysm", 1, 0, 0},
+           Case{"prysm", 2, 2, 3},  // p - highest block slot = 3
+           Case{"prysm", 4, 2, 5},
+           Case{"prysm", 5, 2, 33},  // 5 of [p-32, p-1] up to p = m + 32
+           Case{"lighthouse", 3, 0, 0},
+           Case{"lighthouse", 4, 4, 5},  // (p-1) - head slot = 4
+           Case{"lighthouse", 8, 4, 9},
+           Case{"lighthouse", 9, 4, 33},  // 9 of [p-32, p-1] up to p = m + 32
+           Case{"teku", 3, 0, 0},
+           Case{"teku", 4, 4, 5},  // (p-1) - parent slot = 4
+           Case{"teku", 5, 4, 6},
+           Case{"teku", 6, 4, 32},  // 6 of [p-31, p-1] up to p = m + 31
+           // The seed rule: a block at m + 6 ends a run of six before it is judged.
+           Case{"mevboost", 6, 0, 0},
+           Case{"mevboost", 7, 7, 0},
+       }) {
+    SCOPED_TRACE(std::string(c.preset) + ", " + std::to_string(c.missed) + " missed");
+    const Slot until = m + 100;
+    std::vector<Slot> expected;
+    if (c.first_trip != 0) {
+      expected = Slots(m + c.first_trip, c.recovery != 0 ? m + c.recovery : until);
+    }
+    EXPECT_EQ(TrippedProposals(c.preset, m - 64, m, c.missed, until), expected);
+  }
+}
+
+// The clients' own checks, transcribed from their sources (docs/semantics.md, "Presets"), for
+// a chain whose slots before `p` have a block where `block[s]` (slot 0 always does). Each
+// returns true when the client at proposal slot p does not use a builder.
+using Chain = std::vector<bool>;
+
+// The latest slot before p with a block.
+Slot ParentSlot(const Chain& block, Slot p) {
+  Slot s = p - 1;
+  while (s > 0 && !block[s]) --s;
+  return s;
+}
+
+// Prysm, circuitBreakBuilder: p - highest block slot >= 3, or at least 5 of the 32 slots
+// [p-32, p-1] without a block (near genesis, p <= 32, Prysm differs; not compared).
+bool PrysmRefuses(const Chain& block, Slot p) {
+  if (p - ParentSlot(block, p) >= 3) return true;
+  uint64_t received = 0;
+  for (Slot s = p - 32; s < p; ++s) received += block[s] ? 1 : 0;
+  return 32 - received >= 5;
+}
+
+// Lighthouse, is_healthy: (p-1) - head slot > 3, or more than 8 skipped slots in [p-32, p-1].
+bool LighthouseRefuses(const Chain& block, Slot p) {
+  if ((p - 1) - ParentSlot(block, p) > 3) return true;
+  uint64_t skips = 0;
+  for (Slot s = p >= 32 ? p - 32 : 0; s < p; ++s) skips += block[s] ? 0 : 1;
+  return skips > 8;
+}
+
+// Teku, isEngaged (window 32, 5 allowed faults, 3 consecutive): the distinct block roots of
+// the parent and of block_roots[p-32 .. p-2] (each the root of the latest block at or before
+// that slot) fewer than 27, or (p-1) - parent slot > 3.
+bool TekuRefuses(const Chain& block, Slot p) {
+  const Slot parent = ParentSlot(block, p);
+  const uint64_t last_empty = (p - 1) - parent;
+  if (last_empty >= 32) return true;
+  std::set<Slot> roots = {parent};
+  for (Slot s = p - 32; s <= p - 2; ++s) roots.insert(ParentSlot(block, s + 1));
+  return roots.size() < 27 || last_empty > 3;
+}
+
+TEST(MissedSlotTracker, PresetsRefuseExactlyWhenTheClientWould) {
+  // A fleet that reports every slot before the next one begins, without orphaned blocks: its
+  // view is the client's. Every slot before kFrom has a block; from it on, the chain
+  // alternates quiet and troubled stretches, and long outages.
+  constexpr Slot kFrom = 200;
+  constexpr Slot kUntil = 6000;
+  uint64_t random = 777;
+  auto next = [&random] {
+    random = random * 6364136223846793005u + 1442695040888963407u;
+    return random >> 33;
+  };
+  Chain block(kUntil, true);
+  uint64_t miss_percent = 0;
+  for (Slot s = kFrom; s < kUntil; ++s) {
+    if (s % 48 == 0) miss_percent = std::vector<uint64_t>{0, 5, 15, 30, 60, 100}[next() % 6];
+    block[s] = next() % 100 >= miss_percent;
+  }
+  struct Client {
+    const char* preset;
+    bool (*refuses)(const Chain&, Slot);
+  };
+  for (const Client& client :
+       {Client{"prysm", PrysmRefuses}, Client{"lighthouse", LighthouseRefuses},
+        Client{"teku", TekuRefuses}}) {
+    SCOPED_TRACE(client.preset);
+    const MissedSlotRules rules = Preset(client.preset);
+    MissedSlotTracker tracker(kFrom);
+    int refused = 0;
+    int allowed = 0;
+    for (Slot p = kFrom; p < kUntil; ++p) {
+      if (p > kFrom) tracker.RecordBlocks(p - 1, block[p - 1]);
+      const bool tripped = tracker.Evaluate(p, rules, kSpec).tripped;
+      ASSERT_EQ(tripped, client.refuses(block, p)) << "proposal slot " << p;
+      ++(tripped ? refused : allowed);
+    }
+    // Guards the comparison against a chain on which nothing ever happens.
+    EXPECT_GT(refused, 500);
+    EXPECT_GT(allowed, 500);
+  }
+}
+
+TEST(MissedSlotTracker, PrysmMirrorsTheClientsCircuitBreakBuilderTest) {
+  // Prysm's TestServer_circuitBreakBuilder. Slot 0 (genesis) has a block.
+  const MissedSlotRules rules = Preset("prysm");
+  // Only genesis in fork choice: proposing at slot 4 (4 - 0 >= 3) refuses builders.
+  MissedSlotTracker genesis_only(0);
+  genesis_only.RecordBlocks(0, true);
+  ReportEmpty(genesis_only, 1, 4);
+  EXPECT_EQ(genesis_only.Evaluate(4, rules, kSpec).rule, "3 consecutive missed slots > 1");
+
+  // A block at slot 1: proposing at slot 3 (3 - 1 < 3) uses builders; at slot 4 it does not.
+  MissedSlotTracker one_block(0);
+  Replay(one_block, 0, "..x");
+  EXPECT_FALSE(one_block.Evaluate(3, rules, kSpec).tripped);
+  one_block.RecordBlocks(3, false);
+  EXPECT_TRUE(one_block.Evaluate(4, rules, kSpec).tripped);
+
+  // MaxBuilderEpochMissedSlots lowered to 4 (at least 4 missed of 32: more than 3). Blocks at
+  // slots 1 and 32 only: proposing at slot 33, 30 of [1, 32] missed.
+  MissedSlotRules four = rules;
+  four.max_missed_slots_in_window = 3;
+  MissedSlotTracker epoch(0);
+  Replay(epoch, 0, ".." + std::string(30, 'x') + ".");
+  MissedSlotState state = epoch.Evaluate(33, four, kSpec);
+  EXPECT_EQ(state.rule, "30 missed slots in the last 32 > 3");
+  // Then blocks at slots 2..30 too: only slot 31 is missed.
+  for (Slot slot = 2; slot <= 30; ++slot) epoch.RecordBlocks(slot, true);
+  state = epoch.Evaluate(33, four, kSpec);
+  EXPECT_FALSE(state.tripped);
+  EXPECT_EQ(state.missed_in_window, 1u);
+}
+
+TEST(MissedSlotTracker, TekuMirrorsTheClientsBuilderCircuitBreakerImplTest) {
+  // Teku's BuilderCircuitBreakerImplTest: a window of 10 slots with 5 allowed faults and 2
+  // allowed consecutive faults, proposing at slot 69 (window 59..68). In the engine's terms:
+  // more than 5 missed of the 9 slots [p-9, p-1], more than 2 consecutive.
+  MissedSlotRules rules;
+  rules.preset = "custom";
+  rules.latched_rule = false;
+  rules.max_allowed_missing_slots = 0;
+  rules.max_consecutive_missed_slots = 2;
+  rules.max_missed_slots_in_window = 5;
+  rules.window_slots = 9;
+  // Blocks at every slot from 1 to `last`, except those in `empty`; proposing at `p`.
+  auto evaluate = [&](Slot last, const std::set<Slot>& empty, Slot p = 69) {
+    MissedSlotTracker tracker(1);
+    for (Slot slot = 1; slot < p; ++slot) {
+      tracker.RecordBlocks(slot, slot <= last && empty.count(slot) == 0);
+    }
+    return tracker.Evaluate(p, rules, kSpec);
+  };
+  // shouldNotEngage_noMissedSlots
+  EXPECT_FALSE(evaluate(31, {}, 32).tripped);
+  // shouldNotEngage_minimalAllowedFaults: 62, 63, 64, 66 and 67 empty.
+  MissedSlotState state = evaluate(68, {62, 63, 64, 66, 67});
+  EXPECT_FALSE(state.tripped);
+  EXPECT_EQ(state.missed_in_window, 5u);
+  EXPECT_EQ(state.consecutive_missed, 0u);
+  // shouldNotEngage_minimalConsecutiveAllowedFaults: 67 and 68 empty.
+  state = evaluate(66, {});
+  EXPECT_FALSE(state.tripped);
+  EXPECT_EQ(state.consecutive_missed, 2u);
+  // shouldEngage_belowAllowedFaultsWithLastSlotNotEmpty: 62..67 empty.
+  EXPECT_EQ(evaluate(68, {62, 63, 64, 65, 66, 67}).rule, "6 missed slots in the last 9 > 5");
+  // shouldEngage_belowAllowedFaultsWithLastSlotEmpty: 62..66 and 68 empty.
+  state = evaluate(67, {62, 63, 64, 65, 66});
+  EXPECT_EQ(state.consecutive_missed, 1u);
+  EXPECT_EQ(state.rule, "6 missed slots in the last 9 > 5");
+  // shouldEngage_belowAllowedFaultsWithTooManyLastSlotsEmpty: 64, 66, 67 and 68 empty.
+  EXPECT_EQ(evaluate(65, {64}).rule, "3 consecutive missed slots > 2");
+  // shouldEngage_belowAllowedFaults_lastBlockHeaderWellOff: nothing after 58.
+  EXPECT_EQ(evaluate(58, {}).rule, "10 consecutive missed slots > 2");
+}
+
+TEST(MissedSlotTracker, LighthouseMirrorsTheClientsChainHealthTests) {
+  // Lighthouse's http_api tests builder_chain_health_*.
+  const MissedSlotRules rules = Preset("lighthouse");
+
+  // _skips: the head at slot 99, four slots without a block, proposing at slot 104.
+  MissedSlotTracker skips(64);
+  Replay(skips, 64, std::string(36, '.') + "xxxx");
+  EXPECT_FALSE(skips.Evaluate(103, rules, kSpec).tripped);
+  EXPECT_EQ(skips.Evaluate(104, rules, kSpec).rule, "4 consecutive missed slots > 3");
+
+  // _skips_per_epoch: a block at s0, 8 skips, blocks up to s0 + 31: proposing at s0 + 32 uses
+  // the builder; with s0 + 32 skipped too, proposing at s0 + 33 does not.
+  constexpr Slot s0 = 128;
+  MissedSlotTracker per_epoch(s0);
+  Replay(per_epoch, s0, "." + std::string(8, 'x') + std::string(23, '.'));
+  MissedSlotState state = per_epoch.Evaluate(s0 + 32, rules, kSpec);
+  EXPECT_EQ(state.missed_in_window, 8u);
+  EXPECT_FALSE(state.tripped);
+  per_epoch.RecordBlocks(s0 + 32, false);
+  EXPECT_EQ(per_epoch.Evaluate(s0 + 33, rules, kSpec).rule, "9 missed slots in the last 32 > 8");
+
+  // _epochs_since_finalization: three epochs without blocks, then one with blocks, finalized
+  // epoch still 0: the next proposal (epoch 4) does not use the builder, though no slot rule
+  // holds; the last slot of epoch 3 still did. Once a newer epoch is finalized it does again.
+  MissedSlotTracker finality(0);
+  Replay(finality, 0, "." + std::string(96, 'x') + std::string(32, '.'));
+  finality.RecordFinalized(0);
+  EXPECT_FALSE(finality.Evaluate(127, rules, kSpec).tripped);
+  EXPECT_TRUE(finality.Evaluate(128, rules, kSpec).tripped);
+  state = finality.Evaluate(129, rules, kSpec);
+  EXPECT_EQ(state.rule, "4 epochs since finalization > 3");
+  EXPECT_EQ(state.consecutive_missed, 0u);
+  EXPECT_EQ(state.missed_in_window, 0u);
+  for (Slot slot = 129; slot <= 161; ++slot) finality.RecordBlocks(slot, true);
+  finality.RecordFinalized(3);
+  EXPECT_FALSE(finality.Evaluate(162, rules, kSpec).tripped);
+}
+
 TEST(MissedSlotTracker, MevboostLatchesOnlyOnMissedSlotsSinceTheLastPresentSlot) {
   const MissedSlotRules rules = Preset("mevboost");
   auto evaluate = [&](const std::string& pattern) {
     MissedSlotTracker tracker(100);
-    const Slot now = Replay(tracker, 100, pattern);
+    // The seed rule judges the pattern's last slot one slot after the others do.
+    const Slot now = Replay(tracker, 100, pattern) + 1;
     tracker.RecordFinalized(0);
     return tracker.Evaluate(now, rules, kSpec);
   };
@@ -328,8 +632,8 @@ TEST(MissedSlotTracker, SlotsBeforeTheStartAreNotMissed) {
 
   MissedSlotTracker windowed(1000);
   ReportEmpty(windowed, 990, 1002);
-  EXPECT_FALSE(windowed.Evaluate(1002, WindowOnly(1, 32), kSpec).tripped);
-  state = windowed.Evaluate(1003, WindowOnly(1, 32), kSpec);
+  EXPECT_FALSE(windowed.Evaluate(1001, WindowOnly(1, 32), kSpec).tripped);
+  state = windowed.Evaluate(1002, WindowOnly(1, 32), kSpec);
   EXPECT_EQ(state.missed_in_window, 2u);
   EXPECT_EQ(state.rule, "2 missed slots in the last 32 > 1");
 }
@@ -344,11 +648,11 @@ TEST(MissedSlotTracker, RingWrapsAroundWithoutStaleBits) {
   // are reported late without a block.
   tracker.RecordBlocks(400, true);
   ReportEmpty(tracker, 337, 400);
-  MissedSlotState state = tracker.Evaluate(402, rules, kSpec);
+  MissedSlotState state = tracker.Evaluate(401, rules, kSpec);
   EXPECT_EQ(state.missed_in_window, 63u);
   EXPECT_EQ(state.consecutive_missed, 0u);
-  EXPECT_EQ(tracker.Export().present_slots.front(), 147u);
-  EXPECT_EQ(tracker.Export().observed_slots.front(), 147u);
+  EXPECT_EQ(tracker.Export().present_slots.front(), 146u);
+  EXPECT_EQ(tracker.Export().observed_slots.front(), 146u);
 
   // A jump longer than the ring, by Evaluate alone: slots 593..655 reuse the bits of the
   // slots 337..399 reported without a block, yet no node reported them.
@@ -357,21 +661,21 @@ TEST(MissedSlotTracker, RingWrapsAroundWithoutStaleBits) {
   EXPECT_EQ(state.consecutive_missed, 0u);
   EXPECT_TRUE(tracker.Export().present_slots.empty());
   EXPECT_TRUE(tracker.Export().observed_slots.empty());
-  ReportEmpty(tracker, 600, 699);
+  ReportEmpty(tracker, 600, 700);
   state = tracker.Evaluate(700, rules, kSpec);
   EXPECT_EQ(state.missed_in_window, 64u);
-  EXPECT_EQ(state.consecutive_missed, 99u);
+  EXPECT_EQ(state.consecutive_missed, 100u);
   tracker.RecordBlocks(690, true);
   state = tracker.Evaluate(700, rules, kSpec);
   EXPECT_EQ(state.missed_in_window, 63u);
-  EXPECT_EQ(state.consecutive_missed, 8u);
+  EXPECT_EQ(state.consecutive_missed, 9u);
 
   // A run longer than the ring counts the slots the ring still holds: at slot 1000 it holds
-  // 745..1000, of which 745..998 are judged.
+  // 745..1000, of which 745..999 are judged.
   MissedSlotTracker long_run(0);
   ReportEmpty(long_run, 0, 1000);
   EXPECT_EQ(long_run.Evaluate(1000, rules, kSpec).consecutive_missed,
-            MissedSlotTracker::kRingSlots - 2);
+            MissedSlotTracker::kRingSlots - 1);
 }
 
 TEST(MissedSlotTracker, AgreesWithAPlainSetOverManyLapsOfTheRing) {
@@ -404,7 +708,7 @@ TEST(MissedSlotTracker, AgreesWithAPlainSetOverManyLapsOfTheRing) {
       observed.insert(slot);
     }
     const MissedSlotState state = tracker.Evaluate(now, rules, kSpec);
-    const Slot judged = now - 2;
+    const Slot judged = now - 1;
     // A block after the latest judged slot ends the run too; the run reaches back no further
     // than the ring, whose oldest slot is now - 255.
     uint64_t consecutive = 0;
@@ -515,7 +819,7 @@ TEST(MissedSlotTracker, UnknownSlotBreaksARun) {
 
   // Six missed slots around an unknown one do not latch the seed rule.
   MissedSlotTracker seed(100);
-  now = Replay(seed, 100, ".xxx?xxx");
+  now = Replay(seed, 100, ".xxx?xxx") + 1;
   state = seed.Evaluate(now, Preset("mevboost"), kSpec);
   EXPECT_EQ(state.consecutive_missed, 3u);
   EXPECT_EQ(state.missed_in_window, 6u);
@@ -550,7 +854,7 @@ TEST(MissedSlotTracker, EmptyReportFromOneNodeAndBlockFromAnotherIsPresent) {
 
 TEST(MissedSlotTracker, LatchOutlivesAChangeOfRules) {
   MissedSlotTracker tracker(100);
-  const Slot now = Replay(tracker, 100, ".xxxxxx");
+  const Slot now = Replay(tracker, 100, ".xxxxxx") + 1;
   ASSERT_TRUE(tracker.Evaluate(now, Preset("mevboost"), kSpec).latched);
   const MissedSlotState state = tracker.Evaluate(now, Preset("off"), kSpec);
   EXPECT_TRUE(state.active);

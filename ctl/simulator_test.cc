@@ -903,8 +903,9 @@ std::vector<std::string> FilesEndingWith(absl::string_view suffix) {
 
 TEST(ShippedScenariosTest, EachHoldsUnderEveryConfigurationItsHeaderNames) {
   const std::vector<std::string> scenarios = FilesEndingWith(".scenario.textproto");
-  // One per seed scenario of the reference semantics, and the mixed fleet.
-  EXPECT_GE(scenarios.size(), 6u);
+  // One per seed scenario of the reference semantics, the mixed fleet, and one per client
+  // preset.
+  EXPECT_GE(scenarios.size(), 9u);
   std::set<std::string> used_configs;
   for (const std::string& path : scenarios) {
     SCOPED_TRACE(path);
