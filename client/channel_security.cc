@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/input_bounds.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/support/client_interceptor.h"
 #include "proto/codec/config_file.h"
@@ -85,12 +87,29 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
 
 std::shared_ptr<grpc::Channel> CreateChannel(
     const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
-    const std::string& bearer_token, const grpc::ChannelArguments& args) {
+    const std::string& bearer_token, const grpc::ChannelArguments& given_args) {
+  // Explicit, not gRPC's default: breakerd bounds what it sends (core/input_bounds.h), and a
+  // client must take every message within that bound.
+  grpc::ChannelArguments args = given_args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(core::bounds::kClientReceiveBytes));
   if (bearer_token.empty()) return grpc::CreateCustomChannel(target, credentials, args);
   std::vector<std::unique_ptr<experimental::ClientInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<BearerTokenInterceptorFactory>(bearer_token));
   return experimental::CreateCustomChannelWithInterceptors(target, credentials, args,
                                                            std::move(interceptors));
+}
+
+std::string DescribeStatus(const grpc::Status& status) {
+  std::string text = status.error_message();
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+      absl::StrContains(text, "larger than max")) {
+    absl::StrAppend(&text, " (this client takes messages of up to ",
+                    core::bounds::kClientReceiveBytes,
+                    " bytes, and breakerd sends at most ", core::bounds::kMaxSentMessageBytes,
+                    ": the server is not a breakerd of this version, or a proxy between "
+                    "changed the message; check the address)");
+  }
+  return text;
 }
 
 }  // namespace breaker::client

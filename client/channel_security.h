@@ -41,11 +41,16 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 // A channel to `target` with `credentials` and `args` that sends `authorization: Bearer
 // <bearer_token>` with every call (none when the token is empty). The token goes as metadata
 // on plaintext channels too, where gRPC's call credentials would refuse to: breakerd on
-// loopback may still check tokens.
+// loopback may still check tokens. The channel accepts messages of up to
+// core::bounds::kClientReceiveBytes, twice what breakerd sends at most, whatever `args` says.
 std::shared_ptr<grpc::Channel> CreateChannel(const std::string& target,
                                              const std::shared_ptr<grpc::ChannelCredentials>& credentials,
                                              const std::string& bearer_token,
                                              const grpc::ChannelArguments& args);
+
+// `status` as a client shows it: a message refused for its size (RESOURCE_EXHAUSTED from
+// gRPC itself) also says what that means, since breakerd never sends one that large.
+std::string DescribeStatus(const grpc::Status& status);
 
 }  // namespace breaker::client
 

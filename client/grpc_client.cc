@@ -287,7 +287,7 @@ class GrpcClient : public BreakerClient {
     if (sender.joinable()) sender.join();
     const grpc::Status status = stream->Finish();
     if (!status.ok() && !Stopping()) {
-      LOG(WARNING) << "breakerd at " << address << ": " << status.error_message() << " (code "
+      LOG(WARNING) << "breakerd at " << address << ": " << DescribeStatus(status) << " (code "
                    << status.error_code() << "); reconnecting with backoff";
     }
     std::lock_guard<std::mutex> lock(state_mu_);

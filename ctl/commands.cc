@@ -41,6 +41,32 @@ absl::StatusOr<Response> Call(const CommandContext& context,
   return CallUnary(*context.admin, method, request, context.options.timeout);
 }
 
+// Every page of a List rpc, merged into one answer; `entries` gives an answer's list. The
+// rest of the answer (ListNodes' policy version) is the last page's.
+template <typename Request, typename Response, typename Entries>
+absl::StatusOr<Response> CallAllPages(
+    const CommandContext& context,
+    void (Stub::async::*method)(grpc::ClientContext*, const Request*, Response*,
+                                std::function<void(grpc::Status)>),
+    Request request, Entries entries) {
+  Response all;
+  do {
+    absl::StatusOr<Response> page = Call(context, method, request);
+    if (!page.ok()) return page.status();
+    request.set_page_token(page->next_page_token());
+    entries(all).MergeFrom(entries(*page));
+    entries(*page).Swap(&entries(all));
+    page->clear_next_page_token();
+    all = *std::move(page);
+  } while (!request.page_token().empty());
+  return all;
+}
+
+absl::StatusOr<v1::ListNodesResponse> AllNodes(const CommandContext& context) {
+  return CallAllPages(context, &Stub::async::ListNodes, v1::ListNodesRequest(),
+                      [](v1::ListNodesResponse& r) -> auto& { return *r.mutable_nodes(); });
+}
+
 // The INDEX argument.
 absl::StatusOr<uint64_t> IndexArg(const CommandContext& context) {
   return ParseUint64("INDEX", context.line.args.at(0));
@@ -64,8 +90,7 @@ absl::Status RunStatus(const CommandContext& context) {
   absl::StatusOr<v1::Policy> policy =
       Call(context, &Stub::async::GetPolicy, v1::GetPolicyRequest());
   if (!policy.ok()) return policy.status();
-  absl::StatusOr<v1::ListNodesResponse> nodes =
-      Call(context, &Stub::async::ListNodes, v1::ListNodesRequest());
+  absl::StatusOr<v1::ListNodesResponse> nodes = AllNodes(context);
   if (!nodes.ok()) return nodes.status();
 
   if (context.options.json) {
@@ -107,7 +132,8 @@ absl::Status RunBuilders(const CommandContext& context) {
   v1::ListBuildersRequest request;
   request.set_banned_only(context.line.BoolFlag("banned"));
   absl::StatusOr<v1::ListBuildersResponse> response =
-      Call(context, &Stub::async::ListBuilders, request);
+      CallAllPages(context, &Stub::async::ListBuilders, request,
+                   [](v1::ListBuildersResponse& r) -> auto& { return *r.mutable_builders(); });
   if (!response.ok()) return response.status();
   if (context.options.json) {
     context.out << ToJson(*response) << "\n";
@@ -200,8 +226,7 @@ absl::Status RunRelays(const CommandContext& context) {
 }
 
 absl::Status RunNodes(const CommandContext& context) {
-  absl::StatusOr<v1::ListNodesResponse> response =
-      Call(context, &Stub::async::ListNodes, v1::ListNodesRequest());
+  absl::StatusOr<v1::ListNodesResponse> response = AllNodes(context);
   if (!response.ok()) return response.status();
   if (context.options.json) {
     context.out << ToJson(*response) << "\n";

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/channel_security.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
 
@@ -23,7 +24,8 @@ namespace breaker::ctl {
 
 // gRPC's status as an absl::Status. The canonical codes have the same numbers in both.
 inline absl::Status FromGrpcStatus(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      client::DescribeStatus(status));
 }
 
 // Calls `method` of `stub` (e.g. &breaker::v1::Admin::Stub::async::GetPolicy) with `request`

@@ -140,7 +140,9 @@ grpc::ServerUnaryReactor* AdminService::ListBuilders(grpc::CallbackServerContext
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
     return Answer(context, ToGrpcStatus(allowed));
   }
-  *response = fleet_->ListBuilders(request->banned_only());
+  absl::StatusOr<v1::ListBuildersResponse> page = fleet_->ListBuilders(*request);
+  if (!page.ok()) return Answer(context, ToGrpcStatus(page.status()));
+  *response = *std::move(page);
   return Answer(context, grpc::Status::OK);
 }
 
@@ -167,12 +169,14 @@ grpc::ServerUnaryReactor* AdminService::ListRelays(grpc::CallbackServerContext* 
 }
 
 grpc::ServerUnaryReactor* AdminService::ListNodes(grpc::CallbackServerContext* context,
-                                                  const v1::ListNodesRequest*,
+                                                  const v1::ListNodesRequest* request,
                                                   v1::ListNodesResponse* response) {
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
     return Answer(context, ToGrpcStatus(allowed));
   }
-  *response = fleet_->ListNodes();
+  absl::StatusOr<v1::ListNodesResponse> page = fleet_->ListNodes(*request);
+  if (!page.ok()) return Answer(context, ToGrpcStatus(page.status()));
+  *response = *std::move(page);
   return Answer(context, grpc::Status::OK);
 }
 

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -15,7 +16,7 @@
 #include "service/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
-          "Address to serve gRPC on, host:port. Port 0 picks a free port.");
+          "Address to serve gRPC on, HOST:PORT (the port is required; 0 picks a free one).");
 ABSL_FLAG(std::string, state_dir, "breakerd-state",
           "Directory holding the persistent breaker state (breakerd.db); created when missing. "
           "One breakerd per directory, one directory per chain.");
@@ -44,15 +45,16 @@ ABSL_FLAG(std::string, metrics_listen, "",
 
 ABSL_FLAG(int, max_message_bytes, breaker::service::kDefaultMaxReceiveMessageBytes,
           "Largest message a client may send, in bytes; a larger one ends its call with "
-          "RESOURCE_EXHAUSTED. A full batch of 1000 observations takes about 100 KB.");
+          "RESOURCE_EXHAUSTED. 65536..67108864; a full batch of 1000 observations takes about "
+          "100 KB.");
 ABSL_FLAG(int, max_concurrent_streams, 100,
-          "Calls one client connection may hold open at once; beyond it, the client's next call "
-          "waits for one to end.");
+          "Calls one client connection may hold open at once (4..100000); beyond it, the "
+          "client's next call waits for one to end.");
 // Seconds, not an absl::Duration flag: that one's reads compile to a fence ThreadSanitizer
 // builds refuse.
 ABSL_FLAG(double, drain_seconds, 0,
           "At SIGTERM/SIGINT, how many seconds health reports NOT_SERVING before node streams "
-          "end, so that load balancers move away first.");
+          "end, so that load balancers move away first. 0..600.");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -97,7 +99,10 @@ int main(int argc, char** argv) {
   options.access_file = absl::GetFlag(FLAGS_access_file);
   options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
-  options.drain_period = absl::Seconds(absl::GetFlag(FLAGS_drain_seconds));
+  // NaN has no duration: taken as infinite, which CheckServerOptions refuses with the others.
+  const double drain_seconds = absl::GetFlag(FLAGS_drain_seconds);
+  options.drain_period =
+      std::isnan(drain_seconds) ? absl::InfiniteDuration() : absl::Seconds(drain_seconds);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   auto server = breaker::service::Server::Start(options);
   if (!server.ok()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <cmath>
 #include <mutex>
 #include <optional>
@@ -9,8 +10,11 @@
 #include <utility>
 #include <variant>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/chain_time.h"
+#include "core/input_bounds.h"
 #include "core/relay_id.h"
 #include "glog/logging.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -822,7 +826,71 @@ void Fleet::Unsubscribe(PolicyListener* listener) {
   listeners_.erase(listener);
 }
 
-v1::ListBuildersResponse Fleet::ListBuilders(bool banned_only) const {
+namespace {
+
+// Entries of a page when the request asks for none, or for more.
+constexpr uint32_t kMaxPageEntries = 1000;
+
+// The entries of `sorted` after the one whose key is `after` (all of them when `after` is
+// empty) into `page`, stopping at `page_size` entries or before kMaxPageBytes; returns the
+// next page's token (the last entry's key), or empty after the last entry.
+template <typename Entry, typename KeyOf, typename Add>
+std::string FillPage(const std::vector<Entry>& sorted, KeyOf key_of,
+                     const std::optional<std::string>& after, uint32_t page_size, Add add) {
+  const uint32_t limit = page_size == 0 || page_size > kMaxPageEntries ? kMaxPageEntries : page_size;
+  auto it = sorted.begin();
+  if (after.has_value()) {
+    it = std::upper_bound(sorted.begin(), sorted.end(), *after,
+                          [&](const std::string& key, const Entry& entry) {
+                            return key < key_of(entry);
+                          });
+  }
+  size_t bytes = 0;
+  uint32_t count = 0;
+  for (; it != sorted.end(); ++it) {
+    const size_t size = it->ByteSizeLong();
+    // One entry is always taken, so that every page moves on.
+    if (count == limit || (count > 0 && bytes + size > core::bounds::kMaxPageBytes)) break;
+    bytes += size;
+    ++count;
+    add(*it);
+  }
+  return it == sorted.end() || count == 0 ? "" : key_of(*std::prev(it));
+}
+
+// A builder's place in ListBuilders: banned first, then by index, as text that sorts the
+// same way ("0:" banned, "1:" not, then the index in 20 digits).
+std::string BuilderPageKey(const v1::Builder& builder) {
+  return absl::StrCat(builder.has_ban() ? "0:" : "1:",
+                      absl::StrFormat("%020u", builder.builder_index()));
+}
+
+// The key a page token names, or INVALID_ARGUMENT when it is not one breakerd gave out.
+absl::StatusOr<std::optional<std::string>> ParsePageToken(absl::string_view token,
+                                                           bool is_builder_key) {
+  if (token.empty()) return std::optional<std::string>();
+  const bool well_formed =
+      token.size() <= core::bounds::kMaxPageTokenBytes &&
+      (!is_builder_key ||
+       (token.size() == 22 && (token[0] == '0' || token[0] == '1') && token[1] == ':' &&
+        std::all_of(token.begin() + 2, token.end(), absl::ascii_isdigit)));
+  if (!well_formed) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_token \"", core::bounds::QuotePrefix(token),
+                     "\" is not one this breakerd gave out; pass an answer's next_page_token, "
+                     "or none for the first page"));
+  }
+  return std::optional<std::string>(std::string(token));
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ListBuildersResponse> Fleet::ListBuilders(
+    const v1::ListBuildersRequest& request) const {
+  absl::StatusOr<std::optional<std::string>> after =
+      ParsePageToken(request.page_token(), /*is_builder_key=*/true);
+  if (!after.ok()) return after.status();
+  const bool banned_only = request.banned_only();
   std::vector<v1::Builder> builders;
   {
     // One lock for the whole listing, so that it is one consistent snapshot (it used to
@@ -848,7 +916,9 @@ v1::ListBuildersResponse Fleet::ListBuilders(bool banned_only) const {
            std::make_pair(!b.has_ban(), b.builder_index());
   });
   v1::ListBuildersResponse response;
-  for (v1::Builder& builder : builders) *response.add_builders() = std::move(builder);
+  response.set_next_page_token(
+      FillPage(builders, BuilderPageKey, *after, request.page_size(),
+               [&](const v1::Builder& builder) { *response.add_builders() = builder; }));
   return response;
 }
 
@@ -910,7 +980,10 @@ v1::ListRelaysResponse Fleet::ListRelays() const {
   return response;
 }
 
-v1::ListNodesResponse Fleet::ListNodes() const {
+absl::StatusOr<v1::ListNodesResponse> Fleet::ListNodes(const v1::ListNodesRequest& request) const {
+  absl::StatusOr<std::optional<std::string>> after =
+      ParsePageToken(request.page_token(), /*is_builder_key=*/false);
+  if (!after.ok()) return after.status();
   v1::ListNodesResponse response;
   absl::flat_hash_map<std::string, uint64_t> sequences;
   {
@@ -925,8 +998,14 @@ v1::ListNodesResponse Fleet::ListNodes() const {
     if (!sequences.contains(id)) ids.push_back(id);
   }
   std::sort(ids.begin(), ids.end());
+  // Only the page's ids are described.
+  if (after->has_value()) {
+    ids.erase(ids.begin(), std::upper_bound(ids.begin(), ids.end(), **after));
+  }
+  std::vector<v1::Node> nodes;
   for (const std::string& id : ids) {
-    v1::Node* node = response.add_nodes();
+    if (nodes.size() == kMaxPageEntries) break;
+    v1::Node* node = &nodes.emplace_back();
     node->set_node_id(id);
     if (auto sequence = sequences.find(id); sequence != sequences.end()) {
       node->set_last_sequence(sequence->second);
@@ -946,7 +1025,25 @@ v1::ListNodesResponse Fleet::ListNodes() const {
     node->set_lag(response.policy_version() -
                   std::min(response.policy_version(), info->second.policy_version_acked));
   }
+  std::string next = FillPage(
+      nodes, [](const v1::Node& node) { return node.node_id(); }, std::nullopt,
+      request.page_size(), [&](const v1::Node& node) { *response.add_nodes() = node; });
+  // The page may also end where the ids described ran out.
+  if (next.empty() && ids.size() > nodes.size()) next = nodes.back().node_id();
+  response.set_next_page_token(next);
   return response;
+}
+
+std::vector<v1::Node> Fleet::AllNodes() const {
+  std::vector<v1::Node> nodes;
+  v1::ListNodesRequest request;
+  do {
+    // Only a page token breakerd did not give out fails, and these are its own.
+    v1::ListNodesResponse page = ListNodes(request).value();
+    for (v1::Node& node : *page.mutable_nodes()) nodes.push_back(std::move(node));
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return nodes;
 }
 
 v1::Config Fleet::EffectiveConfig() const {

@@ -152,11 +152,17 @@ class Fleet {
   void Unsubscribe(PolicyListener* listener);
 
   // --- Inspection. Consistent snapshots of the engine; never wait for the store. ---
-  breaker::v1::ListBuildersResponse ListBuilders(bool banned_only) const;
+  // A page of the answers, bounded by the request's page_size, 1000 entries and
+  // core::bounds::kMaxPageBytes. INVALID_ARGUMENT for a page token not given out by breakerd.
+  absl::StatusOr<breaker::v1::ListBuildersResponse> ListBuilders(
+      const breaker::v1::ListBuildersRequest& request) const;
   // INVALID_ARGUMENT for the self-build index.
   absl::StatusOr<breaker::v1::Builder> GetBuilder(core::BuilderIndex builder) const;
   breaker::v1::ListRelaysResponse ListRelays() const;
-  breaker::v1::ListNodesResponse ListNodes() const;
+  absl::StatusOr<breaker::v1::ListNodesResponse> ListNodes(
+      const breaker::v1::ListNodesRequest& request) const;
+  // Every node, page after page (for metrics and tests: an answer to send is a page).
+  std::vector<breaker::v1::Node> AllNodes() const;
   breaker::v1::Config EffectiveConfig() const;
   const std::string& network() const { return network_; }
   // This state's identity (breaker.v1.Policy.fleet_id): policy versions count under it.

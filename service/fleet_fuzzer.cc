@@ -394,8 +394,7 @@ class Run {
     }
     // An acknowledged sequence number is handled: a resend of it is a replay, also after a
     // restart, so the node's highest number is at least that.
-    const v1::ListNodesResponse nodes = fleet_->ListNodes();
-    for (const v1::Node& node : nodes.nodes()) {
+    for (const v1::Node& node : fleet_->AllNodes()) {
       auto acked = acked_.find(node.node_id());
       if (acked != acked_.end() && node.last_sequence() < acked->second) {
         Fail(absl::StrCat("node ", node.node_id(), " was acknowledged up to ", acked->second,
@@ -413,10 +412,12 @@ class Run {
 
   // The reads, while the writer may be busy: they must not block on it, nor tear.
   void Inspect() {
-    const v1::ListBuildersResponse builders = fleet_->ListBuilders(/*banned_only=*/false);
-    fleet_->ListBuilders(/*banned_only=*/true);
+    const v1::ListBuildersResponse builders = fleet_->ListBuilders({}).value();
+    v1::ListBuildersRequest banned_only;
+    banned_only.set_banned_only(true);
+    fleet_->ListBuilders(banned_only).value();
     fleet_->ListRelays();
-    fleet_->ListNodes();
+    fleet_->AllNodes();
     fleet_->EffectiveConfig();
     if (builders.builders_size() > 0) {
       absl::StatusOr<v1::Builder> builder =
@@ -428,7 +429,7 @@ class Run {
 
   Observed Observe() const {
     return Observed{Deterministic(fleet_->policy()->proto),
-                    Deterministic(fleet_->ListBuilders(/*banned_only=*/false)),
+                    Deterministic(fleet_->ListBuilders({}).value()),
                     Deterministic(fleet_->ListRelays()), Deterministic(fleet_->EffectiveConfig())};
   }
 

@@ -149,7 +149,7 @@ class FleetStorageTest : public ::testing::Test {
   // (builder index, failures recorded, banned) of every builder the fleet lists.
   std::vector<std::tuple<uint64_t, uint32_t, bool>> Builders() const {
     std::vector<std::tuple<uint64_t, uint32_t, bool>> builders;
-    const v1::ListBuildersResponse listed = fleet_->ListBuilders(false);
+    const v1::ListBuildersResponse listed = fleet_->ListBuilders({}).value();
     for (const v1::Builder& builder : listed.builders()) {
       builders.emplace_back(builder.builder_index(), builder.failed(), builder.has_ban());
     }
@@ -216,10 +216,10 @@ TEST_F(FleetStorageTest, AFailedAppendIsRefusedNotAppliedAndDegradesTheFleet) {
   EXPECT_EQ(store_->append_calls(), appends);
   EXPECT_EQ(Version(), version);
   // The node is known (it reported), but nothing it sent was applied.
-  const v1::ListNodesResponse nodes = fleet_->ListNodes();
-  ASSERT_EQ(nodes.nodes_size(), 1);
-  EXPECT_EQ(nodes.nodes(0).last_sequence(), 0u);
-  EXPECT_FALSE(nodes.nodes(0).has_last_observation());
+  const std::vector<v1::Node> nodes = fleet_->AllNodes();
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].last_sequence(), 0u);
+  EXPECT_FALSE(nodes[0].has_last_observation());
 }
 
 TEST_F(FleetStorageTest, RecoversWhenTheStoreWritesAgainAndTakesTheResentObservations) {
@@ -279,10 +279,10 @@ TEST_F(FleetStorageTest, AFailedAppendThatLandedIsAppliedOnRecoveryAndResendsCou
   EXPECT_EQ(Version(), version + 1);
 
   // A restart finds the same state.
-  const v1::ListBuildersResponse before = fleet_->ListBuilders(false);
+  const v1::ListBuildersResponse before = fleet_->ListBuilders({}).value();
   ASSERT_NO_FATAL_FAILURE(Open());
   EXPECT_EQ(Version(), version + 1);
-  EXPECT_EQ(fleet_->ListBuilders(false).SerializeAsString(), before.SerializeAsString());
+  EXPECT_EQ(fleet_->ListBuilders({}).value().SerializeAsString(), before.SerializeAsString());
 }
 
 TEST_F(FleetStorageTest, AnAdminActionWhoseWriteLandedSaysItMayTakeEffect) {

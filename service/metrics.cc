@@ -119,7 +119,7 @@ class Metrics::StateCollector final : public prometheus::Collectable {
     const core::Policy& policy = published->policy;
     // Per node, under one lock of the fleet's registry; fleets are tens to hundreds of nodes,
     // so a series per node id stays within what Prometheus handles comfortably.
-    const v1::ListNodesResponse nodes = fleet_->ListNodes();
+    const std::vector<v1::Node> nodes = fleet_->AllNodes();
 
     std::vector<prometheus::MetricFamily> families;
     families.push_back(Gauge("breakerd_policy_version",
@@ -169,13 +169,13 @@ class Metrics::StateCollector final : public prometheus::Collectable {
         "Policy versions the node has not acknowledged yet (Admin.ListNodes' lag); a connected "
         "node whose lag does not go back to 0 is stuck.");
     size_t connected_nodes = 0;
-    for (const v1::Node& node : nodes.nodes()) {
+    for (const v1::Node& node : nodes) {
       connected_nodes += node.connected();
       AddSample(connected, node.connected() ? 1 : 0, {{"node_id", node.node_id()}});
       AddSample(lag, static_cast<double>(node.lag()), {{"node_id", node.node_id()}});
     }
     AddSample(connected_count, static_cast<double>(connected_nodes));
-    AddSample(known_count, static_cast<double>(nodes.nodes_size()));
+    AddSample(known_count, static_cast<double>(nodes.size()));
     families.push_back(std::move(connected_count));
     families.push_back(std::move(known_count));
     families.push_back(std::move(connected));

@@ -5,14 +5,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <optional>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/input_bounds.h"
 #include "glog/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -68,9 +72,64 @@ void SetServing(grpc::Server& server, bool serving) {
   health->SetServingStatus(kAdminServiceName, serving);
 }
 
+// OK when `address` ("host:port", "[v6]:port") names its port: gRPC would take a bare host to
+// mean port 443, which no one who typed it meant.
+absl::Status CheckAddress(absl::string_view flag, absl::string_view address) {
+  const size_t colon = address.rfind(':');
+  const size_t bracket = address.rfind(']');
+  const absl::string_view port =
+      colon == absl::string_view::npos || (bracket != absl::string_view::npos && colon < bracket)
+          ? absl::string_view()
+          : address.substr(colon + 1);
+  int number = 0;
+  if (colon == 0 || port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), absl::ascii_isdigit) ||
+      !absl::SimpleAtoi(port, &number) || number > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " is \"", core::bounds::QuotePrefix(address),
+        "\"; accepted: HOST:PORT with a port in 0..65535 (0 picks a free one), e.g. "
+        "127.0.0.1:50051 or [::1]:50051"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
+absl::Status CheckServerOptions(const ServerOptions& options) {
+  if (absl::Status listen = CheckAddress("--listen", options.listen_address); !listen.ok()) {
+    return listen;
+  }
+  if (!options.metrics_listen.empty()) {
+    if (absl::Status metrics = CheckAddress("--metrics_listen", options.metrics_listen);
+        !metrics.ok()) {
+      return metrics;
+    }
+  }
+  if (options.max_receive_message_bytes < kMinReceiveMessageBytes ||
+      options.max_receive_message_bytes > kMaxReceiveMessageBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_message_bytes is ", options.max_receive_message_bytes, "; accepted: ",
+        kMinReceiveMessageBytes, "..", kMaxReceiveMessageBytes,
+        " (below, a full batch of observations would not fit)"));
+  }
+  if (options.max_concurrent_streams < kMinConcurrentStreams ||
+      options.max_concurrent_streams > kMaxConcurrentStreams) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_concurrent_streams is ", options.max_concurrent_streams, "; accepted: ",
+        kMinConcurrentStreams, "..", kMaxConcurrentStreams,
+        " (a node's connection holds its stream and still needs calls for health and reports)"));
+  }
+  // Written so that NaN fails too.
+  if (!(options.drain_period >= absl::ZeroDuration() && options.drain_period <= kMaxDrainPeriod)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--drain_seconds is ", absl::FormatDuration(options.drain_period),
+                     "; accepted: 0..", absl::ToInt64Seconds(kMaxDrainPeriod), " seconds"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  if (absl::Status checked = CheckServerOptions(options); !checked.ok()) return checked;
   core::Config config;
   if (!options.config_path.empty()) {
     absl::StatusOr<core::Config> loaded = codec::LoadConfigFile(options.config_path);

@@ -61,6 +61,17 @@ struct ServerOptions {
   absl::Duration drain_period = absl::ZeroDuration();
 };
 
+// The ranges CheckServerOptions accepts.
+inline constexpr int kMinReceiveMessageBytes = 64 << 10;
+inline constexpr int kMaxReceiveMessageBytes = 64 << 20;
+inline constexpr int kMinConcurrentStreams = 4;
+inline constexpr int kMaxConcurrentStreams = 100'000;
+inline constexpr absl::Duration kMaxDrainPeriod = absl::Minutes(10);
+
+// INVALID_ARGUMENT, naming the flag, for an address without a port, a message limit, stream
+// limit or drain period outside its range.
+absl::Status CheckServerOptions(const ServerOptions& options);
+
 class Metrics;
 
 // A running breakerd. This class is thread-safe.
@@ -69,7 +80,7 @@ class Server {
   // Restores the state, then starts serving. While the state is restored the address already
   // answers (RestoringServer): health NOT_SERVING, every other call UNAVAILABLE, so that nodes
   // retry and health checkers see breakerd restoring rather than a refused connection.
-  // Returns the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
+  // Returns CheckServerOptions' errors, the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
   // naming the field), the TLS files' and access file's errors, FAILED_PRECONDITION for
   // plaintext on a non-loopback address (see MakeServerCredentials), INVALID_ARGUMENT when the
   // state directory cannot be created, the state store's errors, or UNAVAILABLE when the

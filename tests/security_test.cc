@@ -174,7 +174,7 @@ TEST_F(SecurityTest, RefusedCallsLeaveTheStateAlone) {
   EXPECT_THAT(ReportAs({"viewer", ""}, "node-a"), StatusIs(absl::StatusCode::kPermissionDenied));
   server_->fleet()->Sync();
   EXPECT_EQ(server_->fleet()->policy()->proto.SerializeAsString(), before.SerializeAsString());
-  EXPECT_EQ(server_->fleet()->ListNodes().nodes_size(), 0);
+  EXPECT_TRUE(server_->fleet()->AllNodes().empty());
 }
 
 TEST_F(SecurityTest, WatchPolicyNeedsReadAccess) {
