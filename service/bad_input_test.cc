@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -16,9 +17,12 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "absl/strings/str_cat.h"
+#include "core/input_bounds.h"
 #include "core/types.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "service/server.h"
 #include "service/server_test_support.h"
@@ -104,6 +108,7 @@ class BadInputTest : public ServerTest {
   using ServerTest::Call;
   using ServerTest::config_path_;
   using ServerTest::ConnectedNode;
+  using ServerTest::FindNode;
   using ServerTest::GetBuilder;
   using ServerTest::ReloadConfig;
   using ServerTest::UnbanBuilder;
@@ -116,6 +121,21 @@ class BadInputTest : public ServerTest {
       if (!node.Send(message)) break;  // the server has ended the stream already
     }
     return FromStatus(::breaker::testing::FromGrpc(node.AwaitEnd()));
+  }
+
+  // Calls `method` with `bytes` as its serialized request, as a client not built on these
+  // protos may.
+  Outcome RawUnary(const std::string& method, const std::string& bytes) {
+    grpc::GenericStub stub(channel_);
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer response;
+    grpc::ClientContext context;
+    context.set_deadline(test_support::Deadline());
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                   [&done](grpc::Status status) { done.set_value(std::move(status)); });
+    return FromStatus(::breaker::testing::FromGrpc(done.get_future().get()));
   }
 
   // Connects `node_id`, sends each batch and waits for its acknowledgement, and returns the
@@ -514,6 +534,307 @@ TEST_F(BadInputTest, TheTrackedBuildersCapNeverDropsAnActiveBan) {
   const v1::Policy policy = GetPolicy();
   for (int i = 0; i < 16; ++i) EXPECT_TRUE(Bans(policy, 100 + i)) << 100 + i;
   EXPECT_FALSE(Bans(policy, 200));
+}
+
+}  // namespace
+}  // namespace breaker::service
+
+namespace breaker::service {
+namespace {
+
+// A hello whose fields are set one by one.
+v1::NodeMessage HelloWith(const std::string& node_id, const std::string& client_version,
+                          const std::string& network, const std::string& fleet_id) {
+  v1::NodeMessage message;
+  message.mutable_hello()->set_node_id(node_id);
+  message.mutable_hello()->set_client_version(client_version);
+  message.mutable_hello()->set_network(network);
+  message.mutable_hello()->set_fleet_id(fleet_id);
+  return message;
+}
+
+// A relay identifier of exactly `bytes` bytes.
+std::string RelayOfLength(size_t bytes) {
+  std::string relay = "https://relay.example/";
+  relay.resize(bytes, 'p');
+  return relay;
+}
+
+v1::Observation KeyedBid(uint64_t sequence, const std::string& key) {
+  v1::Observation bid = Bid(sequence, 5, "");
+  bid.mutable_bid_seen()->set_builder_pubkey(key);
+  return bid;
+}
+
+v1::Observation RootsSeen(uint64_t sequence, int roots) {
+  v1::Observation observation;
+  observation.set_sequence(sequence);
+  observation.set_slot(kSlot);
+  for (int i = 0; i < roots; ++i) {
+    observation.mutable_blocks_seen()->add_block_roots(Root(static_cast<char>('a' + i % 26)));
+  }
+  return observation;
+}
+
+v1::Observation RevealMissing(uint64_t sequence, const std::string& relay) {
+  v1::Observation observation;
+  observation.set_sequence(sequence);
+  observation.set_slot(kSlot);
+  observation.mutable_relay_reveal_missing()->set_relay(relay);
+  observation.mutable_relay_reveal_missing()->set_block_root(Root('z'));
+  return observation;
+}
+
+// The server options breakerd's flags make, with one changed.
+Outcome Flags(const std::function<void(ServerOptions&)>& change) {
+  ServerOptions options;
+  change(options);
+  return FromStatus(CheckServerOptions(options));
+}
+
+TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
+  StartServer(kLimits);
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  const std::string huge_network(200 << 10, 'n');
+  const std::vector<Row> rows = {
+      // --- Connect: the hello's strings ---
+      {"node id one past its bound",
+       [](BadInputTest& t) { return t.StreamEnd({HelloMessage(std::string(129, 'n'))}); },
+       absl::StatusCode::kInvalidArgument, "hello.node_id is 129 bytes"},
+      {"node id forging a log line",
+       [](BadInputTest& t) {
+         return t.StreamEnd({HelloMessage("bn-1\nE1201 00:00:00 forged")});
+       },
+       absl::StatusCode::kInvalidArgument, "printable ASCII"},
+      {"node id with a DEL byte",
+       [](BadInputTest& t) { return t.StreamEnd({HelloMessage("bn\x7f")}); },
+       absl::StatusCode::kInvalidArgument, "0x7f at offset 2"},
+      {"client version one past its bound",
+       [](BadInputTest& t) {
+         return t.StreamEnd({HelloWith("h1", std::string(129, 'v'), "mainnet", "")});
+       },
+       absl::StatusCode::kInvalidArgument, "hello.client_version is 129 bytes"},
+      {"network one past its bound",
+       [](BadInputTest& t) {
+         return t.StreamEnd({HelloWith("h2", "", std::string(65, 'n'), "")});
+       },
+       absl::StatusCode::kInvalidArgument, "hello.network is 65 bytes"},
+      {"a 200 KB network is refused with a short message",
+       [huge_network](BadInputTest& t) {
+         const Outcome outcome = t.StreamEnd({HelloWith("h3", "", huge_network, "")});
+         EXPECT_LT(outcome.message.size(), 200u);
+         return outcome;
+       },
+       absl::StatusCode::kInvalidArgument, "hello.network is 204800 bytes"},
+      {"fleet id one past its bound",
+       [](BadInputTest& t) {
+         return t.StreamEnd({HelloWith("h4", "", "mainnet", std::string(65, 'f'))});
+       },
+       absl::StatusCode::kInvalidArgument, "hello.fleet_id is 65 bytes"},
+      // --- Connect: one observation is refused ---
+      {"public key one short",
+       [](BadInputTest& t) { return t.Refusal("k1", {{KeyedBid(1, std::string(47, 'k'))}}); },
+       absl::StatusCode::kInvalidArgument, "bid_seen.builder_pubkey is 47 bytes"},
+      {"public key one long",
+       [](BadInputTest& t) { return t.Refusal("k2", {{KeyedBid(1, std::string(49, 'k'))}}); },
+       absl::StatusCode::kInvalidArgument, "bid_seen.builder_pubkey is 49 bytes"},
+      {"relay identifier one past its bound",
+       [](BadInputTest& t) { return t.Refusal("k3", {{Bid(1, 5, RelayOfLength(513))}}); },
+       absl::StatusCode::kInvalidArgument, "is 513 bytes; accepted: at most 512"},
+      {"reveal failure of a relay identifier past its bound",
+       [](BadInputTest& t) { return t.Refusal("k4", {{RevealMissing(1, RelayOfLength(4096))}}); },
+       absl::StatusCode::kInvalidArgument, "is 4096 bytes"},
+      {"65 block roots for one slot",
+       [](BadInputTest& t) { return t.Refusal("k5", {{RootsSeen(1, 65)}}); },
+       absl::StatusCode::kInvalidArgument, "blocks_seen.block_roots lists 65 entries"},
+      {"sequence 2^64-1 is refused and does not silence the node",
+       [](BadInputTest& t) {
+         const Outcome outcome = t.Refusal("k6", {{Missing(kMax, 5, 'a', 0.1)}});
+         // Its next observation, numbered as usual, is handled, not taken as a replay.
+         EXPECT_EQ(t.Refusal("k6", {NoEffect(2, 1)}).code, absl::StatusCode::kOk);
+         std::optional<v1::Node> node = t.FindNode("k6");
+         EXPECT_TRUE(node.has_value() && node->last_sequence() == 2);
+         return outcome;
+       },
+       absl::StatusCode::kInvalidArgument, "accepted: 1..4611686018427387904"},
+      {"sequence one past 2^62",
+       [](BadInputTest& t) {
+         return t.Refusal("k7", {{Missing((uint64_t{1} << 62) + 1, 5, 'a', 0.1)}});
+       },
+       absl::StatusCode::kInvalidArgument, "observation.sequence is 4611686018427387905"},
+      // --- Report ---
+      {"Report: node id one past its bound",
+       [](BadInputTest& t) { return t.ReportOutcome(std::string(129, 'r'), NoEffect(1, 1)); },
+       absl::StatusCode::kInvalidArgument, "node_id is 129 bytes"},
+      {"Report: node id with a control character",
+       [](BadInputTest& t) { return t.ReportOutcome("r\tx", NoEffect(1, 1)); },
+       absl::StatusCode::kInvalidArgument, "0x09 at offset 1"},
+      {"Report: public key of the wrong length",
+       [](BadInputTest& t) { return t.ReportOutcome("r5", {KeyedBid(1, "short")}); },
+       absl::StatusCode::kInvalidArgument, "bid_seen.builder_pubkey is 5 bytes"},
+      // --- Admin ---
+      {"ban reason one past its bound",
+       [](BadInputTest& t) {
+         return FromStatus(t.BanBuilder(9, std::string(1025, 'r')).status());
+       },
+       absl::StatusCode::kInvalidArgument, "reason is 1025 bytes"},
+      {"ban until more than 2^20 epochs ahead",
+       [](BadInputTest& t) {
+         return FromStatus(
+             t.BanBuilder(9, "x", kStartEpoch + (uint64_t{1} << 20) + 1).status());
+       },
+       absl::StatusCode::kInvalidArgument, "more than 1048576 epochs ahead"},
+      {"ban until epoch 2^64-1: forever has one spelling",
+       [](BadInputTest& t) { return FromStatus(t.BanBuilder(9, "x", kMax).status()); },
+       absl::StatusCode::kInvalidArgument, "or none for a ban until unbanned"},
+      {"reset reason past its bound",
+       [](BadInputTest& t) {
+         v1::ResetRequest request;
+         request.set_reason(std::string(5000, 'r'));
+         return FromStatus(t.Call(&v1::Admin::Stub::async::Reset, request).status());
+       },
+       absl::StatusCode::kInvalidArgument, "reason is 5000 bytes"},
+      {"trust a relay identifier past its bound",
+       [](BadInputTest& t) {
+         v1::SetRelayTrustRequest request;
+         request.set_relay(RelayOfLength(4096));
+         request.set_trusted(true);
+         return FromStatus(t.Call(&v1::Admin::Stub::async::SetRelayTrust, request).status());
+       },
+       absl::StatusCode::kInvalidArgument, "relay is 4096 bytes"},
+      {"ListBuilders with a page token breakerd did not give out",
+       [](BadInputTest& t) {
+         v1::ListBuildersRequest request;
+         request.set_page_token("0:99999999999999999999999");
+         return FromStatus(t.Call(&v1::Admin::Stub::async::ListBuilders, request).status());
+       },
+       absl::StatusCode::kInvalidArgument, "page_token"},
+      {"ListNodes with a page token past its bound",
+       [](BadInputTest& t) {
+         v1::ListNodesRequest request;
+         request.set_page_token(std::string(300, 't'));
+         return FromStatus(t.Call(&v1::Admin::Stub::async::ListNodes, request).status());
+       },
+       absl::StatusCode::kInvalidArgument, "not one this breakerd gave out"},
+      {"a unary request that does not parse",
+       [](BadInputTest& t) { return t.RawUnary("/breaker.v1.Admin/BanBuilder", "\xff\xff\xff"); },
+       absl::StatusCode::kInvalidArgument, "/breaker.v1.Admin/BanBuilder could not be parsed"},
+      {"a Report that does not parse",
+       [](BadInputTest& t) { return t.RawUnary("/breaker.v1.Breaker/Report", "\x0a\x05x"); },
+       absl::StatusCode::kInvalidArgument, "/breaker.v1.Breaker/Report could not be parsed"},
+      // --- Reload: numbers that wrapped, lists and strings past their bounds ---
+      {"reload: blacklist period 2^64-1",
+       [](BadInputTest& t) { return t.ReloadWith("blacklist_period_epochs: 18446744073709551615\n"); },
+       absl::StatusCode::kInvalidArgument, "blacklist_period_epochs is 18446744073709551615"},
+      {"reload: critical blacklist period one past 2^20",
+       [](BadInputTest& t) { return t.ReloadWith("critical_blacklist_period_epochs: 1048577\n"); },
+       absl::StatusCode::kInvalidArgument, "critical_blacklist_period_epochs is 1048577"},
+      {"reload: back-off period near 2^64",
+       [](BadInputTest& t) { return t.ReloadWith("backoff_period_epochs: 18446744073709551000\n"); },
+       absl::StatusCode::kInvalidArgument, "backoff_period_epochs is 18446744073709551000"},
+      {"reload: relay blacklist period near 2^64",
+       [](BadInputTest& t) {
+         return t.ReloadWith("relay_blacklist_period_epochs: 9223372036854775808\n");
+       },
+       absl::StatusCode::kInvalidArgument, "relay_blacklist_period_epochs is 9223372036854775808"},
+      {"reload: relay TTL near 2^64",
+       [](BadInputTest& t) {
+         return t.ReloadWith("relay_association_ttl_epochs: 18446744073709551615\n");
+       },
+       absl::StatusCode::kInvalidArgument, "relay_association_ttl_epochs is 18446744073709551615"},
+      {"reload: 1025 trusted builders",
+       [](BadInputTest& t) {
+         std::string text;
+         for (int i = 0; i < 1025; ++i) text += absl::StrCat("trusted_builders: ", 100 + i, "\n");
+         return t.ReloadWith(text);
+       },
+       absl::StatusCode::kInvalidArgument, "trusted_builders lists 1025 entries"},
+      {"reload: relay identifier past its bound",
+       [](BadInputTest& t) {
+         return t.ReloadWith(absl::StrCat("relays { identifier: \"", RelayOfLength(513), "\" }\n"));
+       },
+       absl::StatusCode::kInvalidArgument, "relays[0].identifier: relay identifier"},
+      {"reload: caps whose policy would not fit what nodes receive",
+       [](BadInputTest& t) { return t.ReloadWith("max_tracked_builders: 16384\n"); },
+       absl::StatusCode::kInvalidArgument, "let a policy reach"},
+      {"reload: a missed-slot count that could never trip",
+       [](BadInputTest& t) {
+         return t.ReloadWith("missed_slots { preset: \"custom\" max_consecutive_missed_slots: 1000 }\n");
+       },
+       absl::StatusCode::kInvalidArgument, "max_consecutive_missed_slots is 1000"},
+      // --- breakerd's flags ---
+      {"--max_message_bytes negative",
+       [](BadInputTest&) { return Flags([](ServerOptions& o) { o.max_receive_message_bytes = -1; }); },
+       absl::StatusCode::kInvalidArgument, "--max_message_bytes is -1"},
+      {"--max_message_bytes 0",
+       [](BadInputTest&) { return Flags([](ServerOptions& o) { o.max_receive_message_bytes = 0; }); },
+       absl::StatusCode::kInvalidArgument, "--max_message_bytes is 0"},
+      {"--max_concurrent_streams 0",
+       [](BadInputTest&) { return Flags([](ServerOptions& o) { o.max_concurrent_streams = 0; }); },
+       absl::StatusCode::kInvalidArgument, "--max_concurrent_streams is 0"},
+      {"--drain_seconds huge",
+       [](BadInputTest&) {
+         return Flags([](ServerOptions& o) { o.drain_period = absl::Hours(1e6); });
+       },
+       absl::StatusCode::kInvalidArgument, "--drain_seconds is"},
+      {"--listen without a port",
+       [](BadInputTest&) { return Flags([](ServerOptions& o) { o.listen_address = "0.0.0.0"; }); },
+       absl::StatusCode::kInvalidArgument, "--listen is \"0.0.0.0\""},
+      {"--listen with an IPv6 address but no port",
+       [](BadInputTest&) { return Flags([](ServerOptions& o) { o.listen_address = "[::1]"; }); },
+       absl::StatusCode::kInvalidArgument, "--listen is \"[::1]\""},
+  };
+  ASSERT_GE(rows.size(), 30u);
+
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    const State before = Snapshot();
+    const Outcome outcome = row.input(*this);
+    EXPECT_EQ(outcome.code, row.code) << outcome.message;
+    EXPECT_THAT(outcome.message, HasSubstr(row.message));
+    ExpectUnchanged(before);
+  }
+}
+
+TEST_F(BadInputTest, AcceptedInputsAtTheirBoundsKeepEveryMessageUnderItsBound) {
+  StartServer(kLimits);
+  // Bids of 16 builders through 16 relays of the longest identifier, then one failure, which
+  // bans the relays and their members: every identifier appears in the policy.
+  std::vector<v1::Observation> bids;
+  for (uint64_t i = 0; i < 16; ++i) {
+    bids.push_back(Bid(i + 1, 10 + i, RelayOfLength(511) + static_cast<char>('a' + i)));
+  }
+  EXPECT_EQ(Refusal("amp", {bids}).code, absl::StatusCode::kOk);
+  EXPECT_EQ(Refusal("amp", {{Missing(100, 10, 'f', 0.9)}}).code, absl::StatusCode::kOk);
+  ASSERT_TRUE(BanBuilder(9, std::string(1024, 'o')).ok());
+  const v1::Policy policy = GetPolicy();
+  ASSERT_TRUE(Bans(policy, 10));
+  ASSERT_GE(policy.banned_relays_size(), 1);
+  // Each ban's reason is cut: the identifiers and the operator's reason are not repeated.
+  for (const v1::BuilderBan& ban : policy.banned_builders()) {
+    EXPECT_LE(ban.ban().reason().size(), core::bounds::kMaxBanReasonBytes);
+  }
+  EXPECT_LT(policy.ByteSizeLong(), 64u << 10);
+  // A hello with every string at its bound is taken.
+  NodeClient node(channel_);
+  ASSERT_TRUE(node.Send(
+      HelloWith(std::string(128, 'n'), std::string(128, 'v'), "mainnet", std::string(64, 'f'))));
+  EXPECT_TRUE(node.AwaitPolicy().has_value());
+  EXPECT_TRUE(node.Close().ok());
+}
+
+TEST_F(BadInputTest, APolicyAckOfAVersionNeverSentDoesNotHideTheLag) {
+  StartServer(kLimits);
+  std::unique_ptr<NodeClient> node = ConnectedNode("acker");
+  const uint64_t current = GetPolicy().version();
+  node->AckPolicy(current + 1000);
+  ASSERT_TRUE(BanBuilder(9, "lag").ok());
+  // The node has not acknowledged the version the ban made.
+  EXPECT_TRUE(WaitFor([&] {
+    std::optional<v1::Node> listed = FindNode("acker");
+    return listed.has_value() && listed->policy_version_acked() <= current && listed->lag() >= 1;
+  })) << FindNode("acker")->DebugString();
+  EXPECT_TRUE(node->Close().ok());
 }
 
 }  // namespace

@@ -251,8 +251,12 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
   if (absl::Status status = ValidateAddress(listen_address); !status.ok()) return status;
   std::unique_ptr<Metrics> metrics(new Metrics());
   try {
-    // One thread: Prometheus scrapes every few seconds, and a scrape is cheap.
-    metrics->exposer_ = std::make_unique<prometheus::Exposer>(listen_address, 1);
+    // A connection holds one of the HTTP server's threads until its request is read, so an
+    // idle or slow client would hold up every scrape behind it: a few threads, a short read
+    // timeout, and no keep-alive bound what one client can hold.
+    metrics->exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", listen_address, "num_threads", "4", "request_timeout_ms", "2000",
+        "enable_keep_alive", "no"});
   } catch (const std::exception& error) {
     return absl::UnavailableError(absl::StrCat("cannot serve metrics on '", listen_address, "' (",
                                                error.what(), "): address in use or ",

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <memory>
@@ -45,6 +46,9 @@ using test_support::NodeClient;
 std::string Scrape(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return "";
+  // A scrape that waits longer than this failed: Prometheus gives up too.
+  const timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
@@ -222,6 +226,26 @@ TEST_F(MetricsTest, CountsWhatNodesAndOperatorsDo) {
   EXPECT_TRUE(node->Close().ok());
   EXPECT_TRUE(WaitForSample("breakerd_connected_nodes", 0)) << Scrape();
   EXPECT_EQ(Sample(Scrape(), "breakerd_node_connected{node_id=\"bn-1\"}"), 0);
+}
+
+TEST_F(MetricsTest, IdleConnectionsDoNotHoldUpAScrape) {
+  Start();
+  const int port = server_->metrics_port();
+  // Connections that never send a request, as a stuck or hostile client holds them.
+  std::vector<int> idle;
+  for (int i = 0; i < 3; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    idle.push_back(fd);
+  }
+  // Served while they stay open (a single server thread waited for the first one's request).
+  EXPECT_THAT(Scrape(), HasSubstr("breakerd_policy_version"));
+  for (int fd : idle) close(fd);
 }
 
 TEST_F(MetricsTest, ShutdownStopsServing) {

@@ -192,12 +192,16 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   }
 
   void OnPolicyAck(uint64_t version) {
+    uint64_t acked;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      acked_version_ = std::max(acked_version_, version);
+      // Only a version sent on this stream can be acknowledged: one above it would hide the
+      // node's lag in ListNodes, and count as applied a policy the node never received.
+      acked_version_ = std::max(acked_version_, std::min(version, sent_version_));
+      acked = acked_version_;
       MaybeWriteLocked();
     }
-    fleet_->NodeAckedPolicy(node_id_, version);
+    fleet_->NodeAckedPolicy(node_id_, acked);
   }
 
   void OnWriteDone(bool ok) override {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -23,6 +24,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "proto/codec/config_file.h"
+#include "service/malformed_request.h"
 #include "service/metrics.h"
 #include "service/restoring_server.h"
 #include "service/server_settings.h"
@@ -192,6 +194,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   ApplyServerSettings(builder, options.max_receive_message_bytes, options.max_concurrent_streams);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MakeMalformedRequestInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   int port = 0;
   builder.AddListeningPort(listen_address, *credentials, &port);
   builder.RegisterService(server->node_service_.get());

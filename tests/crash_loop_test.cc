@@ -76,7 +76,7 @@ constexpr char kRules[] =
     "blacklist_period_epochs: 1000\n"
     "critical_failed_builders: 1000000\n"
     "critical_failed_untrusted_builders: 1000000\n"
-    "max_tracked_builders: 100000\n";
+    "max_tracked_builders: 8192\n";
 
 // Bids come from builders that never fail: they load the journal, and change no decision.
 constexpr core::BuilderIndex kFirstBidder = 50;
