@@ -176,6 +176,14 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
           "the stored snapshot cannot be parsed; restore the state directory from a backup");
     }
     absl::StatusOr<core::Config> config = codec::ConfigFromProto(snapshot.config());
+    if (!config.ok() && snapshot.config().chain().network() == options.config.chain.network) {
+      // Stored by an earlier breakerd, before a bound it breaks (caps whose policy is too
+      // large, a period too long): the state is imported under the configuration given now,
+      // which would replace the stored one next anyway, and its caps evict at once.
+      LOG(WARNING) << "the stored configuration is refused by this breakerd ("
+                   << config.status().message() << "); restoring under the one given";
+      config = options.config;
+    }
     if (!config.ok()) {
       return absl::DataLossError(absl::StrCat("the stored snapshot's configuration is invalid: ",
                                               config.status().message()));

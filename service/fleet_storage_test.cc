@@ -359,3 +359,27 @@ TEST(FleetStorageOpenTest, AStoreThatCannotAppendWhileOpeningIsAnError) {
 
 }  // namespace
 }  // namespace breaker::service
+
+namespace breaker::service {
+namespace {
+
+TEST_F(FleetStorageTest, AStoredConfigurationThatBreaksANewBoundIsReplacedNotALoss) {
+  ASSERT_THAT(Submit({Missing(1, 5, 'a')}), IsOk());
+  fleet_->Sync();
+  fleet_.reset();  // the final snapshot
+  // A snapshot as an earlier breakerd wrote it: caps whose policy this one finds too large.
+  StoredState stored = backing_->Read();
+  ASSERT_TRUE(stored.snapshot.has_value());
+  v1::EngineSnapshot snapshot;
+  ASSERT_TRUE(snapshot.ParseFromString(*stored.snapshot));
+  snapshot.mutable_config()->set_max_tracked_builders(16384);
+  MemoryStateStore writer(backing_);
+  ASSERT_THAT(writer.WriteSnapshot(snapshot.SerializeAsString(), stored.snapshot_sequence), IsOk());
+
+  ASSERT_NO_FATAL_FAILURE(Open());
+  EXPECT_TRUE(fleet_->policy()->policy.banned_builders.contains(5));
+  EXPECT_EQ(fleet_->EffectiveConfig().max_tracked_builders(), TestConfig().max_tracked_builders);
+}
+
+}  // namespace
+}  // namespace breaker::service
