@@ -81,7 +81,7 @@ absl::StatusOr<Principal> Authorizer::Authorize(const grpc::ServerContextBase& c
     caller = policy_->FindByCertificate(identities);
     if (caller == nullptr) {
       return absl::UnauthenticatedError(absl::StrCat(
-          "the client certificate (", identities.front(),
+          "the client certificate (", core::bounds::ForLog(identities.front()),
           ") is not in breakerd's access file; ask the operator to add one of its names as a "
           "certificate_identity"));
     }
