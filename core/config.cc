@@ -165,8 +165,9 @@ absl::Status ValidateRelays(const Config& config) {
     if (!inserted) {
       // Two entries for one endpoint would disagree on its trust and indices.
       return absl::InvalidArgumentError(absl::StrCat(
-          field, " is \"", config.relays[r].identifier, "\", the same endpoint (", *normalized,
-          ") as relays[", it->second, "].identifier \"", config.relays[it->second].identifier,
+          field, " is \"", bounds::QuotePrefix(config.relays[r].identifier),
+          "\", the same endpoint (", bounds::QuotePrefix(*normalized), ") as relays[", it->second,
+          "].identifier \"", bounds::QuotePrefix(config.relays[it->second].identifier),
           "\"; accepted: each endpoint listed once"));
     }
   }
