@@ -1019,3 +1019,54 @@ TEST_F(ServerTest, ShutdownReportsNotServingWhileDraining) {
 
 }  // namespace
 }  // namespace breaker::service
+
+namespace breaker::service {
+namespace {
+
+using ::breaker::testing::IsOk;
+
+TEST_F(ServerTest, ListBuildersAndListNodesAnswerAPageAtATime) {
+  StartServer();
+  // Three banned builders and two that are only trusted: banned first, then by index.
+  for (uint64_t builder : {30, 10, 20}) ASSERT_THAT(BanBuilder(builder, "paging"), IsOk());
+  for (uint64_t builder : {5, 40}) {
+    v1::SetBuilderTrustRequest trust;
+    trust.set_builder_index(builder);
+    trust.set_trusted(true);
+    ASSERT_THAT(Call(&v1::Admin::Stub::async::SetBuilderTrust, trust), IsOk());
+  }
+  std::vector<uint64_t> listed;
+  std::vector<int> page_sizes;
+  v1::ListBuildersRequest request;
+  request.set_page_size(2);
+  do {
+    absl::StatusOr<v1::ListBuildersResponse> page =
+        Call(&v1::Admin::Stub::async::ListBuilders, request);
+    ASSERT_THAT(page, IsOk());
+    page_sizes.push_back(page->builders_size());
+    for (const v1::Builder& builder : page->builders()) listed.push_back(builder.builder_index());
+    request.set_page_token(page->next_page_token());
+  } while (!request.page_token().empty());
+  EXPECT_EQ(listed, (std::vector<uint64_t>{10, 20, 30, 5, 40}));
+  EXPECT_EQ(page_sizes, (std::vector<int>{2, 2, 1}));
+
+  std::vector<std::unique_ptr<test_support::NodeClient>> nodes;
+  for (const char* id : {"c", "a", "b"}) nodes.push_back(ConnectedNode(id));
+  v1::ListNodesRequest nodes_request;
+  nodes_request.set_page_size(2);
+  absl::StatusOr<v1::ListNodesResponse> first = Call(&v1::Admin::Stub::async::ListNodes, nodes_request);
+  ASSERT_THAT(first, IsOk());
+  ASSERT_EQ(first->nodes_size(), 2);
+  EXPECT_EQ(first->nodes(0).node_id(), "a");
+  EXPECT_EQ(first->nodes(1).node_id(), "b");
+  nodes_request.set_page_token(first->next_page_token());
+  absl::StatusOr<v1::ListNodesResponse> second = Call(&v1::Admin::Stub::async::ListNodes, nodes_request);
+  ASSERT_THAT(second, IsOk());
+  ASSERT_EQ(second->nodes_size(), 1);
+  EXPECT_EQ(second->nodes(0).node_id(), "c");
+  EXPECT_TRUE(second->next_page_token().empty());
+  for (auto& node : nodes) EXPECT_TRUE(node->Close().ok());
+}
+
+}  // namespace
+}  // namespace breaker::service
