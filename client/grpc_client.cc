@@ -28,6 +28,7 @@
 #include "client/policy_cell.h"
 #include "core/chain_time.h"
 #include "core/engine.h"
+#include "core/input_bounds.h"
 #include "core/relay_id.h"
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
@@ -58,15 +59,18 @@ absl::Status ValidateOptions(const ClientOptions& options) {
     return absl::InvalidArgumentError(
         "addresses is empty; give at least one breakerd address, host:port");
   }
-  if (options.node_id.empty()) {
-    return absl::InvalidArgumentError("node_id is empty; give the node's stable id");
+  // breakerd refuses the hello of a node id past its bounds: say so before connecting.
+  if (absl::Status node_id = core::bounds::CheckNodeId("node_id", options.node_id);
+      !node_id.ok()) {
+    return node_id;
   }
   if (options.max_buffered_observations == 0) {
     return absl::InvalidArgumentError("max_buffered_observations is 0; it must be at least 1");
   }
-  if (options.max_batch == 0 || options.max_batch > 1000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_batch is ", options.max_batch, "; it must be in 1..1000"));
+  if (options.max_batch == 0 || options.max_batch > core::bounds::kMaxObservationsPerBatch) {
+    return absl::InvalidArgumentError(absl::StrCat("max_batch is ", options.max_batch,
+                                                   "; it must be in 1..",
+                                                   core::bounds::kMaxObservationsPerBatch));
   }
   if (options.initial_backoff <= absl::ZeroDuration() ||
       options.max_backoff < options.initial_backoff || options.backoff_multiplier < 1 ||
