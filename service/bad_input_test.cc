@@ -709,6 +709,13 @@ TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
          return FromStatus(t.Call(&v1::Admin::Stub::async::ListBuilders, request).status());
        },
        absl::StatusCode::kInvalidArgument, "page_token"},
+      {"ListNodes with a page token breakerd did not give out",
+       [](BadInputTest& t) {
+         v1::ListNodesRequest request;
+         request.set_page_token("bogus-token");
+         return FromStatus(t.Call(&v1::Admin::Stub::async::ListNodes, request).status());
+       },
+       absl::StatusCode::kInvalidArgument, "\"bogus-token\" is not one this breakerd gave out"},
       {"ListNodes with a page token past its bound",
        [](BadInputTest& t) {
          v1::ListNodesRequest request;

@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/chain_time.h"
@@ -873,22 +874,28 @@ std::string BuilderPageKey(const v1::Builder& builder) {
                       absl::StrFormat("%020u", builder.builder_index()));
 }
 
-// The key a page token names, or INVALID_ARGUMENT when it is not one breakerd gave out.
+// ListNodes' page tokens: the last node id listed, after this prefix.
+constexpr absl::string_view kNodeTokenPrefix = "n:";
+
+// The key a page token names (a BuilderPageKey, or a node id), or INVALID_ARGUMENT when it is
+// not one breakerd gave out.
 absl::StatusOr<std::optional<std::string>> ParsePageToken(absl::string_view token,
                                                            bool is_builder_key) {
   if (token.empty()) return std::optional<std::string>();
+  absl::string_view key = token;
   const bool well_formed =
       token.size() <= core::bounds::kMaxPageTokenBytes &&
-      (!is_builder_key ||
-       (token.size() == 22 && (token[0] == '0' || token[0] == '1') && token[1] == ':' &&
-        std::all_of(token.begin() + 2, token.end(), absl::ascii_isdigit)));
+      (is_builder_key
+           ? token.size() == 22 && (token[0] == '0' || token[0] == '1') && token[1] == ':' &&
+                 std::all_of(token.begin() + 2, token.end(), absl::ascii_isdigit)
+           : absl::ConsumePrefix(&key, kNodeTokenPrefix) && !key.empty());
   if (!well_formed) {
     return absl::InvalidArgumentError(
         absl::StrCat("page_token \"", core::bounds::QuotePrefix(token),
                      "\" is not one this breakerd gave out; pass an answer's next_page_token, "
                      "or none for the first page"));
   }
-  return std::optional<std::string>(std::string(token));
+  return std::optional<std::string>(std::string(key));
 }
 
 }  // namespace
@@ -1038,7 +1045,7 @@ absl::StatusOr<v1::ListNodesResponse> Fleet::ListNodes(const v1::ListNodesReques
       request.page_size(), [&](const v1::Node& node) { *response.add_nodes() = node; });
   // The page may also end where the ids described ran out.
   if (next.empty() && ids.size() > nodes.size()) next = nodes.back().node_id();
-  response.set_next_page_token(next);
+  if (!next.empty()) response.set_next_page_token(absl::StrCat(kNodeTokenPrefix, next));
   return response;
 }
 
