@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/chain_time.h"
+#include "core/input_bounds.h"
 #include "core/relay_id.h"
 
 namespace breaker::core {
@@ -84,12 +85,20 @@ absl::StatusOr<Engine> Engine::Import(Config config, EngineState state) {
           absl::StrCat("state holds relay '", relay, "', which is not a normalized identifier"));
     }
   }
-  if (state.builders.contains(kSelfBuild)) {
+  if (state.builders.contains(kSelfBuild) || state.builder_keys.contains(kSelfBuild)) {
     return absl::InvalidArgumentError("state holds a record for the self-build index");
+  }
+  for (const auto& [builder, key] : state.builder_keys) {
+    if (key.pubkey.size() != bounds::kPubkeyBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state holds a public key of ", key.pubkey.size(), " bytes for builder ",
+                       builder, "; keys are ", bounds::kPubkeyBytes, " bytes"));
+    }
   }
   Engine engine(std::move(config), state.current_slot);
   engine.policy_ = std::move(state.policy);
   engine.builders_ = std::move(state.builders);
+  engine.keys_ = std::move(state.builder_keys);
   for (auto& [relay, record] : state.relays) engine.relays_[relay] = std::move(record);
   engine.votes_ = std::move(state.votes);
   engine.node_sequences_ = std::move(state.node_sequences);
@@ -153,6 +162,12 @@ absl::Status Engine::ValidateObservation(const Observation& observation) const {
       Overloaded{
           [&](const BidSeen& bid) -> absl::Status {
             if (absl::Status s = builder_needed(bid.builder, "bid_seen.builder"); !s.ok()) {
+              return s;
+            }
+            // The adapter checks the length too; the engine does not rely on it.
+            if (absl::Status s = bounds::CheckExactBytes("bid_seen.builder_pubkey", bid.pubkey,
+                                                         bounds::kPubkeyBytes, /*empty_ok=*/true);
+                !s.ok()) {
               return s;
             }
             return bid.relay.empty() || relays_.contains(bid.relay) ? absl::OkStatus()
@@ -299,20 +314,11 @@ ObserveOutcome Engine::ApplyEvent(const Observation& observation) {
 
 ObserveOutcome Engine::OnBid(Slot slot, const BidSeen& bid) {
   ObserveOutcome outcome = ObserveOutcome::kNoEffect;
-  if (!bid.pubkey.empty()) {
-    auto record = builders_.find(bid.builder);
-    if (record != builders_.end()) {
-      if (record->second.pubkey.empty()) {
-        record->second.pubkey = bid.pubkey;
-        outcome = ObserveOutcome::kApplied;
-      } else if (record->second.pubkey != bid.pubkey) {
-        // The index now belongs to another builder, which must not inherit the ban. (An
-        // empty key, a failed look-up, never gets here.)
-        builders_.erase(record);
-        outcome = ObserveOutcome::kApplied;
-      }
-    }
+  // An empty key (a failed look-up) says nothing about who holds the index.
+  if (!bid.pubkey.empty() && RememberKey(bid.builder, bid.pubkey)) {
+    outcome = ObserveOutcome::kApplied;
   }
+  // After the key: a newcomer's bid through a relay makes the newcomer its member.
   if (!bid.relay.empty()) {
     // Most bids come through relays already known by their normalized name: one look-up.
     auto known = relays_.find(bid.relay);
@@ -415,9 +421,38 @@ ObserveOutcome Engine::OnDelivered(Slot slot, const PayloadDelivered& delivered)
 }
 
 ObserveOutcome Engine::OnExited(const BuilderExited& exited) {
-  bool changed = builders_.erase(exited.builder) > 0;
-  for (auto& [id, relay] : relays_) changed |= relay.learned.erase(exited.builder) > 0;
+  bool changed = ForgetIndex(exited.builder);
+  changed |= keys_.erase(exited.builder) > 0;
   return changed ? ObserveOutcome::kApplied : ObserveOutcome::kNoEffect;
+}
+
+bool Engine::ForgetIndex(BuilderIndex builder) {
+  bool changed = builders_.erase(builder) > 0;
+  for (auto& [id, relay] : relays_) changed |= relay.learned.erase(builder) > 0;
+  return changed;
+}
+
+bool Engine::RememberKey(BuilderIndex builder, const std::string& pubkey) {
+  const Epoch now = current_epoch();
+  auto known = keys_.find(builder);
+  if (known != keys_.end()) {
+    BuilderKey& key = known->second;
+    if (key.pubkey == pubkey) {
+      if (key.last_bid_epoch >= now) return false;
+      key.last_bid_epoch = now;
+      return true;
+    }
+    // The index now belongs to another builder, which must not inherit the ban, the back-off
+    // count or the relays of the one before: as if the first one had exited.
+    ForgetIndex(builder);
+    key = BuilderKey{pubkey, now};
+    return true;
+  }
+  // The first key seen for the index, before or after its failures: it is whom a later bid is
+  // checked against.
+  if (keys_.size() >= config_.max_tracked_builders && !EvictKey()) return false;
+  keys_.emplace(builder, BuilderKey{pubkey, now});
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -483,6 +518,29 @@ bool Engine::EvictBuilder() {
   return true;
 }
 
+bool Engine::EvictKey() {
+  // Drop the key of an index without a record first, then of one whose record holds no active
+  // ban, bid under longest ago (lowest index on a tie, for identical replays). The key of a
+  // banned index stays: a newcomer's bid is checked against it.
+  const Epoch now = current_epoch();
+  auto victim = keys_.end();
+  std::tuple<bool, Epoch, BuilderIndex> victim_order;
+  for (auto candidate = keys_.begin(); candidate != keys_.end(); ++candidate) {
+    auto record = builders_.find(candidate->first);
+    const bool has_record = record != builders_.end();
+    if (has_record && record->second.failures.Banned(now)) continue;
+    const auto order =
+        std::make_tuple(has_record, candidate->second.last_bid_epoch, candidate->first);
+    if (victim == keys_.end() || order < victim_order) {
+      victim = candidate;
+      victim_order = order;
+    }
+  }
+  if (victim == keys_.end()) return false;
+  keys_.erase(victim);
+  return true;
+}
+
 BuilderRecord* Engine::FindOrAddBuilder(BuilderIndex builder) {
   auto it = builders_.find(builder);
   if (it != builders_.end()) return &it->second;
@@ -533,6 +591,8 @@ bool Engine::EvictMember(RelayRecord& relay) {
 
 void Engine::EnforceCaps() {
   while (builders_.size() > config_.max_tracked_builders && EvictBuilder()) {
+  }
+  while (keys_.size() > config_.max_tracked_builders && EvictKey()) {
   }
   while (relays_.size() > config_.max_relays && EvictRelay()) {
   }
@@ -629,6 +689,12 @@ void Engine::Prune() {
   absl::erase_if(builders_, [&](const auto& entry) {
     const FailureRecord& failures = entry.second.failures;
     return !failures.Banned(now) && failures.backoff_epoch <= now;
+  });
+  // A key is kept while its index has a record (which a newcomer's bid must drop) and for the
+  // relay association TTL after the index's latest bid under it.
+  absl::erase_if(keys_, [&](const auto& entry) {
+    return !builders_.contains(entry.first) &&
+           entry.second.last_bid_epoch + config_.relay_association_ttl_epochs <= now;
   });
   for (auto& [id, relay] : relays_) {
     absl::erase_if(relay.learned, [&](const auto& member) {
@@ -873,6 +939,7 @@ EngineState Engine::Export() const {
   state.current_slot = current_slot_;
   state.policy = policy_;
   state.builders = builders_;
+  state.builder_keys = keys_;
   state.relays = relays_;
   state.votes = votes_;
   state.node_sequences = node_sequences_;

@@ -44,11 +44,24 @@ struct FailureRecord {
   }
 };
 
-// What the engine knows of a builder index.
+// What the engine knows of a builder index's failures.
 struct BuilderRecord {
   FailureRecord failures;
-  // The builder's public key, once a bid carried it; a different key means a new builder.
+};
+
+// The public key a builder index was last seen bidding under. A bid under another key means the
+// index changed hands: the index's record and learned relay memberships are dropped, whichever
+// came first, the key or the failure.
+struct BuilderKey {
+  // The BLS public key: exactly bounds::kPubkeyBytes (48) bytes.
   std::string pubkey;
+  // Epoch of the latest bid under this key. Once the index has no record, the entry is forgotten
+  // relay_association_ttl_epochs after it.
+  Epoch last_bid_epoch = 0;
+
+  friend bool operator==(const BuilderKey& a, const BuilderKey& b) {
+    return a.pubkey == b.pubkey && a.last_bid_epoch == b.last_bid_epoch;
+  }
 };
 
 // What the engine knows of a relay.
@@ -91,6 +104,7 @@ struct EngineState {
   Slot current_slot = 0;
   Policy policy;
   absl::flat_hash_map<BuilderIndex, BuilderRecord> builders;
+  absl::flat_hash_map<BuilderIndex, BuilderKey> builder_keys;
   absl::flat_hash_map<std::string, RelayRecord> relays;
   absl::flat_hash_map<BlockRoot, RootVote> votes;
   absl::flat_hash_map<std::string, uint64_t> node_sequences;
@@ -121,14 +135,15 @@ class Engine {
 
   // Rebuilds an engine from Export(). Returns INVALID_ARGUMENT when the configuration is
   // invalid or the state is inconsistent with itself (a malformed relay identifier, a
-  // sequence number of 0).
+  // sequence number of 0, a public key that is not 48 bytes).
   static absl::StatusOr<Engine> Import(Config config, EngineState state);
 
   // Records one observation. O(1) expected. Does not recompute the policy: call
   // RefreshPolicy() after a batch.
   // Returns INVALID_ARGUMENT for a malformed observation (empty node, sequence 0, self-build
   // index where a builder is needed, attested fraction NaN or outside [0, 1], malformed relay
-  // identifier, a delivered report naming another builder than the root's failure) and
+  // identifier, a bid's public key neither empty nor 48 bytes, a delivered report naming
+  // another builder than the root's failure) and
   // OUT_OF_RANGE for a slot beyond max_future_slots ahead or older than the amendment window.
   // A refused observation changes nothing but the node's highest sequence number (it was
   // handled: a resend under the same number is a replay).
@@ -169,18 +184,21 @@ class Engine {
   absl::Status SetRelayTrust(absl::string_view relay, bool trusted);
   // Clears all failure tracking, relay bans, pending votes and the latched missed-slot
   // breaker: what restarting a beacon node did in the seed designs. Operator bans, trust
-  // overrides and relay memberships stay.
+  // overrides, relay memberships and the builders' public keys stay.
   void Reset();
 
   // Replaces the configuration. INVALID_ARGUMENT (state unchanged) when it is invalid. Lower
-  // caps (max_tracked_builders, max_relays, max_indices_per_relay) evict at once, never a
-  // record that holds an active ban.
+  // caps (max_tracked_builders, which also bounds the remembered public keys, max_relays,
+  // max_indices_per_relay) evict at once, never a record that holds an active ban nor the key
+  // of its index.
   absl::Status Reconfigure(Config config);
 
   EngineState Export() const;
 
   // Read access for inspection APIs.
   const absl::flat_hash_map<BuilderIndex, BuilderRecord>& builders() const { return builders_; }
+  // The public key each index was last seen bidding under: at most max_tracked_builders.
+  const absl::flat_hash_map<BuilderIndex, BuilderKey>& builder_keys() const { return keys_; }
   const absl::flat_hash_map<std::string, RelayRecord>& relays() const { return relays_; }
   const absl::flat_hash_map<std::string, uint64_t>& node_sequences() const {
     return node_sequences_;
@@ -203,6 +221,12 @@ class Engine {
                                  BuilderIndex builder, absl::string_view relay);
   ObserveOutcome OnDelivered(Slot slot, const PayloadDelivered& delivered);
   ObserveOutcome OnExited(const BuilderExited& exited);
+  // Remembers that `builder` bid under `pubkey` (not empty); a key other than the remembered one
+  // forgets the index first. True when the state changed.
+  bool RememberKey(BuilderIndex builder, const std::string& pubkey);
+  // Drops the record of `builder` and its learned relay memberships: the index may belong to
+  // another builder now. True when there was something to drop.
+  bool ForgetIndex(BuilderIndex builder);
   void ApplyBuilderFailure(BuilderIndex builder, Slot slot, const BlockRoot& root);
   void ApplyRelayFailure(const std::string& relay, Slot slot, const BlockRoot& root);
   // Why and until when a member's failure bans `relay`, if it does.
@@ -223,6 +247,7 @@ class Engine {
   // Each drops the one record its table can spare, never an active ban's; false when none can
   // go.
   bool EvictBuilder();
+  bool EvictKey();
   bool EvictRelay();
   bool EvictMember(RelayRecord& relay);
   // Evicts down to the configuration's caps, as far as active bans allow.
@@ -249,6 +274,7 @@ class Engine {
   Slot current_slot_;
   Policy policy_;
   absl::flat_hash_map<BuilderIndex, BuilderRecord> builders_;
+  absl::flat_hash_map<BuilderIndex, BuilderKey> keys_;
   absl::flat_hash_map<std::string, RelayRecord> relays_;
   absl::flat_hash_map<BlockRoot, RootVote> votes_;
   absl::flat_hash_map<std::string, uint64_t> node_sequences_;

@@ -92,7 +92,14 @@ constexpr const char* kRelays[] = {
     "ftp://relay-x.example",
     "a b",
 };
-constexpr const char* kPubkeys[] = {"", "pk-1", "pk-2", "pk-3"};
+// Public keys: none (a failed look-up), three builders' 48-byte keys, and one of another length,
+// which is refused.
+constexpr int kPubkeys = 5;
+std::string Pubkey(uint32_t i) {
+  if (i == 0) return "";
+  if (i == kPubkeys - 1) return "pk-short";
+  return std::string(48, static_cast<char>('0' + i));
+}
 constexpr int kRoots = 16;
 
 // Attested fractions: around the default threshold (0.60), both ends, and malformed ones.
@@ -313,7 +320,7 @@ class Run {
         BidSeen bid;
         bid.builder = ReadBuilder(reader);
         bid.relay = kRelays[reader.Arg(std::size(kRelays))];
-        bid.pubkey = kPubkeys[reader.Arg(std::size(kPubkeys))];
+        bid.pubkey = Pubkey(reader.Arg(kPubkeys));
         step.observation.event = std::move(bid);
         return step;
       }

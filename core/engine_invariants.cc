@@ -6,9 +6,11 @@
 #include <variant>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/chain_time.h"
+#include "core/input_bounds.h"
 #include "core/relay_id.h"
 
 namespace breaker::core {
@@ -28,7 +30,8 @@ std::string DescribeEvent(const Event& event) {
   return std::visit(Overloaded{
                         [](const BidSeen& bid) {
                           return absl::StrCat("BidSeen{builder=", bid.builder, " relay='",
-                                              bid.relay, "' pubkey='", bid.pubkey, "'}");
+                                              bid.relay, "' pubkey='", absl::CHexEscape(bid.pubkey),
+                                              "'}");
                         },
                         [](const PayloadMissing& missing) {
                           return absl::StrCat("PayloadMissing{builder=", missing.builder,
@@ -201,8 +204,11 @@ std::string EngineFingerprint(const Engine& engine, bool with_sequences) {
     const FailureRecord& f = record.failures;
     parts.push_back(absl::StrCat("builder ", builder, ": failed=", f.failed,
                                  " until=", f.ban_until_epoch, " reset=", f.ban_until_reset,
-                                 " backoff=", f.backoff_epoch, " key='", record.pubkey, "' last='",
-                                 f.last_failure, "'"));
+                                 " backoff=", f.backoff_epoch, " last='", f.last_failure, "'"));
+  }
+  for (const auto& [builder, key] : engine.builder_keys()) {
+    parts.push_back(absl::StrCat("key ", builder, ": ", absl::BytesToHexString(key.pubkey), "@",
+                                 key.last_bid_epoch));
   }
   for (const auto& [id, relay] : engine.relays()) {
     std::vector<std::pair<BuilderIndex, Epoch>> learned(relay.learned.begin(), relay.learned.end());
@@ -244,6 +250,7 @@ EngineChecker::EngineChecker(const Engine& engine, Options options)
 void EngineChecker::AllowWhatIsHeld(const Engine& engine) {
   const Config& config = engine.config();
   builders_allowance_ = std::max<size_t>(config.max_tracked_builders, engine.builders().size());
+  keys_allowance_ = std::max<size_t>(config.max_tracked_builders, engine.builder_keys().size());
   relays_allowance_ = std::max<size_t>(config.max_relays, engine.relays().size());
   learned_allowance_.clear();
   for (const auto& [id, relay] : engine.relays()) {
@@ -257,6 +264,8 @@ void EngineChecker::ShrinkAllowances(const Engine& engine) {
   const Config& config = engine.config();
   builders_allowance_ = std::max<size_t>(config.max_tracked_builders,
                                          std::min(builders_allowance_, engine.builders().size()));
+  keys_allowance_ = std::max<size_t>(config.max_tracked_builders,
+                                     std::min(keys_allowance_, engine.builder_keys().size()));
   relays_allowance_ =
       std::max<size_t>(config.max_relays, std::min(relays_allowance_, engine.relays().size()));
   absl::erase_if(learned_allowance_, [&](auto& entry) {
@@ -302,6 +311,16 @@ StepResult EngineChecker::Step(Engine& engine, const EngineStep& step) {
       fingerprint_needed ? EngineFingerprint(engine, /*with_sequences=*/false) : "";
   std::optional<Config> config_before;
   if (step.kind == EngineStep::Kind::kReconfigure) config_before = engine.config();
+  key_before_.reset();
+  if (step.kind == EngineStep::Kind::kObserve) {
+    if (const auto* bid = std::get_if<BidSeen>(&step.observation.event)) {
+      KeyBefore before;
+      auto key = engine.builder_keys().find(bid->builder);
+      if (key != engine.builder_keys().end()) before.key = key->second;
+      before.had_record = engine.builders().contains(bid->builder);
+      key_before_ = std::move(before);
+    }
+  }
 
   const StepResult result = ApplyStep(engine, step);
 
@@ -371,7 +390,9 @@ EngineStep::Expect EngineChecker::DeriveExpectation(const Engine& engine,
   const bool malformed = std::visit(
       Overloaded{
           [&](const BidSeen& bid) {
-            return bid.builder == kSelfBuild || (!bid.relay.empty() && malformed_relay(bid.relay));
+            return bid.builder == kSelfBuild ||
+                   (!bid.relay.empty() && malformed_relay(bid.relay)) ||
+                   (!bid.pubkey.empty() && bid.pubkey.size() != bounds::kPubkeyBytes);
           },
           [&](const PayloadMissing& missing) {
             return missing.builder == kSelfBuild || !std::isfinite(missing.attested_fraction) ||
@@ -497,6 +518,9 @@ std::string EngineChecker::CheckContract(const Engine& engine, const EngineStep&
       if (refused && EngineFingerprint(engine, /*with_sequences=*/false) != fingerprint_before) {
         return absl::StrCat("a refused observation changed the engine's state: ",
                             DescribeResult(result));
+      }
+      if (const auto* bid = std::get_if<BidSeen>(&event); bid != nullptr && !refused) {
+        return CheckKey(engine, *bid);
       }
       return "";
     }
@@ -626,6 +650,53 @@ std::string EngineChecker::CheckContract(const Engine& engine, const EngineStep&
     }
     case EngineStep::Kind::kAdvance:
       return "";
+  }
+  return "";
+}
+
+// An accepted bid and the index it names: a key other than the remembered one leaves the index
+// without a record and without the relays of its previous owner, whichever came first, the key
+// or the failure; a bid without a key changes neither the key nor the record.
+std::string EngineChecker::CheckKey(const Engine& engine, const BidSeen& bid) const {
+  if (!key_before_.has_value()) return "";
+  const KeyBefore& before = *key_before_;
+  auto key = engine.builder_keys().find(bid.builder);
+  const bool has_record = engine.builders().contains(bid.builder);
+  if (bid.pubkey.empty()) {
+    const bool same_key = key == engine.builder_keys().end()
+                              ? !before.key.has_value()
+                              : before.key.has_value() && *before.key == key->second;
+    if (!same_key || has_record != before.had_record) {
+      return absl::StrCat("a bid without a key changed builder ", bid.builder, "'s ",
+                          same_key ? "record" : "remembered key");
+    }
+    return "";
+  }
+  if (before.key.has_value() && before.key->pubkey != bid.pubkey) {
+    if (has_record) {
+      return absl::StrCat("builder ", bid.builder,
+                          " still has a record after a bid under a key other than the "
+                          "remembered one");
+    }
+    absl::StatusOr<std::string> through =
+        bid.relay.empty() ? absl::StatusOr<std::string>("") : NormalizeRelayId(bid.relay);
+    for (const auto& [id, relay] : engine.relays()) {
+      if (through.ok() && id == *through) continue;
+      if (relay.learned.contains(bid.builder)) {
+        return absl::StrCat("builder ", bid.builder, " is still a learned member of ", id,
+                            " after a bid under a key other than the remembered one");
+      }
+    }
+  } else if (has_record != before.had_record) {
+    return absl::StrCat("a bid under builder ", bid.builder, "'s ",
+                        before.key.has_value() ? "remembered" : "first", " key ",
+                        has_record ? "made" : "dropped", " its record");
+  }
+  // A known index's key is always replaced; a new one's only when the table had room.
+  if (key != engine.builder_keys().end() ? key->second.pubkey != bid.pubkey
+                                         : before.key.has_value()) {
+    return absl::StrCat("after a bid of builder ", bid.builder,
+                        " the remembered key is not the bid's");
   }
   return "";
 }
@@ -868,6 +939,18 @@ std::string EngineChecker::CheckCaps(const Engine& engine) const {
   const Config& config = engine.config();
   if (engine.builders().contains(kSelfBuild)) return "the self-build index has a record";
   if (policy.banned_builders.contains(kSelfBuild)) return "the self-build index is banned";
+  for (const auto& [builder, key] : engine.builder_keys()) {
+    if (builder == kSelfBuild) return "the self-build index has a remembered key";
+    if (key.pubkey.size() != bounds::kPubkeyBytes) {
+      return absl::StrCat("builder ", builder, "'s remembered key is ", key.pubkey.size(),
+                          " bytes");
+    }
+  }
+  if (engine.builder_keys().size() > keys_allowance_) {
+    return absl::StrCat(engine.builder_keys().size(), " keys remembered, max_tracked_builders ",
+                        config.max_tracked_builders, " (", keys_allowance_,
+                        " held when the cap was set)");
+  }
   if (engine.builders().size() > builders_allowance_) {
     return absl::StrCat(engine.builders().size(), " builders tracked, max_tracked_builders ",
                         config.max_tracked_builders, " (", builders_allowance_,

@@ -11,13 +11,15 @@
 //   kVersions          the version changes exactly when the decisions do, never goes back, and
 //                      a second refresh publishes nothing;
 //   kObserveContract   each call answers as documented (refusals, duplicates, operator
-//                      actions), and a refused observation changes nothing;
+//                      actions), a refused observation changes nothing, and after a bid under
+//                      a key other than the one remembered for its index the index has no
+//                      record (nor the relays of its previous owner);
 //   kModeCounts        the mode follows from the builders banned by their own failures and the
 //                      missed-slot breaker;
 //   kBanConsistency    every ban in the policy has its cause in the state and no cause is
 //                      missing; collateral bans stay within their relays' bans;
-//   kCapsAndSelfBuild  the memory caps hold, relay keys are normalized, and the self-build
-//                      index is never tracked nor banned;
+//   kCapsAndSelfBuild  the memory caps hold (remembered public keys too), relay keys are
+//                      normalized, and the self-build index is never tracked nor banned;
 //   kExportImport      Import(Export()) gives an engine that answers and publishes alike, step
 //                      for step, for a while.
 // None of them depends on how the steps were chosen: whatever the caller knows beyond the
@@ -178,6 +180,7 @@ class EngineChecker {
   std::string CheckContract(const Engine& engine, const EngineStep& step, EngineStep::Expect expect,
                             const StepResult& result, const std::string& fingerprint_before,
                             const Config* config_before) const;
+  std::string CheckKey(const Engine& engine, const BidSeen& bid) const;
   std::string CheckServing(const Engine& engine) const;
   std::string CheckMode(const Engine& engine) const;
   std::string CheckBans(const Engine& engine) const;
@@ -225,8 +228,15 @@ class EngineChecker {
   // the rest over time). So each count is bounded by its cap or by what a lowered cap found,
   // and that excess may only shrink.
   size_t builders_allowance_ = 0;
+  size_t keys_allowance_ = 0;
   size_t relays_allowance_ = 0;
   absl::flat_hash_map<std::string, size_t> learned_allowance_;
+  // For a bid: what the engine knew of its index before it (see CheckKey).
+  struct KeyBefore {
+    std::optional<BuilderKey> key;
+    bool had_record = false;
+  };
+  std::optional<KeyBefore> key_before_;
   // The copy made by Import(Export()), run in lock step for a while.
   std::optional<Engine> shadow_;
   int lockstep_left_ = 0;

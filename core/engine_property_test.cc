@@ -360,7 +360,9 @@ class Simulation {
     if (Chance(0.25)) return "";  // The node's look-up failed.
     // Now and then the index changes hands without an exit report: a new key.
     if (Chance(0.03)) ++generation_[builder];
-    return absl::StrCat("pk-", builder, "-", generation_[builder]);
+    std::string key = absl::StrCat("pk-", builder, "-", generation_[builder]);
+    key.resize(48, '.');
+    return key;
   }
 
   double AttestedFraction() {
@@ -544,7 +546,7 @@ class Simulation {
   Action Malformed() {
     const Slot slot = ObservedSlot();
     Action action;
-    switch (Uniform(0, 7)) {
+    switch (Uniform(0, 8)) {
       case 0:
         action = Observe(slot, BidSeen{AnyBuilder(), "", ""});
         action.observation.node.clear();
@@ -575,9 +577,15 @@ class Simulation {
       case 6:
         action = Observe(slot, BuilderExited{kSelfBuild});
         break;
-      default:
-        action = Observe(slot, BidSeen{kSelfBuild, "", "pk-self"});
+      case 7:
+        action = Observe(slot, BidSeen{kSelfBuild, "", ""});
         break;
+      default: {
+        // A public key that is not 48 bytes: the service refuses it too, the engine must.
+        const BuilderIndex builder = AnyBuilder();
+        action = Observe(slot, BidSeen{builder, "", Pubkey(builder).substr(0, 47) + "xx"});
+        break;
+      }
     }
     if (action.expect == Action::Expect::kAccepted) action.expect = Action::Expect::kInvalid;
     return action;

@@ -21,6 +21,9 @@ constexpr Epoch kStartEpoch = 10;
 
 Slot SlotOf(Epoch epoch, Slot offset = 0) { return epoch * kSlotsPerEpoch + offset; }
 
+// A builder's public key: 48 bytes, all `c`.
+std::string Key(char c) { return std::string(48, c); }
+
 BlockRoot Root(uint32_t id) {
   return BlockRootFromBytes(std::string(reinterpret_cast<const char*>(&id), sizeof(id)));
 }
@@ -305,23 +308,107 @@ TEST_F(EngineTest, SelfBuildIndexIsNeverTracked) {
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
-TEST_F(EngineTest, IndexReuseByPublicKeyChangeDropsTheRecord) {
+TEST_F(EngineTest, IndexReuseWhenTheKeyWasSeenBeforeTheFailure) {
   Start();
-  Bid(5, "", SlotOf(kStartEpoch), "key-a");
+  // The usual order: a bid (its key remembered, no record yet), the win, the withheld payload.
+  Bid(5, "", SlotOf(kStartEpoch), Key('a'));
   ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 1), IsOk());
-  Bid(5, "", SlotOf(kStartEpoch, 2), "key-a");
   ASSERT_TRUE(Banned(5));
-  // A bid before the failure created no record, so the key is learned from the next bid.
-  Bid(5, "", SlotOf(kStartEpoch, 3), "key-b");
+  Bid(5, "", SlotOf(kStartEpoch, 2), Key('a'));
+  ASSERT_TRUE(Banned(5));
+  // The index's new owner bids: it inherits nothing.
+  Bid(5, "", SlotOf(kStartEpoch, 3), Key('b'));
   EXPECT_FALSE(Banned(5));
-  EXPECT_EQ(Failed(5), 0u);
+  EXPECT_FALSE(engine_->builders().contains(5));
+  EXPECT_EQ(engine_->builder_keys().at(5).pubkey, Key('b'));
+}
+
+TEST_F(EngineTest, IndexReuseWhenTheFailureCameBeforeAnyKey) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  // The first key seen is the failing builder's own.
+  Bid(5, "", SlotOf(kStartEpoch, 1), Key('a'));
+  ASSERT_TRUE(Banned(5));
+  Bid(5, "", SlotOf(kStartEpoch, 2), Key('b'));
+  EXPECT_FALSE(Banned(5));
+  EXPECT_FALSE(engine_->builders().contains(5));
+}
+
+TEST_F(EngineTest, IndexReuseForgetsTheRelaysOfTheOldOwner) {
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  Bid(5, "http://a", slot, Key('a'));
+  Bid(6, "http://a", slot, Key('6'));
+  ASSERT_THAT(Fail(5, slot, 1), IsOk());
+  ASSERT_TRUE(policy().banned_relays.contains("http://a"));
+  ASSERT_EQ(BanOf(6).kind, BanKind::kCollateral);
+  // The new owner of index 5 bids through another relay: relay a's ban had only the old owner
+  // as its cause.
+  Bid(5, "http://b", slot + 1, Key('b'));
+  EXPECT_FALSE(Banned(5));
+  EXPECT_FALSE(Banned(6));
+  EXPECT_TRUE(policy().banned_relays.empty());
+  EXPECT_EQ(engine_->RelaysServing(5), std::vector<std::string>{"http://b"});
 }
 
 TEST_F(EngineTest, FailedKeyLookupNeverShedsABan) {
   Start();
-  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
-  Bid(5, "", SlotOf(kStartEpoch, 1), "key-a");
+  Bid(5, "", SlotOf(kStartEpoch), Key('a'));
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 1), IsOk());
+  const absl::flat_hash_map<BuilderIndex, BuilderKey> keys = engine_->builder_keys();
   Bid(5, "", SlotOf(kStartEpoch, 2), "");
+  EXPECT_TRUE(Banned(5));
+  EXPECT_EQ(engine_->builder_keys(), keys);
+}
+
+TEST_F(EngineTest, AKeyOfAnotherLengthIsRefused) {
+  Start();
+  for (const std::string& key : {std::string(47, 'k'), std::string(49, 'k'), std::string("pk")}) {
+    EXPECT_THAT(
+        Observe(BidSeen{5, "http://a", key}, SlotOf(kStartEpoch)),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bid_seen.builder_pubkey is")));
+  }
+  EXPECT_TRUE(engine_->builder_keys().empty());
+  EXPECT_TRUE(engine_->RelayMembers("http://a").empty());
+}
+
+TEST_F(EngineTest, KeysAreKeptWhileTheIndexIsBannedAndForgottenAfterTheTtl) {
+  config_.relay_association_ttl_epochs = 4;
+  Start();
+  Bid(5, "", SlotOf(kStartEpoch), Key('a'));
+  Bid(6, "", SlotOf(kStartEpoch), Key('b'));
+  ASSERT_THAT(Fail(6, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(6, SlotOf(kStartEpoch, 1), 2), IsOk());
+  ASSERT_TRUE(BanOf(6).until_reset);
+  AdvanceToEpoch(kStartEpoch + 100);
+  // No record and no bid for four epochs: forgotten. Banned: kept.
+  EXPECT_FALSE(engine_->builder_keys().contains(5));
+  ASSERT_TRUE(engine_->builder_keys().contains(6));
+  Bid(6, "", SlotOf(kStartEpoch + 100), Key('c'));
+  EXPECT_FALSE(Banned(6));
+}
+
+TEST_F(EngineTest, KeysAreCappedByMaxTrackedBuildersNeverDroppingABannedIndexsKey) {
+  config_.max_tracked_builders = 16;
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  Bid(100, "", slot, Key('a'));
+  ASSERT_THAT(Fail(100, slot, 1), IsOk());
+  for (BuilderIndex b = 0; b < 40; ++b) Bid(b, "", slot, Key(static_cast<char>('0' + b)));
+  EXPECT_EQ(engine_->builder_keys().size(), 16u);
+  ASSERT_TRUE(engine_->builder_keys().contains(100));
+  Bid(100, "", slot, Key('b'));
+  EXPECT_FALSE(Banned(100));
+}
+
+TEST_F(EngineTest, AnExitForgetsTheKey) {
+  Start();
+  Bid(5, "", SlotOf(kStartEpoch), Key('a'));
+  ASSERT_THAT(Observe(BuilderExited{5}, SlotOf(kStartEpoch)), IsOk());
+  EXPECT_FALSE(engine_->builder_keys().contains(5));
+  // The index's next owner fails, then bids under its own key: the first key known.
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 1), IsOk());
+  Bid(5, "", SlotOf(kStartEpoch, 2), Key('b'));
   EXPECT_TRUE(Banned(5));
 }
 
@@ -769,7 +856,8 @@ TEST_F(EngineTest, VersionIncreasesOnlyWhenDecisionsChange) {
 TEST_F(EngineTest, ExportImportGivesTheSamePolicyAndBehaviour) {
   config_.relays = {RelayConfig{"http://a", false, {1, 2}}};
   Start();
-  Bid(3, "http://b", SlotOf(kStartEpoch), "key3");
+  Bid(3, "http://b", SlotOf(kStartEpoch), Key('3'));
+  Bid(4, "", SlotOf(kStartEpoch), Key('4'));
   ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
   ASSERT_THAT(Fail(3, SlotOf(kStartEpoch, 1), 2), IsOk());
   ASSERT_THAT(engine_->BanBuilder(9, "x", std::nullopt), IsOk());
@@ -787,6 +875,16 @@ TEST_F(EngineTest, ExportImportGivesTheSamePolicyAndBehaviour) {
   ASSERT_THAT(copy->Observe(again), IsOk());
   copy->RefreshPolicy();
   EXPECT_TRUE(copy->policy().banned_builders.at(3).until_reset);
+  // And the keys: builder 4's was seen before any failure of it.
+  EXPECT_EQ(copy->builder_keys(), engine_->builder_keys());
+  Observation failure{SlotOf(kStartEpoch, 2), "n1", 101, PayloadMissing{4, Root(5), 0.9}};
+  ASSERT_THAT(copy->Observe(failure), IsOk());
+  copy->RefreshPolicy();
+  ASSERT_TRUE(copy->policy().banned_builders.contains(4));
+  Observation newcomer{SlotOf(kStartEpoch, 2), "n1", 102, BidSeen{4, "", Key('n')}};
+  ASSERT_THAT(copy->Observe(newcomer), IsOk());
+  copy->RefreshPolicy();
+  EXPECT_FALSE(copy->policy().banned_builders.contains(4));
 }
 
 TEST_F(EngineTest, ImportRefusesInconsistentState) {
@@ -794,6 +892,10 @@ TEST_F(EngineTest, ImportRefusesInconsistentState) {
   EngineState state = engine_->Export();
   state.relays["HTTP://NotNormalized"] = RelayRecord();
   EXPECT_THAT(Engine::Import(config_, state), StatusIs(absl::StatusCode::kInvalidArgument));
+  state = engine_->Export();
+  state.builder_keys[5] = BuilderKey{"short", 0};
+  EXPECT_THAT(Engine::Import(config_, state),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("public key of 5 bytes")));
 }
 
 TEST_F(EngineTest, InvalidReconfigurationLeavesConfigUnchanged) {

@@ -856,7 +856,9 @@ v1::Builder Fleet::DescribeBuilder(core::BuilderIndex builder) const {
   if (auto record = engine_.builders().find(builder); record != engine_.builders().end()) {
     info.set_failed(record->second.failures.failed);
     info.set_backoff_epoch(record->second.failures.backoff_epoch);
-    info.set_pubkey(record->second.pubkey);
+  }
+  if (auto key = engine_.builder_keys().find(builder); key != engine_.builder_keys().end()) {
+    info.set_pubkey(key->second.pubkey);
   }
   if (auto ban = policy.banned_builders.find(builder); ban != policy.banned_builders.end()) {
     *info.mutable_ban() = codec::BanToProto(ban->second);
