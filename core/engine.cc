@@ -39,26 +39,45 @@ std::string NameList(std::vector<BuilderIndex> builders) {
   return names;
 }
 
-// Adds `ban` to `bans[key]`. A key banned for several causes reports the first kind (the one
-// that counts toward the modes) and stays banned until every cause has lifted.
+// Merges the bans of a policy's map: a key banned for several causes reports the first kind (the
+// one that counts toward the modes) and stays banned until every cause has lifted.
 template <typename Key>
-void MergeBan(absl::flat_hash_map<Key, Ban>& bans, const Key& key, Ban ban) {
-  // A ban until reset has no end epoch: the policy says 0, whatever epoch a cause also had.
-  if (ban.until_reset) ban.until_epoch = 0;
-  auto [it, inserted] = bans.try_emplace(key, ban);
-  if (inserted) return;
-  Ban& merged = it->second;
-  // The reason shown must not depend on hash-map iteration order: policies are compared across
-  // restarts. Among causes of the same kind, the longest-lasting one explains the ban.
-  const bool outlasts = std::make_tuple(ban.until_reset, ban.until_epoch, merged.reason) >
-                        std::make_tuple(merged.until_reset, merged.until_epoch, ban.reason);
-  if (ban.kind < merged.kind || (ban.kind == merged.kind && outlasts)) {
-    merged.kind = ban.kind;
-    merged.reason = std::move(ban.reason);
+class BanMerger {
+ public:
+  explicit BanMerger(absl::flat_hash_map<Key, Ban>& bans) : bans_(bans) {}
+
+  // Adds `ban` to `bans[key]`.
+  void Add(const Key& key, Ban ban) {
+    // A ban until reset has no end epoch: the policy says 0, whatever epoch a cause also had.
+    if (ban.until_reset) ban.until_epoch = 0;
+    const std::pair<bool, Epoch> end(ban.until_reset, ban.until_epoch);
+    auto [it, inserted] = bans_.try_emplace(key, ban);
+    if (inserted) {
+      explained_by_[key] = end;
+      return;
+    }
+    Ban& merged = it->second;
+    std::pair<bool, Epoch>& explained_by = explained_by_[key];
+    // The reason shown must not depend on hash-map iteration order: policies are compared
+    // across restarts. Among causes of the same kind, the longest-lasting one explains the ban
+    // (compared by the cause's own end: the merged end also covers causes of other kinds), and
+    // of those the least reason.
+    const bool outlasts = std::tie(end.first, end.second, merged.reason) >
+                          std::tie(explained_by.first, explained_by.second, ban.reason);
+    if (ban.kind < merged.kind || (ban.kind == merged.kind && outlasts)) {
+      merged.kind = ban.kind;
+      merged.reason = std::move(ban.reason);
+      explained_by = end;
+    }
+    merged.until_reset = merged.until_reset || ban.until_reset;
+    merged.until_epoch = merged.until_reset ? 0 : std::max(merged.until_epoch, ban.until_epoch);
   }
-  merged.until_reset = merged.until_reset || ban.until_reset;
-  merged.until_epoch = merged.until_reset ? 0 : std::max(merged.until_epoch, ban.until_epoch);
-}
+
+ private:
+  absl::flat_hash_map<Key, Ban>& bans_;
+  // The end of the cause each merged ban's reason comes from.
+  absl::flat_hash_map<Key, std::pair<bool, Epoch>> explained_by_;
+};
 
 }  // namespace
 
@@ -78,12 +97,18 @@ absl::StatusOr<Engine> Engine::Import(Config config, EngineState state) {
                        "; node ids are not empty and sequences start at 1"));
     }
   }
-  for (const auto& [relay, record] : state.relays) {
+  auto normalized_relay = [](const std::string& relay) -> absl::Status {
     absl::StatusOr<std::string> normalized = NormalizeRelayId(relay);
-    if (!normalized.ok() || *normalized != relay) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("state holds relay '", relay, "', which is not a normalized identifier"));
-    }
+    if (normalized.ok() && *normalized == relay) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("state holds relay '",
+                                                   bounds::QuotePrefix(relay),
+                                                   "', which is not a normalized identifier"));
+  };
+  for (const auto& [relay, record] : state.relays) {
+    if (absl::Status status = normalized_relay(relay); !status.ok()) return status;
+  }
+  for (const auto& [relay, ban] : state.operator_relay_bans) {
+    if (absl::Status status = normalized_relay(relay); !status.ok()) return status;
   }
   if (state.builders.contains(kSelfBuild) || state.builder_keys.contains(kSelfBuild)) {
     return absl::InvalidArgumentError("state holds a record for the self-build index");
@@ -103,6 +128,7 @@ absl::StatusOr<Engine> Engine::Import(Config config, EngineState state) {
   engine.votes_ = std::move(state.votes);
   engine.node_sequences_ = std::move(state.node_sequences);
   engine.operator_bans_ = std::move(state.operator_bans);
+  engine.operator_relay_bans_ = std::move(state.operator_relay_bans);
   engine.builder_trust_overrides_ = std::move(state.builder_trust_overrides);
   engine.relay_trust_overrides_ = std::move(state.relay_trust_overrides);
   engine.missed_slots_ = MissedSlotTracker::Import(state.missed_slots);
@@ -645,7 +671,14 @@ std::optional<Engine::MemberBan> Engine::RelayMemberBan(const std::string& relay
 }
 
 bool Engine::RelayBanned(const std::string& relay_id, const RelayRecord& relay) const {
-  return relay.failures.Banned(current_epoch()) || RelayMemberBan(relay_id, relay).has_value();
+  return relay.failures.Banned(current_epoch()) || RelayBannedByOperator(relay_id) ||
+         RelayMemberBan(relay_id, relay).has_value();
+}
+
+bool Engine::RelayBannedByOperator(const std::string& relay_id) const {
+  auto ban = operator_relay_bans_.find(relay_id);
+  return ban != operator_relay_bans_.end() &&
+         (!ban->second.until_epoch.has_value() || *ban->second.until_epoch > current_epoch());
 }
 
 bool Engine::IsTrustedRelay(const std::string& relay_id) const {
@@ -707,6 +740,9 @@ void Engine::Prune() {
            !relay.failures.Banned(now) && relay.failures.backoff_epoch <= now;
   });
   absl::erase_if(operator_bans_, [&](const auto& entry) {
+    return entry.second.until_epoch.has_value() && *entry.second.until_epoch <= now;
+  });
+  absl::erase_if(operator_relay_bans_, [&](const auto& entry) {
     return entry.second.until_epoch.has_value() && *entry.second.until_epoch <= now;
   });
 }
@@ -795,48 +831,63 @@ Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
     }
   }
 
+  BanMerger<BuilderIndex> builder_bans(policy.banned_builders);
+  BanMerger<std::string> relay_bans(policy.banned_relays);
   // Bans by the builders' own failures: the only ones counted toward the modes.
   std::vector<BuilderIndex> failed;
   std::vector<BuilderIndex> failed_untrusted;
   for (const auto& [builder, record] : builders_) {
     const FailureRecord& failures = record.failures;
     if (!failures.Banned(now)) continue;
-    MergeBan(policy.banned_builders, builder,
-             Ban{BanKind::kFailure, failures.ban_until_epoch, failures.ban_until_reset,
-                 absl::StrCat(failures.failed,
-                              " consecutive failure(s); last: ", failures.last_failure)});
+    builder_bans.Add(builder,
+                     Ban{BanKind::kFailure, failures.ban_until_epoch, failures.ban_until_reset,
+                         absl::StrCat(failures.failed,
+                                      " consecutive failure(s); last: ", failures.last_failure)});
     failed.push_back(builder);
     if (!IsTrustedBuilder(builder)) failed_untrusted.push_back(builder);
   }
 
   for (BuilderIndex builder : configured_blacklist_) {
-    MergeBan(policy.banned_builders, builder,
-             Ban{BanKind::kOperator, 0, true, "in the configured blacklist"});
+    builder_bans.Add(builder, Ban{BanKind::kOperator, 0, true, "in the configured blacklist"});
   }
   for (const auto& [builder, ban] : operator_bans_) {
     if (ban.until_epoch.has_value() && *ban.until_epoch <= now) continue;
-    MergeBan(policy.banned_builders, builder,
-             Ban{BanKind::kOperator, ban.until_epoch.value_or(0), !ban.until_epoch.has_value(),
-                 absl::StrCat("operator: ", ban.reason)});
+    builder_bans.Add(
+        builder, Ban{BanKind::kOperator, ban.until_epoch.value_or(0), !ban.until_epoch.has_value(),
+                     absl::StrCat("operator: ", ban.reason)});
   }
 
   for (const auto& [id, relay] : relays_) {
     if (relay.failures.Banned(now)) {
-      MergeBan(
-          policy.banned_relays, id,
-          Ban{BanKind::kFailure, relay.failures.ban_until_epoch, relay.failures.ban_until_reset,
-              absl::StrCat(relay.failures.failed,
-                           " consecutive failure(s); last: ", relay.failures.last_failure)});
+      relay_bans.Add(
+          id, Ban{BanKind::kFailure, relay.failures.ban_until_epoch, relay.failures.ban_until_reset,
+                  absl::StrCat(relay.failures.failed,
+                               " consecutive failure(s); last: ", relay.failures.last_failure)});
     }
     std::optional<MemberBan> member_ban = RelayMemberBan(id, relay);
     if (!member_ban.has_value()) continue;
-    MergeBan(policy.banned_relays, id,
-             Ban{BanKind::kFailure, member_ban->until_epoch, false, member_ban->reason});
+    relay_bans.Add(id, Ban{BanKind::kFailure, member_ban->until_epoch, false, member_ban->reason});
     for (BuilderIndex member : Members(id, relay)) {
-      MergeBan(policy.banned_builders, member,
-               Ban{BanKind::kCollateral, member_ban->until_epoch, false,
-                   absl::StrCat("relay ", id, " is banned: ", member_ban->reason)});
+      builder_bans.Add(member, Ban{BanKind::kCollateral, member_ban->until_epoch, false,
+                                   absl::StrCat("relay ", id, " is banned: ", member_ban->reason)});
     }
+  }
+
+  // Relays the operator banned, and with each every builder it serves: kind operator, as the
+  // operator's decision, never counted toward the modes (they make no failure record).
+  auto ban_relay = [&](const std::string& id, Ban ban) {
+    if (auto relay = relays_.find(id); relay != relays_.end()) {
+      for (BuilderIndex member : Members(id, relay->second)) {
+        builder_bans.Add(member, Ban{BanKind::kOperator, ban.until_epoch, ban.until_reset,
+                                     absl::StrCat("relay ", id, " is banned: ", ban.reason)});
+      }
+    }
+    relay_bans.Add(id, std::move(ban));
+  };
+  for (const auto& [id, ban] : operator_relay_bans_) {
+    if (ban.until_epoch.has_value() && *ban.until_epoch <= now) continue;
+    ban_relay(id, Ban{BanKind::kOperator, ban.until_epoch.value_or(0), !ban.until_epoch.has_value(),
+                      absl::StrCat("operator: ", ban.reason)});
   }
 
   if (missed_slots.active && missed_slots.tripped) {
@@ -886,18 +937,85 @@ absl::Status Engine::UnbanBuilder(BuilderIndex builder) {
   const bool had_ban = operator_bans_.erase(builder) > 0;
   const bool had_record = builders_.erase(builder) > 0;
   if (had_ban || had_record) return absl::OkStatus();
-  std::vector<std::string> relays;
+  std::vector<std::string> by_sibling;
+  std::vector<std::string> by_operator;
   for (const auto& [id, relay] : relays_) {
-    if (IsMember(id, relay, builder) && RelayMemberBan(id, relay).has_value()) {
-      relays.push_back(id);
+    if (!IsMember(id, relay, builder)) continue;
+    if (RelayBannedByOperator(id)) {
+      by_operator.push_back(id);
+    } else if (RelayMemberBan(id, relay).has_value()) {
+      by_sibling.push_back(id);
     }
   }
-  if (relays.empty())
+  if (by_sibling.empty() && by_operator.empty()) {
     return absl::NotFoundError(absl::StrCat("builder ", builder, " is not banned"));
-  std::sort(relays.begin(), relays.end());
-  return absl::FailedPreconditionError(absl::StrCat(
-      "builder ", builder, " is banned only as a member of relay(s) ", absl::StrJoin(relays, ", "),
-      ", which a failing sibling keeps banned; reset clears them"));
+  }
+  std::sort(by_sibling.begin(), by_sibling.end());
+  std::sort(by_operator.begin(), by_operator.end());
+  std::vector<std::string> causes;
+  if (!by_sibling.empty()) {
+    causes.push_back(absl::StrCat(absl::StrJoin(by_sibling, ", "),
+                                  ", which a failing sibling keeps banned; reset clears them"));
+  }
+  if (!by_operator.empty()) {
+    causes.push_back(absl::StrCat(absl::StrJoin(by_operator, ", "),
+                                  ", which the operator banned; unban the relay to lift it"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat("builder ", builder,
+                                                    " is banned only as a member of relay(s) ",
+                                                    absl::StrJoin(causes, "; and of relay(s) ")));
+}
+
+absl::Status Engine::BanRelay(absl::string_view relay, std::string reason,
+                              std::optional<Epoch> until_epoch) {
+  absl::StatusOr<std::string> id = NormalizeRelayId(relay);
+  if (!id.ok()) return id.status();
+  if (reason.empty()) {
+    return absl::InvalidArgumentError("a ban needs a reason, for the other operators to read");
+  }
+  if (absl::Status length = bounds::CheckMaxBytes("reason", reason, bounds::kMaxReasonBytes);
+      !length.ok()) {
+    return length;
+  }
+  const Epoch now = current_epoch();
+  if (until_epoch.has_value() && *until_epoch <= now) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ban until epoch ", *until_epoch, " would already be over (current epoch ",
+                     now, "); give a later epoch or none for an open-ended ban"));
+  }
+  if (until_epoch.has_value() && *until_epoch - now > bounds::kMaxPeriodEpochs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ban until epoch ", *until_epoch, " is ", *until_epoch - now,
+                     " epochs ahead of the current epoch ", now, "; accepted: at most ",
+                     bounds::kMaxPeriodEpochs, " epochs ahead, or none for a ban until unbanned"));
+  }
+  auto existing = operator_relay_bans_.find(*id);
+  if (existing != operator_relay_bans_.end()) {
+    existing->second = OperatorBan{std::move(reason), until_epoch};
+    return absl::OkStatus();
+  }
+  if (operator_relay_bans_.size() >= bounds::kMaxOperatorRelayBans) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        operator_relay_bans_.size(), " relays are banned by the operator, the most held at once (",
+        bounds::kMaxOperatorRelayBans, "); unban one first, or list long-lived bans in the ",
+        "configuration's blacklisted_relays"));
+  }
+  operator_relay_bans_.emplace(*std::move(id), OperatorBan{std::move(reason), until_epoch});
+  return absl::OkStatus();
+}
+
+absl::Status Engine::UnbanRelay(absl::string_view relay) {
+  absl::StatusOr<std::string> id = NormalizeRelayId(relay);
+  if (!id.ok()) return id.status();
+  // An ended ban not pruned yet (the epoch has not turned since) bans nothing either.
+  const bool banned = RelayBannedByOperator(*id);
+  operator_relay_bans_.erase(*id);
+  if (banned) return absl::OkStatus();
+  auto record = relays_.find(*id);
+  const bool by_failures = record != relays_.end() && RelayBanned(*id, record->second);
+  return absl::NotFoundError(absl::StrCat(
+      "relay ", *id, " is not banned by the operator",
+      by_failures ? "; it is banned for failures, which lift by themselves or by a reset" : ""));
 }
 
 absl::Status Engine::SetBuilderTrust(BuilderIndex builder, bool trusted) {
@@ -944,6 +1062,7 @@ EngineState Engine::Export() const {
   state.votes = votes_;
   state.node_sequences = node_sequences_;
   state.operator_bans = operator_bans_;
+  state.operator_relay_bans = operator_relay_bans_;
   state.builder_trust_overrides = builder_trust_overrides_;
   state.relay_trust_overrides = relay_trust_overrides_;
   state.missed_slots = missed_slots_.Export();

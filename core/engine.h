@@ -91,7 +91,7 @@ struct RootVote {
   bool delivered = false;
 };
 
-// An operator's ban of a builder, on top of the configured blacklist.
+// An operator's ban of a builder or of a relay, on top of the configured blacklists.
 struct OperatorBan {
   std::string reason;
   // Lifts at this epoch; nullopt: until unbanned.
@@ -109,6 +109,8 @@ struct EngineState {
   absl::flat_hash_map<BlockRoot, RootVote> votes;
   absl::flat_hash_map<std::string, uint64_t> node_sequences;
   absl::flat_hash_map<BuilderIndex, OperatorBan> operator_bans;
+  // Keyed by normalized relay identifier.
+  absl::flat_hash_map<std::string, OperatorBan> operator_relay_bans;
   absl::flat_hash_map<BuilderIndex, bool> builder_trust_overrides;
   absl::flat_hash_map<std::string, bool> relay_trust_overrides;
   MissedSlotTracker::State missed_slots;
@@ -174,17 +176,34 @@ class Engine {
   // fallback modes. INVALID_ARGUMENT for the self-build index or an empty reason.
   absl::Status BanBuilder(BuilderIndex builder, std::string reason,
                           std::optional<Epoch> until_epoch);
-  // Lifts the operator ban and the failure record of `builder` (its collateral bans stay with
-  // their relays). FAILED_PRECONDITION when the builder is in the configured blacklist, which
-  // only a configuration change lifts; NOT_FOUND when nothing bans it.
+  // Lifts the operator ban and the failure record of `builder` (the bans it has as a member of
+  // a banned relay stay with their relays). FAILED_PRECONDITION when the builder is in the
+  // configured blacklist, which only a configuration change lifts, or banned only as a member
+  // of banned relays (named); NOT_FOUND when nothing bans it.
   absl::Status UnbanBuilder(BuilderIndex builder);
+  // Bans relay `relay` (any spelling; kept normalized) until `until_epoch` (nullopt: until
+  // unbanned). Every bid through it is refused, and every builder it serves (its members,
+  // learned within the TTL or configured) is banned, with kind operator. Not counted toward the
+  // fallback modes. A new ban of a banned relay replaces the old one.
+  // INVALID_ARGUMENT for a malformed identifier, an empty reason or one longer than
+  // bounds::kMaxReasonBytes, an until_epoch not after the current epoch or more than
+  // bounds::kMaxPeriodEpochs after it; RESOURCE_EXHAUSTED when bounds::kMaxOperatorRelayBans
+  // other relays are banned by the operator already.
+  absl::Status BanRelay(absl::string_view relay, std::string reason,
+                        std::optional<Epoch> until_epoch);
+  // Lifts the operator ban of `relay` (its members' failures may still ban it).
+  // INVALID_ARGUMENT for a malformed identifier; FAILED_PRECONDITION when the relay is in the
+  // configured blacklisted_relays, which only a configuration change lifts; NOT_FOUND when the
+  // operator does not ban it.
+  absl::Status UnbanRelay(absl::string_view relay);
   // Marks a builder or relay trusted (true) or untrusted (false), overriding the
   // configuration. INVALID_ARGUMENT for the self-build index or a malformed relay identifier.
   absl::Status SetBuilderTrust(BuilderIndex builder, bool trusted);
   absl::Status SetRelayTrust(absl::string_view relay, bool trusted);
-  // Clears all failure tracking, relay bans, pending votes and the latched missed-slot
-  // breaker: what restarting a beacon node did in the seed designs. Operator bans, trust
-  // overrides, relay memberships and the builders' public keys stay.
+  // Clears all failure tracking, relay bans for failures, pending votes and the latched
+  // missed-slot breaker: what restarting a beacon node did in the seed designs. Operator bans
+  // (of builders and of relays), trust overrides, relay memberships and the builders' public
+  // keys stay.
   void Reset();
 
   // Replaces the configuration. INVALID_ARGUMENT (state unchanged) when it is invalid. Lower
@@ -202,6 +221,12 @@ class Engine {
   const absl::flat_hash_map<std::string, RelayRecord>& relays() const { return relays_; }
   const absl::flat_hash_map<std::string, uint64_t>& node_sequences() const {
     return node_sequences_;
+  }
+  const absl::flat_hash_map<BuilderIndex, OperatorBan>& operator_bans() const {
+    return operator_bans_;
+  }
+  const absl::flat_hash_map<std::string, OperatorBan>& operator_relay_bans() const {
+    return operator_relay_bans_;
   }
   // The normalized identifiers of the relays serving `builder` (learned within the TTL, or
   // configured), sorted.
@@ -237,6 +262,8 @@ class Engine {
   std::optional<MemberBan> RelayMemberBan(const std::string& relay_id,
                                           const RelayRecord& relay) const;
   bool RelayBanned(const std::string& relay_id, const RelayRecord& relay) const;
+  // The relay is in the configured blacklist or under an operator ban that has not ended.
+  bool RelayBannedByOperator(const std::string& relay_id) const;
   bool IsMember(const std::string& relay_id, const RelayRecord& relay, BuilderIndex builder) const;
   std::vector<BuilderIndex> Members(const std::string& relay_id, const RelayRecord& relay) const;
   // The record of `builder` (or relay), added when missing; a full table first drops one record
@@ -279,6 +306,7 @@ class Engine {
   absl::flat_hash_map<BlockRoot, RootVote> votes_;
   absl::flat_hash_map<std::string, uint64_t> node_sequences_;
   absl::flat_hash_map<BuilderIndex, OperatorBan> operator_bans_;
+  absl::flat_hash_map<std::string, OperatorBan> operator_relay_bans_;
   absl::flat_hash_map<BuilderIndex, bool> builder_trust_overrides_;
   absl::flat_hash_map<std::string, bool> relay_trust_overrides_;
   MissedSlotTracker missed_slots_;

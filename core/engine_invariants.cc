@@ -66,6 +66,16 @@ bool AnyMissedSlotRule(const MissedSlotRules& rules) {
          rules.max_epochs_since_finalization > 0;
 }
 
+// The operator's ban of relay `id` that has not ended, if there is one.
+const OperatorBan* ActiveRelayBan(const Engine& engine, const std::string& id) {
+  auto ban = engine.operator_relay_bans().find(id);
+  if (ban == engine.operator_relay_bans().end()) return nullptr;
+  if (ban->second.until_epoch.has_value() && *ban->second.until_epoch <= engine.current_epoch()) {
+    return nullptr;
+  }
+  return &ban->second;
+}
+
 bool IsFailureReport(const Event& event) {
   return std::holds_alternative<PayloadMissing>(event) ||
          std::holds_alternative<RelayRevealMissing>(event);
@@ -133,6 +143,12 @@ StepResult ApplyStep(Engine& engine, const EngineStep& step) {
     case EngineStep::Kind::kReconfigure:
       result.status = engine.Reconfigure(step.config);
       break;
+    case EngineStep::Kind::kBanRelay:
+      result.status = engine.BanRelay(step.relay, step.reason, step.until_epoch);
+      break;
+    case EngineStep::Kind::kUnbanRelay:
+      result.status = engine.UnbanRelay(step.relay);
+      break;
   }
   result.version_after_action = engine.policy().version;
   result.refreshed = engine.RefreshPolicy();
@@ -167,6 +183,13 @@ std::string DescribeStep(const EngineStep& step) {
                           " max_indices_per_relay=", step.config.max_indices_per_relay,
                           " relays=", step.config.relays.size(),
                           " missed_slots=", step.config.missed_slots.preset, ")");
+    case EngineStep::Kind::kBanRelay:
+      return absl::StrCat(
+          "BanRelay('", step.relay, "', '", bounds::QuotePrefix(step.reason), "' (",
+          step.reason.size(), " bytes), ",
+          step.until_epoch.has_value() ? absl::StrCat(*step.until_epoch) : "nullopt", ")");
+    case EngineStep::Kind::kUnbanRelay:
+      return absl::StrCat("UnbanRelay('", step.relay, "')");
   }
   return "?";
 }
@@ -312,6 +335,13 @@ StepResult EngineChecker::Step(Engine& engine, const EngineStep& step) {
   std::optional<Config> config_before;
   if (step.kind == EngineStep::Kind::kReconfigure) config_before = engine.config();
   key_before_.reset();
+  relay_ban_before_.reset();
+  if (step.kind == EngineStep::Kind::kBanRelay || step.kind == EngineStep::Kind::kUnbanRelay) {
+    absl::StatusOr<std::string> id = NormalizeRelayId(step.relay);
+    if (id.ok()) {
+      if (const OperatorBan* ban = ActiveRelayBan(engine, *id)) relay_ban_before_ = *ban;
+    }
+  }
   if (step.kind == EngineStep::Kind::kObserve) {
     if (const auto* bid = std::get_if<BidSeen>(&step.observation.event)) {
       KeyBefore before;
@@ -553,13 +583,19 @@ std::string EngineChecker::CheckContract(const Engine& engine, const EngineStep&
         return absl::StrCat("UnbanBuilder said NOT_FOUND for a builder banned as ",
                             BanKindName(was->second.kind));
       }
+      // Banned only as a member of a banned relay: as collateral, or as the member of a relay the
+      // operator banned.
+      const bool through_operator_relay = ServedByOperatorBannedRelay(engine, step.builder);
       if (code == absl::StatusCode::kFailedPrecondition &&
-          (was == before.banned_builders.end() || was->second.kind != BanKind::kCollateral)) {
-        return "UnbanBuilder said FAILED_PRECONDITION for a builder not banned as collateral";
+          (was == before.banned_builders.end() ||
+           (was->second.kind != BanKind::kCollateral &&
+            !(was->second.kind == BanKind::kOperator && through_operator_relay)))) {
+        return "UnbanBuilder said FAILED_PRECONDITION for a builder not banned through a relay";
       }
       if (result.status.ok()) {
         auto now = after.banned_builders.find(step.builder);
-        if (now != after.banned_builders.end() && now->second.kind != BanKind::kCollateral) {
+        if (now != after.banned_builders.end() && now->second.kind != BanKind::kCollateral &&
+            !(now->second.kind == BanKind::kOperator && through_operator_relay)) {
           return absl::StrCat("after UnbanBuilder the builder is still banned as ",
                               BanKindName(now->second.kind));
         }
@@ -602,8 +638,63 @@ std::string EngineChecker::CheckContract(const Engine& engine, const EngineStep&
                               " right after Reset()");
         }
       }
-      if (!after.banned_relays.empty()) return "a relay is banned right after Reset()";
+      for (const auto& [relay, ban] : after.banned_relays) {
+        if (ban.kind != BanKind::kOperator) {
+          return absl::StrCat("relay ", relay, " is banned as ", BanKindName(ban.kind),
+                              " right after Reset()");
+        }
+      }
       if (after.missed_slots.latched) return "the missed-slot latch survived Reset()";
+      return "";
+    }
+    case EngineStep::Kind::kBanRelay: {
+      absl::StatusOr<std::string> id = NormalizeRelayId(step.relay);
+      const Epoch now = engine.current_epoch();
+      const bool valid =
+          id.ok() && !step.reason.empty() && step.reason.size() <= bounds::kMaxReasonBytes &&
+          (!step.until_epoch.has_value() ||
+           (*step.until_epoch > now && *step.until_epoch - now <= bounds::kMaxPeriodEpochs));
+      if (valid && code == absl::StatusCode::kResourceExhausted) {
+        // Only a new relay beyond the bound.
+        if (relay_ban_before_.has_value() ||
+            engine.operator_relay_bans().size() < bounds::kMaxOperatorRelayBans) {
+          return absl::StrCat("BanRelay answered ", result.status.ToString(), " with ",
+                              engine.operator_relay_bans().size(), " relays banned");
+        }
+        return "";
+      }
+      if (valid != result.status.ok() || (!valid && code != absl::StatusCode::kInvalidArgument)) {
+        return absl::StrCat("BanRelay answered ", result.status.ToString());
+      }
+      if (!valid) return "";
+      auto ban = after.banned_relays.find(*id);
+      if (ban == after.banned_relays.end()) return "a relay banned by the operator is not banned";
+      if (!ban->second.until_reset &&
+          (!step.until_epoch.has_value() || ban->second.until_epoch < *step.until_epoch)) {
+        return absl::StrCat("relay ", *id, " is banned until epoch ", ban->second.until_epoch,
+                            ", before the operator's ban ends");
+      }
+      return "";
+    }
+    case EngineStep::Kind::kUnbanRelay: {
+      absl::StatusOr<std::string> id = NormalizeRelayId(step.relay);
+      if (!id.ok()) {
+        return code == absl::StatusCode::kInvalidArgument
+                   ? ""
+                   : absl::StrCat("unbanning a malformed relay answered ",
+                                  result.status.ToString());
+      }
+      if (relay_ban_before_.has_value() != result.status.ok() ||
+          (!result.status.ok() && code != absl::StatusCode::kNotFound)) {
+        return absl::StrCat("UnbanRelay answered ", result.status.ToString(), " for a relay ",
+                            relay_ban_before_.has_value() ? "" : "not ", "banned by the operator");
+      }
+      if (ActiveRelayBan(engine, *id) != nullptr) return "UnbanRelay left the operator's ban";
+      auto ban = after.banned_relays.find(*id);
+      if (ban != after.banned_relays.end() && ban->second.kind != BanKind::kFailure) {
+        return absl::StrCat("after UnbanRelay relay ", *id, " is still banned as ",
+                            BanKindName(ban->second.kind));
+      }
       return "";
     }
     case EngineStep::Kind::kReconfigure: {
@@ -765,6 +856,13 @@ bool EngineChecker::Trusted(const Engine& engine, BuilderIndex builder) const {
                      [&](const std::string* id) { return policy.trusted_relays.contains(*id); });
 }
 
+bool EngineChecker::ServedByOperatorBannedRelay(const Engine& engine, BuilderIndex builder) const {
+  auto serving = serving_.find(builder);
+  if (serving == serving_.end()) return false;
+  return std::any_of(serving->second.begin(), serving->second.end(),
+                     [&](const std::string* id) { return ActiveRelayBan(engine, *id) != nullptr; });
+}
+
 // SELF_BUILD, TRUSTED_ONLY or ALL_BUILDERS, from the builders banned by their own failures.
 std::string EngineChecker::CheckMode(const Engine& engine) const {
   const Policy& policy = engine.policy();
@@ -845,8 +943,20 @@ std::string EngineChecker::CheckBans(const Engine& engine) const {
         }
         break;
       }
-      case BanKind::kOperator:
+      case BanKind::kOperator: {
+        const std::vector<BuilderIndex>& blacklist = engine.config().blacklisted_builders;
+        auto own = engine.operator_bans().find(builder);
+        const bool own_ban =
+            own != engine.operator_bans().end() &&
+            (!own->second.until_epoch.has_value() || *own->second.until_epoch > now);
+        if (!own_ban && std::find(blacklist.begin(), blacklist.end(), builder) == blacklist.end() &&
+            !ServedByOperatorBannedRelay(engine, builder)) {
+          return absl::StrCat("builder ", builder, " has an operator ban but no operator cause: ",
+                              "not listed, not banned by the operator, and no relay the operator ",
+                              "banned serves it");
+        }
         break;
+      }
     }
     if (ban.until_reset ? ban.until_epoch != 0 : ban.until_epoch <= now) {
       return absl::StrCat("builder ", builder, "'s ban has until_epoch ", ban.until_epoch,
@@ -877,6 +987,31 @@ std::string EngineChecker::CheckBans(const Engine& engine) const {
     if (blacklisted == policy.banned_builders.end() || !blacklisted->second.until_reset) {
       return absl::StrCat("builder ", builder,
                           " of the configured blacklist is not banned until reset");
+    }
+  }
+  // A relay the operator bans is banned, and so is every builder it serves.
+  for (const auto& [id, operator_ban] : engine.operator_relay_bans()) {
+    if (ActiveRelayBan(engine, id) == nullptr) continue;
+    auto ban = policy.banned_relays.find(id);
+    if (ban == policy.banned_relays.end()) {
+      return absl::StrCat("relay ", id, " is banned by the operator but not in the policy");
+    }
+    if (!ban->second.until_reset && (!operator_ban.until_epoch.has_value() ||
+                                     ban->second.until_epoch < *operator_ban.until_epoch)) {
+      return absl::StrCat("relay ", id, "'s ban ends before the operator's");
+    }
+  }
+  for (const auto& [relay, ban] : policy.banned_relays) {
+    if (ban.kind == BanKind::kOperator && ActiveRelayBan(engine, relay) == nullptr) {
+      return absl::StrCat("relay ", relay, " has an operator ban but the operator does not ban it");
+    }
+  }
+  for (const auto& [builder, relays] : serving_) {
+    if (!ServedByOperatorBannedRelay(engine, builder)) continue;
+    auto ban = policy.banned_builders.find(builder);
+    if (ban == policy.banned_builders.end() || ban->second.kind == BanKind::kCollateral) {
+      return absl::StrCat("builder ", builder, " is served by a relay the operator banned but is ",
+                          ban == policy.banned_builders.end() ? "not banned" : "only collateral");
     }
   }
   if (!policy.IsAllowed(kSelfBuild, "")) return "self-building is refused";
@@ -922,7 +1057,7 @@ std::string EngineChecker::CheckBans(const Engine& engine) const {
   for (const auto& [id, relay] : engine.relays()) {
     auto ban = policy.banned_relays.find(id);
     if (ban == policy.banned_relays.end() || relay.failures.Banned(now) ||
-        culprit_relays.contains(&id)) {
+        culprit_relays.contains(&id) || ban->second.kind == BanKind::kOperator) {
       continue;
     }
     return absl::StrCat("relay ", id, " is banned until epoch ", ban->second.until_epoch, " for '",

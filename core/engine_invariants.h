@@ -17,7 +17,8 @@
 //   kModeCounts        the mode follows from the builders banned by their own failures and the
 //                      missed-slot breaker;
 //   kBanConsistency    every ban in the policy has its cause in the state and no cause is
-//                      missing; collateral bans stay within their relays' bans;
+//                      missing; collateral bans stay within their relays' bans; a relay the
+//                      operator banned is banned with every member;
 //   kCapsAndSelfBuild  the memory caps hold (remembered public keys too), relay keys are
 //                      normalized, and the self-build index is never tracked nor banned;
 //   kExportImport      Import(Export()) gives an engine that answers and publishes alike, step
@@ -76,6 +77,8 @@ struct EngineStep {
     kSetRelayTrust,
     kReset,
     kReconfigure,
+    kBanRelay,
+    kUnbanRelay,
   };
   // What Observe must answer. kUnknown: the checker derives what it can from the engine's
   // state (the node's sequence number, the slot range, the self-build index, the attested
@@ -90,12 +93,12 @@ struct EngineStep {
   Expect expect = Expect::kUnknown;
   // kBan, kUnban, kSetBuilderTrust.
   BuilderIndex builder = 0;
-  // kBan.
+  // kBan, kBanRelay.
   std::string reason;
   std::optional<Epoch> until_epoch;
   // kSetBuilderTrust, kSetRelayTrust.
   bool trusted = false;
-  // kSetRelayTrust.
+  // kSetRelayTrust, kBanRelay, kUnbanRelay.
   std::string relay;
   // kReconfigure.
   Config config;
@@ -174,6 +177,9 @@ class EngineChecker {
   void ComputeServing(const Engine& engine);
   std::vector<std::string> Serving(BuilderIndex builder) const;
   bool Trusted(const Engine& engine, BuilderIndex builder) const;
+  // Whether a relay the operator bans (configured blacklist or an operator ban in force) serves
+  // `builder` (learned within the TTL or configured).
+  bool ServedByOperatorBannedRelay(const Engine& engine, BuilderIndex builder) const;
 
   std::string CheckVersions(Engine& engine, const EngineStep& step, const StepResult& result,
                             uint64_t version_before_refresh);
@@ -237,6 +243,8 @@ class EngineChecker {
     bool had_record = false;
   };
   std::optional<KeyBefore> key_before_;
+  // For kBanRelay and kUnbanRelay: the operator's ban of the step's relay before it, if any.
+  std::optional<OperatorBan> relay_ban_before_;
   // The copy made by Import(Export()), run in lock step for a while.
   std::optional<Engine> shadow_;
   int lockstep_left_ = 0;

@@ -169,6 +169,7 @@ struct Stats {
   int missed_slot_tripped = 0;
   int steps_with_collateral = 0;
   int steps_with_relay_ban = 0;
+  int steps_with_operator_relay_ban = 0;
   int resource_exhausted = 0;
   int refused = 0;
   int duplicates = 0;
@@ -185,6 +186,7 @@ struct Stats {
     missed_slot_tripped += other.missed_slot_tripped;
     steps_with_collateral += other.steps_with_collateral;
     steps_with_relay_ban += other.steps_with_relay_ban;
+    steps_with_operator_relay_ban += other.steps_with_operator_relay_ban;
     resource_exhausted += other.resource_exhausted;
     refused += other.refused;
     duplicates += other.duplicates;
@@ -198,6 +200,7 @@ struct Stats {
                         trusted_only, "/", self_build, " missed_slot_tripped=", missed_slot_tripped,
                         " collateral_steps=", steps_with_collateral,
                         " relay_ban_steps=", steps_with_relay_ban,
+                        " operator_relay_ban_steps=", steps_with_operator_relay_ban,
                         " resource_exhausted=", resource_exhausted, " refused=", refused,
                         " duplicates=", duplicates, " versions=", versions, " imports=", imports,
                         " max_banned=", max_banned, " max_tracked=", max_tracked);
@@ -230,6 +233,8 @@ class Simulation {
         8,                         // kBuilderTrust
         4,                         // kRelayTrust
         3,                         // kReset
+        2,                         // kBanRelay
+        3,                         // kUnbanRelay
     });
     // Pre-Gloas, time moves slot by slot, with rare jumps, so that the in-order block reports
     // keep up with the clock: the missed-slot breaker judges a slot two slots after it.
@@ -298,6 +303,8 @@ class Simulation {
     kBuilderTrust,
     kRelayTrust,
     kReset,
+    kBanRelay,
+    kUnbanRelay,
   };
 
   struct Block {
@@ -532,6 +539,25 @@ class Simulation {
         action.trusted = Chance(0.5);
         return action;
       }
+      case kBanRelay: {
+        Action action;
+        action.kind = Action::Kind::kBanRelay;
+        action.relay = Chance(0.05) ? "ftp://relay-x.example" : AnySpelling(AnyEndpoint());
+        action.reason = Chance(0.05) ? "" : Chance(0.03) ? std::string(1025, 'r') : "property test";
+        const Epoch now = engine_->current_epoch();
+        if (Chance(0.85)) {
+          action.until_epoch = Chance(0.1)    ? now
+                               : Chance(0.03) ? now + (uint64_t{1} << 20) + 1
+                                              : now + Uniform(1, 8);
+        }
+        return action;
+      }
+      case kUnbanRelay: {
+        Action action;
+        action.kind = Action::Kind::kUnbanRelay;
+        action.relay = Chance(0.05) ? "a b" : AnySpelling(AnyEndpoint());
+        return action;
+      }
       case kReset:
       default: {
         Action action;
@@ -624,6 +650,10 @@ class Simulation {
       ++stats_.steps_with_collateral;
     }
     if (!policy.banned_relays.empty()) ++stats_.steps_with_relay_ban;
+    if (std::any_of(policy.banned_relays.begin(), policy.banned_relays.end(),
+                    [](const auto& entry) { return entry.second.kind == BanKind::kOperator; })) {
+      ++stats_.steps_with_operator_relay_ban;
+    }
     if (result.status.code() == absl::StatusCode::kResourceExhausted) ++stats_.resource_exhausted;
     if (!result.status.ok()) ++stats_.refused;
     if (result.outcome == ObserveOutcome::kDuplicate) ++stats_.duplicates;

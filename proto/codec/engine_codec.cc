@@ -462,6 +462,12 @@ v1::EngineSnapshot SnapshotToProto(const core::EngineState& state) {
     ban->set_reason(entry->second.reason);
     if (entry->second.until_epoch.has_value()) ban->set_until_epoch(*entry->second.until_epoch);
   }
+  for (const auto* entry : SortedEntries(state.operator_relay_bans)) {
+    Snapshot::OperatorRelayBan* ban = proto.add_operator_relay_bans();
+    ban->set_relay(entry->first);
+    ban->set_reason(entry->second.reason);
+    if (entry->second.until_epoch.has_value()) ban->set_until_epoch(*entry->second.until_epoch);
+  }
   for (const auto* entry : SortedEntries(state.builder_trust_overrides)) {
     Snapshot::BuilderTrustOverride* trust = proto.add_builder_trust_overrides();
     trust->set_builder_index(entry->first);
@@ -552,6 +558,15 @@ absl::StatusOr<core::EngineState> SnapshotFromProto(const v1::EngineSnapshot& sn
     if (ban.has_until_epoch()) record.until_epoch = ban.until_epoch();
     if (!state.operator_bans.try_emplace(ban.builder_index(), std::move(record)).second) {
       return Duplicate("operator_bans", absl::StrCat("builder ", ban.builder_index()));
+    }
+  }
+
+  for (const Snapshot::OperatorRelayBan& ban : snapshot.operator_relay_bans()) {
+    core::OperatorBan record;
+    record.reason = ban.reason();
+    if (ban.has_until_epoch()) record.until_epoch = ban.until_epoch();
+    if (!state.operator_relay_bans.try_emplace(ban.relay(), std::move(record)).second) {
+      return Duplicate("operator_relay_bans", absl::StrCat("relay '", ban.relay(), "'"));
     }
   }
 

@@ -468,6 +468,8 @@ class SnapshotTest : public ::testing::Test {
 
     ASSERT_THAT(engine_->BanBuilder(9, "withheld on a testnet", std::nullopt), IsOk());
     ASSERT_THAT(engine_->BanBuilder(10, "investigating", 20), IsOk());
+    ASSERT_THAT(engine_->BanRelay("HTTP://Relay-C.example/", "stolen keys", std::nullopt), IsOk());
+    ASSERT_THAT(engine_->BanRelay("https://relay-b.example", "investigating", 20), IsOk());
     ASSERT_THAT(engine_->SetRelayTrust("HTTPS://Relay-B.example", true), IsOk());
     ASSERT_THAT(engine_->SetRelayTrust("http://configured.example", false), IsOk());
     ASSERT_THAT(engine_->SetBuilderTrust(4, true), IsOk());
@@ -497,6 +499,9 @@ TEST_F(SnapshotTest, PopulatedEngineHasEveryPart) {
   EXPECT_GE(state.votes.size(), 2u);
   EXPECT_EQ(state.node_sequences.size(), 3u);
   EXPECT_EQ(state.operator_bans.size(), 2u);
+  EXPECT_EQ(state.operator_relay_bans.size(), 2u);
+  // Builder 3 is a member of relay-b, which the operator banned.
+  EXPECT_EQ(state.policy.banned_builders.at(3).kind, core::BanKind::kOperator);
   EXPECT_EQ(state.builder_trust_overrides.size(), 2u);
   EXPECT_EQ(state.relay_trust_overrides.size(), 2u);
   EXPECT_FALSE(state.missed_slots.present_slots.empty());
@@ -548,6 +553,14 @@ TEST_F(SnapshotTest, KeepsOperatorBanEndsAndTrackerPresence) {
   ASSERT_THAT(decoded, IsOk());
   EXPECT_EQ(decoded->operator_bans.at(9).until_epoch, std::nullopt);
   EXPECT_EQ(decoded->operator_bans.at(10).until_epoch, std::optional<core::Epoch>(20));
+  ASSERT_EQ(snapshot.operator_relay_bans_size(), 2);
+  EXPECT_EQ(snapshot.operator_relay_bans(0).relay(), "http://relay-c.example");
+  EXPECT_FALSE(snapshot.operator_relay_bans(0).has_until_epoch());
+  EXPECT_EQ(snapshot.operator_relay_bans(1).relay(), "https://relay-b.example");
+  EXPECT_EQ(snapshot.operator_relay_bans(1).until_epoch(), 20u);
+  EXPECT_EQ(decoded->operator_relay_bans.at("http://relay-c.example").reason, "stolen keys");
+  EXPECT_EQ(decoded->operator_relay_bans.at("https://relay-b.example").until_epoch,
+            std::optional<core::Epoch>(20));
   EXPECT_THAT(decoded->missed_slots.present_slots, ElementsAre(kSlot + 1));
   EXPECT_THAT(decoded->missed_slots.observed_slots, ElementsAre(kSlot, kSlot + 1));
   EXPECT_EQ(decoded->missed_slots.finalized_epoch, 8u);
@@ -620,6 +633,8 @@ core::EngineState StateWithEntries(int n, bool descending) {
     state.node_sequences[absl::StrCat("n", i)] = i + 1;
     state.operator_bans[i].reason = "r";
     if (i % 2 == 0) state.operator_bans[i].until_epoch = 30 + i;
+    state.operator_relay_bans[absl::StrCat("http://o", i)].reason = "o";
+    if (i % 3 == 0) state.operator_relay_bans[absl::StrCat("http://o", i)].until_epoch = 40 + i;
     state.builder_trust_overrides[i] = i % 2 == 0;
     state.relay_trust_overrides[absl::StrCat("http://t", i)] = true;
     state.policy.banned_builders[i].reason = "b";
@@ -697,6 +712,11 @@ TEST(SnapshotCodec, RefusesMalformedSnapshots) {
   v1::EngineSnapshot ban_twice = snapshot;
   *ban_twice.add_operator_bans() = snapshot.operator_bans(0);
   EXPECT_THAT(SnapshotFromProto(ban_twice), StatusIs(kInvalid, HasSubstr("operator_bans")));
+
+  v1::EngineSnapshot relay_ban_twice = snapshot;
+  *relay_ban_twice.add_operator_relay_bans() = snapshot.operator_relay_bans(1);
+  EXPECT_THAT(SnapshotFromProto(relay_ban_twice),
+              StatusIs(kInvalid, HasSubstr("operator_relay_bans holds relay 'http://o1'")));
 
   v1::EngineSnapshot trust_twice = snapshot;
   *trust_twice.add_builder_trust_overrides() = snapshot.builder_trust_overrides(0);
