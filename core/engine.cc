@@ -153,6 +153,11 @@ void Engine::DeriveFromConfig() {
   configured_trusted_ = {config_.trusted_builders.begin(), config_.trusted_builders.end()};
   configured_blacklist_ = {config_.blacklisted_builders.begin(),
                            config_.blacklisted_builders.end()};
+  configured_relay_blacklist_.clear();
+  for (const std::string& relay : config_.blacklisted_relays) {
+    // ValidateConfig has checked that every identifier normalizes.
+    configured_relay_blacklist_.insert(NormalizeRelayId(relay).value());
+  }
 }
 
 Epoch Engine::current_epoch() const { return EpochOf(current_slot_, config_.chain); }
@@ -676,6 +681,7 @@ bool Engine::RelayBanned(const std::string& relay_id, const RelayRecord& relay) 
 }
 
 bool Engine::RelayBannedByOperator(const std::string& relay_id) const {
+  if (configured_relay_blacklist_.contains(relay_id)) return true;
   auto ban = operator_relay_bans_.find(relay_id);
   return ban != operator_relay_bans_.end() &&
          (!ban->second.until_epoch.has_value() || *ban->second.until_epoch > current_epoch());
@@ -884,6 +890,9 @@ Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
     }
     relay_bans.Add(id, std::move(ban));
   };
+  for (const std::string& id : configured_relay_blacklist_) {
+    ban_relay(id, Ban{BanKind::kOperator, 0, true, "in the configured blacklist"});
+  }
   for (const auto& [id, ban] : operator_relay_bans_) {
     if (ban.until_epoch.has_value() && *ban.until_epoch <= now) continue;
     ban_relay(id, Ban{BanKind::kOperator, ban.until_epoch.value_or(0), !ban.until_epoch.has_value(),
@@ -1007,6 +1016,11 @@ absl::Status Engine::BanRelay(absl::string_view relay, std::string reason,
 absl::Status Engine::UnbanRelay(absl::string_view relay) {
   absl::StatusOr<std::string> id = NormalizeRelayId(relay);
   if (!id.ok()) return id.status();
+  if (configured_relay_blacklist_.contains(*id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("relay ", *id, " is in the configured blacklisted_relays; remove it from the ",
+                     "configuration and reload"));
+  }
   // An ended ban not pruned yet (the epoch has not turned since) bans nothing either.
   const bool banned = RelayBannedByOperator(*id);
   operator_relay_bans_.erase(*id);

@@ -293,10 +293,11 @@ class Engine {
   };
 
   // Derived from config_ by DeriveFromConfig(): configured relays by normalized identifier,
-  // trusted and blacklisted indices.
+  // trusted and blacklisted indices, blacklisted relays by normalized identifier.
   absl::flat_hash_map<std::string, ConfiguredRelay> configured_relays_;
   absl::flat_hash_set<BuilderIndex> configured_trusted_;
   absl::flat_hash_set<BuilderIndex> configured_blacklist_;
+  absl::flat_hash_set<std::string> configured_relay_blacklist_;
 
   Slot current_slot_;
   Policy policy_;

@@ -157,6 +157,8 @@ const std::vector<Config>& Configs() {
       config.relay_blacklist_period_epochs = 2;
       config.critical_failed_builders = 5;
       config.amendment_window_slots = 16;
+      // Relay d is banned, with its members, for as long as it is listed.
+      config.blacklisted_relays = {"relay-d.example:9000"};
       configs->push_back(config);
     }
     {

@@ -307,6 +307,11 @@ void EngineChecker::LearnConfig(const Config& config) {
     if (!id.ok()) continue;
     configured_relays_[*id] = relay.indices;
   }
+  configured_relay_blacklist_.clear();
+  for (const std::string& relay : config.blacklisted_relays) {
+    absl::StatusOr<std::string> id = NormalizeRelayId(relay);
+    if (id.ok()) configured_relay_blacklist_.insert(*id);
+  }
 }
 
 StepResult EngineChecker::Step(Engine& engine, const EngineStep& step) {
@@ -684,6 +689,12 @@ std::string EngineChecker::CheckContract(const Engine& engine, const EngineStep&
                    : absl::StrCat("unbanning a malformed relay answered ",
                                   result.status.ToString());
       }
+      if (configured_relay_blacklist_.contains(*id)) {
+        return code == absl::StatusCode::kFailedPrecondition
+                   ? ""
+                   : absl::StrCat("unbanning a relay of the configured blacklist answered ",
+                                  result.status.ToString());
+      }
       if (relay_ban_before_.has_value() != result.status.ok() ||
           (!result.status.ok() && code != absl::StatusCode::kNotFound)) {
         return absl::StrCat("UnbanRelay answered ", result.status.ToString(), " for a relay ",
@@ -856,11 +867,15 @@ bool EngineChecker::Trusted(const Engine& engine, BuilderIndex builder) const {
                      [&](const std::string* id) { return policy.trusted_relays.contains(*id); });
 }
 
+bool EngineChecker::OperatorBansRelay(const Engine& engine, const std::string& id) const {
+  return configured_relay_blacklist_.contains(id) || ActiveRelayBan(engine, id) != nullptr;
+}
+
 bool EngineChecker::ServedByOperatorBannedRelay(const Engine& engine, BuilderIndex builder) const {
   auto serving = serving_.find(builder);
   if (serving == serving_.end()) return false;
   return std::any_of(serving->second.begin(), serving->second.end(),
-                     [&](const std::string* id) { return ActiveRelayBan(engine, *id) != nullptr; });
+                     [&](const std::string* id) { return OperatorBansRelay(engine, *id); });
 }
 
 // SELF_BUILD, TRUSTED_ONLY or ALL_BUILDERS, from the builders banned by their own failures.
@@ -1001,8 +1016,15 @@ std::string EngineChecker::CheckBans(const Engine& engine) const {
       return absl::StrCat("relay ", id, "'s ban ends before the operator's");
     }
   }
+  for (const std::string& relay : configured_relay_blacklist_) {
+    auto ban = policy.banned_relays.find(relay);
+    if (ban == policy.banned_relays.end() || !ban->second.until_reset) {
+      return absl::StrCat("relay ", relay,
+                          " of the configured blacklist is not banned until reset");
+    }
+  }
   for (const auto& [relay, ban] : policy.banned_relays) {
-    if (ban.kind == BanKind::kOperator && ActiveRelayBan(engine, relay) == nullptr) {
+    if (ban.kind == BanKind::kOperator && !OperatorBansRelay(engine, relay)) {
       return absl::StrCat("relay ", relay, " has an operator ban but the operator does not ban it");
     }
   }

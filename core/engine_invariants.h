@@ -180,6 +180,7 @@ class EngineChecker {
   // Whether a relay the operator bans (configured blacklist or an operator ban in force) serves
   // `builder` (learned within the TTL or configured).
   bool ServedByOperatorBannedRelay(const Engine& engine, BuilderIndex builder) const;
+  bool OperatorBansRelay(const Engine& engine, const std::string& id) const;
 
   std::string CheckVersions(Engine& engine, const EngineStep& step, const StepResult& result,
                             uint64_t version_before_refresh);
@@ -217,6 +218,8 @@ class EngineChecker {
   // The configured relays (normalized identifier -> configured indices), from the
   // configuration in force.
   absl::flat_hash_map<std::string, std::vector<BuilderIndex>> configured_relays_;
+  // The configured blacklisted_relays, normalized.
+  absl::flat_hash_set<std::string> configured_relay_blacklist_;
   // Every relay identifier the engine has held or been configured with, sorted: the relays
   // that Policy::IsAllowed is probed through, one per step in turn.
   std::vector<std::string> probe_relays_;

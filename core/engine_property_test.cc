@@ -145,6 +145,8 @@ std::vector<Variant> Variants() {
     config.relay_association_ttl_epochs = 4;
     config.relay_blacklist_period_epochs = 2;
     config.critical_failed_builders = 5;
+    // Relay d's members are banned for as long as it is listed.
+    config.blacklisted_relays = {"relay-d.example:9000"};
     variants.push_back({"pre-gloas/mevboost/2-reporters/short-ttl", config});
   }
   return variants;

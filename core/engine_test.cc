@@ -972,6 +972,41 @@ TEST_F(EngineTest, UnbanOfAMemberOfABannedRelayNamesTheRelay) {
   EXPECT_THAT(BanOf(1).reason, HasSubstr("relay http://a is banned"));
 }
 
+TEST_F(EngineTest, ConfiguredBlacklistedRelaysAreBannedUntilRemoved) {
+  config_.critical_failed_builders = 1;
+  config_.relays = {RelayConfig{"http://relay.bad:18550", false, {4}}};
+  config_.blacklisted_relays = {"Relay.Bad:18550"};
+  Start();
+  ASSERT_TRUE(policy().banned_relays.contains("http://relay.bad:18550"));
+  const Ban& relay_ban = policy().banned_relays.at("http://relay.bad:18550");
+  EXPECT_EQ(relay_ban.kind, BanKind::kOperator);
+  EXPECT_TRUE(relay_ban.until_reset);
+  EXPECT_EQ(relay_ban.reason, "in the configured blacklist");
+  ASSERT_TRUE(Banned(4));
+  EXPECT_EQ(BanOf(4).kind, BanKind::kOperator);
+  EXPECT_EQ(BanOf(4).reason, "relay http://relay.bad:18550 is banned: in the configured blacklist");
+  Bid(5, "http://RELAY.bad:18550/", SlotOf(kStartEpoch));
+  EXPECT_TRUE(Banned(5));
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+  EXPECT_THAT(engine_->UnbanRelay("relay.bad:18550"),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("blacklisted_relays")));
+  EXPECT_THAT(engine_->UnbanBuilder(4),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("http://relay.bad:18550")));
+
+  // An operator ban on top outlives the configuration's.
+  ASSERT_THAT(engine_->BanRelay("relay.bad:18550", "until the audit", std::nullopt), IsOk());
+  Config without = config_;
+  without.blacklisted_relays.clear();
+  ASSERT_THAT(engine_->Reconfigure(without), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_EQ(policy().banned_relays.at("http://relay.bad:18550").reason,
+            "operator: until the audit");
+  ASSERT_THAT(engine_->UnbanRelay("relay.bad:18550"), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_TRUE(policy().banned_relays.empty());
+  EXPECT_FALSE(Banned(4));
+}
+
 TEST_F(EngineTest, ResetKeepsOperatorRelayBans) {
   config_.relays = {RelayConfig{"http://a", false, {1, 2}}};
   Start();
