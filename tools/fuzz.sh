@@ -103,6 +103,11 @@ write_fleet_seeds() {
     admin 'builder_trust { builder_index: 20 trusted: true }'
     admin 'relay_trust { relay: "ftp://relay.example" trusted: true }'
     admin 'relay_trust { relay: "relay-b.example:18550" trusted: true }'
+    admin 'ban_relay { relay: "relay-c.example:443" reason: "leaked bids" }'
+    admin 'ban_relay { relay: "https://relay-d.example" reason: "" }'
+    admin 'ban_relay { relay: "ftp://relay.example" reason: "x" until_epoch: 312510 }'
+    admin 'unban_relay { relay: "https://relay-c.example/" }'
+    admin 'unban_relay { relay: "https://relay-c.example" }'
     printf i
     admin 'reset { reason: "fuzz" }'
     printf s
