@@ -644,10 +644,10 @@ std::vector<Command>* MakeCommands() {
       {"reset",
        "reset [--reason=TEXT]",
        "clear failure records and the latched breaker",
-       "Clears every builder's failure record, every relay ban and the latched pre-Gloas\n"
-       "missed-slot breaker: what restarting a beacon node did before. Operator bans and trust\n"
-       "overrides stay. Use it once the incident that tripped the breaker is understood and\n"
-       "over. Prints the resulting policy.\n",
+       "Clears every builder's failure record, every relay ban for failures and the latched\n"
+       "pre-Gloas missed-slot breaker: what restarting a beacon node did before. Operator bans\n"
+       "(of builders and of relays) and trust overrides stay. Use it once the incident that\n"
+       "tripped the breaker is understood and over. Prints the resulting policy.\n",
        {},
        {{"reason", "TEXT", "why, for breakerd's log"}},
        "breakerctl reset --reason=\"relay outage over\""},
