@@ -174,6 +174,44 @@ absl::Status ValidateRelays(const Config& config) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateRelayBlacklist(const Config& config) {
+  const std::vector<std::string>& blacklist = config.blacklisted_relays;
+  BREAKER_RETURN_IF_ERROR(
+      bounds::CheckMaxCount("blacklisted_relays", blacklist.size(), bounds::kMaxListedRelays));
+  // Normalized identifier -> position of the trusted relay (ValidateRelays has checked that
+  // every identifier normalizes).
+  absl::flat_hash_map<std::string, size_t> trusted;
+  for (size_t r = 0; r < config.relays.size(); ++r) {
+    if (!config.relays[r].trusted) continue;
+    absl::StatusOr<std::string> id = NormalizeRelayId(config.relays[r].identifier);
+    if (id.ok()) trusted.try_emplace(*id, r);
+  }
+  // Normalized identifier -> position of the entry that first listed it.
+  absl::flat_hash_map<std::string, size_t> seen;
+  for (size_t i = 0; i < blacklist.size(); ++i) {
+    const std::string field = absl::StrCat("blacklisted_relays[", i, "]");
+    absl::StatusOr<std::string> id = NormalizeRelayId(blacklist[i]);
+    if (!id.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": ", id.status().message()));
+    }
+    auto [first, inserted] = seen.try_emplace(*id, i);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " is \"", bounds::QuotePrefix(blacklist[i]), "\", the same endpoint (", *id,
+          ") as blacklisted_relays[", first->second, "]; accepted: each endpoint listed once"));
+    }
+    // As for builders: a trusted relay on the blacklist is a contradiction for the operator to
+    // resolve.
+    if (auto relay = trusted.find(*id); relay != trusted.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " is \"", bounds::QuotePrefix(blacklist[i]),
+          "\", which is also trusted as relays[", relay->second, "] (the same endpoint, ", *id,
+          "); accepted: a relay that is not trusted (remove it from one of the lists)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 size_t WorstCasePolicyBytes(const Config& config) {
@@ -246,6 +284,7 @@ absl::Status ValidateConfig(const Config& config) {
       "blacklisted_builders", config.blacklisted_builders.size(), bounds::kMaxListedBuilders));
   BREAKER_RETURN_IF_ERROR(ValidateBuilderLists(config));
   BREAKER_RETURN_IF_ERROR(ValidateRelays(config));
+  BREAKER_RETURN_IF_ERROR(ValidateRelayBlacklist(config));
 
   // --- Relays and memory caps ---
   BREAKER_RETURN_IF_ERROR(CheckPeriod("relay_blacklist_period_epochs",

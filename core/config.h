@@ -94,6 +94,10 @@ struct Config {
   // Banned until removed from the configuration; never counted toward the fallback modes.
   std::vector<BuilderIndex> blacklisted_builders;
   std::vector<RelayConfig> relays;
+  // Relays (any spelling NormalizeRelayId accepts) banned for as long as they are listed here:
+  // every bid through one is refused and every builder it serves is banned. Never counted
+  // toward the fallback modes. At most bounds::kMaxListedRelays, none of them trusted.
+  std::vector<std::string> blacklisted_relays;
 
   // --- Relays ---
   // Longest ban a relay (and its other builders) gets for one member's failure, in epochs.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/status_matchers.h"
@@ -53,6 +54,7 @@ TEST(Config, DefaultsAreThoseOfTheReferenceSemantics) {
   EXPECT_TRUE(config.trusted_builders.empty());
   EXPECT_TRUE(config.blacklisted_builders.empty());
   EXPECT_TRUE(config.relays.empty());
+  EXPECT_TRUE(config.blacklisted_relays.empty());
   EXPECT_EQ(config.relay_blacklist_period_epochs, 32u);
   EXPECT_EQ(config.relay_association_ttl_epochs, 64u);
   EXPECT_EQ(config.min_reporting_nodes, 1u);
@@ -305,6 +307,51 @@ TEST(ValidateConfig, RelaysMustBeDistinctEndpoints) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("relays[2].identifier"), HasSubstr("relays[0].identifier"),
                              HasSubstr("http://relay.example.com"))));
+}
+
+TEST(ValidateConfig, BlacklistedRelaysMustNormalize) {
+  Config config;
+  config.blacklisted_relays = {"relay-a:1", "ftp://relay-c"};
+  EXPECT_THAT(ValidateConfig(config),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("blacklisted_relays[1]: "), HasSubstr("scheme"))));
+  config.blacklisted_relays = {""};
+  ExpectRejected(config, "blacklisted_relays[0]");
+  config.blacklisted_relays = {"https://" + std::string(520, 'r')};
+  ExpectRejected(config, "blacklisted_relays[0]");
+}
+
+TEST(ValidateConfig, BlacklistedRelaysAreDistinctEndpoints) {
+  Config config;
+  config.blacklisted_relays = {"relay.example.com", "other:1", "HTTP://key@Relay.Example.com:80/"};
+  EXPECT_THAT(ValidateConfig(config),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("blacklisted_relays[2]"), HasSubstr("blacklisted_relays[0]"),
+                             HasSubstr("http://relay.example.com"))));
+}
+
+TEST(ValidateConfig, AtMostTheBoundOfBlacklistedRelays) {
+  Config config;
+  for (size_t i = 0; i < bounds::kMaxListedRelays; ++i)
+    config.blacklisted_relays.push_back(absl::StrCat("relay-", i, ":1"));
+  EXPECT_THAT(ValidateConfig(config), IsOk());
+  config.blacklisted_relays.push_back("relay-256:1");
+  ExpectRejected(config, absl::StrCat("blacklisted_relays lists ", bounds::kMaxListedRelays + 1,
+                                      " entries; accepted: at most ", bounds::kMaxListedRelays));
+}
+
+TEST(ValidateConfig, TrustedRelayNotBlacklisted) {
+  Config config;
+  config.relays = {Relay("relay-a.example.com:18550"),
+                   Relay("https://relay-b.example.com", {}, true)};
+  config.blacklisted_relays = {"relay-a.example.com:18550", "HTTPS://Relay-B.example.com/"};
+  EXPECT_THAT(ValidateConfig(config),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("blacklisted_relays[1]"), HasSubstr("relays[1]"),
+                             HasSubstr("https://relay-b.example.com"))));
+  // An untrusted configured relay may be listed: its configured indices are banned with it.
+  config.relays[1].trusted = false;
+  EXPECT_THAT(ValidateConfig(config), IsOk());
 }
 
 TEST(ValidateConfig, RelayBlacklistPeriodAtLeastOneEpoch) {

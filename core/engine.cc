@@ -39,28 +39,47 @@ std::string NameList(std::vector<BuilderIndex> builders) {
   return names;
 }
 
-// Adds `ban` to `bans[key]`. A key banned for several causes reports the first kind (the one
-// that counts toward the modes) and stays banned until every cause has lifted.
+// Merges the bans of a policy's map: a key banned for several causes reports the first kind (the
+// one that counts toward the modes) and stays banned until every cause has lifted.
 template <typename Key>
-void MergeBan(absl::flat_hash_map<Key, Ban>& bans, const Key& key, Ban ban) {
-  // A ban until reset has no end epoch: the policy says 0, whatever epoch a cause also had.
-  if (ban.until_reset) ban.until_epoch = 0;
-  // Every node receives every ban: a reason must not make the policy grow with its text.
-  ban.reason = bounds::Truncate(ban.reason, bounds::kMaxBanReasonBytes);
-  auto [it, inserted] = bans.try_emplace(key, ban);
-  if (inserted) return;
-  Ban& merged = it->second;
-  // The reason shown must not depend on hash-map iteration order: policies are compared across
-  // restarts. Among causes of the same kind, the longest-lasting one explains the ban.
-  const bool outlasts = std::make_tuple(ban.until_reset, ban.until_epoch, merged.reason) >
-                        std::make_tuple(merged.until_reset, merged.until_epoch, ban.reason);
-  if (ban.kind < merged.kind || (ban.kind == merged.kind && outlasts)) {
-    merged.kind = ban.kind;
-    merged.reason = std::move(ban.reason);
+class BanMerger {
+ public:
+  explicit BanMerger(absl::flat_hash_map<Key, Ban>& bans) : bans_(bans) {}
+
+  // Adds `ban` to `bans[key]`.
+  void Add(const Key& key, Ban ban) {
+    // A ban until reset has no end epoch: the policy says 0, whatever epoch a cause also had.
+    if (ban.until_reset) ban.until_epoch = 0;
+    // Every node receives every ban: a reason must not make the policy grow with its text.
+    ban.reason = bounds::Truncate(ban.reason, bounds::kMaxBanReasonBytes);
+    const std::pair<bool, Epoch> end(ban.until_reset, ban.until_epoch);
+    auto [it, inserted] = bans_.try_emplace(key, ban);
+    if (inserted) {
+      explained_by_[key] = end;
+      return;
+    }
+    Ban& merged = it->second;
+    std::pair<bool, Epoch>& explained_by = explained_by_[key];
+    // The reason shown must not depend on hash-map iteration order: policies are compared
+    // across restarts. Among causes of the same kind, the longest-lasting one explains the ban
+    // (compared by the cause's own end: the merged end also covers causes of other kinds), and
+    // of those the least reason.
+    const bool outlasts = std::tie(end.first, end.second, merged.reason) >
+                          std::tie(explained_by.first, explained_by.second, ban.reason);
+    if (ban.kind < merged.kind || (ban.kind == merged.kind && outlasts)) {
+      merged.kind = ban.kind;
+      merged.reason = std::move(ban.reason);
+      explained_by = end;
+    }
+    merged.until_reset = merged.until_reset || ban.until_reset;
+    merged.until_epoch = merged.until_reset ? 0 : std::max(merged.until_epoch, ban.until_epoch);
   }
-  merged.until_reset = merged.until_reset || ban.until_reset;
-  merged.until_epoch = merged.until_reset ? 0 : std::max(merged.until_epoch, ban.until_epoch);
-}
+
+ private:
+  absl::flat_hash_map<Key, Ban>& bans_;
+  // The end of the cause each merged ban's reason comes from.
+  absl::flat_hash_map<Key, std::pair<bool, Epoch>> explained_by_;
+};
 
 }  // namespace
 
@@ -80,23 +99,38 @@ absl::StatusOr<Engine> Engine::Import(Config config, EngineState state) {
                        "; node ids are not empty and sequences start at 1"));
     }
   }
-  for (const auto& [relay, record] : state.relays) {
+  auto normalized_relay = [](const std::string& relay) -> absl::Status {
     absl::StatusOr<std::string> normalized = NormalizeRelayId(relay);
-    if (!normalized.ok() || *normalized != relay) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("state holds relay '", relay, "', which is not a normalized identifier"));
-    }
+    if (normalized.ok() && *normalized == relay) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("state holds relay '",
+                                                   bounds::QuotePrefix(relay),
+                                                   "', which is not a normalized identifier"));
+  };
+  for (const auto& [relay, record] : state.relays) {
+    if (absl::Status status = normalized_relay(relay); !status.ok()) return status;
   }
-  if (state.builders.contains(kSelfBuild)) {
+  for (const auto& [relay, ban] : state.operator_relay_bans) {
+    if (absl::Status status = normalized_relay(relay); !status.ok()) return status;
+  }
+  if (state.builders.contains(kSelfBuild) || state.builder_keys.contains(kSelfBuild)) {
     return absl::InvalidArgumentError("state holds a record for the self-build index");
+  }
+  for (const auto& [builder, key] : state.builder_keys) {
+    if (key.pubkey.size() != bounds::kPubkeyBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state holds a public key of ", key.pubkey.size(), " bytes for builder ",
+                       builder, "; keys are ", bounds::kPubkeyBytes, " bytes"));
+    }
   }
   Engine engine(std::move(config), state.current_slot);
   engine.policy_ = std::move(state.policy);
   engine.builders_ = std::move(state.builders);
+  engine.keys_ = std::move(state.builder_keys);
   for (auto& [relay, record] : state.relays) engine.relays_[relay] = std::move(record);
   engine.votes_ = std::move(state.votes);
   engine.node_sequences_ = std::move(state.node_sequences);
   engine.operator_bans_ = std::move(state.operator_bans);
+  engine.operator_relay_bans_ = std::move(state.operator_relay_bans);
   engine.builder_trust_overrides_ = std::move(state.builder_trust_overrides);
   engine.relay_trust_overrides_ = std::move(state.relay_trust_overrides);
   engine.missed_slots_ = MissedSlotTracker::Import(state.missed_slots);
@@ -121,6 +155,11 @@ void Engine::DeriveFromConfig() {
   configured_trusted_ = {config_.trusted_builders.begin(), config_.trusted_builders.end()};
   configured_blacklist_ = {config_.blacklisted_builders.begin(),
                            config_.blacklisted_builders.end()};
+  configured_relay_blacklist_.clear();
+  for (const std::string& relay : config_.blacklisted_relays) {
+    // ValidateConfig has checked that every identifier normalizes.
+    configured_relay_blacklist_.insert(NormalizeRelayId(relay).value());
+  }
 }
 
 Epoch Engine::current_epoch() const { return EpochOf(current_slot_, config_.chain); }
@@ -156,6 +195,12 @@ absl::Status Engine::ValidateObservation(const Observation& observation) const {
       Overloaded{
           [&](const BidSeen& bid) -> absl::Status {
             if (absl::Status s = builder_needed(bid.builder, "bid_seen.builder"); !s.ok()) {
+              return s;
+            }
+            // The adapter checks the length too; the engine does not rely on it.
+            if (absl::Status s = bounds::CheckExactBytes("bid_seen.builder_pubkey", bid.pubkey,
+                                                         bounds::kPubkeyBytes, /*empty_ok=*/true);
+                !s.ok()) {
               return s;
             }
             return bid.relay.empty() || relays_.contains(bid.relay) ? absl::OkStatus()
@@ -309,20 +354,11 @@ ObserveOutcome Engine::ApplyEvent(const Observation& observation) {
 
 ObserveOutcome Engine::OnBid(Slot slot, const BidSeen& bid) {
   ObserveOutcome outcome = ObserveOutcome::kNoEffect;
-  if (!bid.pubkey.empty()) {
-    auto record = builders_.find(bid.builder);
-    if (record != builders_.end()) {
-      if (record->second.pubkey.empty()) {
-        record->second.pubkey = bid.pubkey;
-        outcome = ObserveOutcome::kApplied;
-      } else if (record->second.pubkey != bid.pubkey) {
-        // The index now belongs to another builder, which must not inherit the ban. (An
-        // empty key, a failed look-up, never gets here.)
-        builders_.erase(record);
-        outcome = ObserveOutcome::kApplied;
-      }
-    }
+  // An empty key (a failed look-up) says nothing about who holds the index.
+  if (!bid.pubkey.empty() && RememberKey(bid.builder, bid.pubkey)) {
+    outcome = ObserveOutcome::kApplied;
   }
+  // After the key: a newcomer's bid through a relay makes the newcomer its member.
   if (!bid.relay.empty()) {
     // Most bids come through relays already known by their normalized name: one look-up.
     auto known = relays_.find(bid.relay);
@@ -426,9 +462,38 @@ ObserveOutcome Engine::OnDelivered(Slot slot, const PayloadDelivered& delivered)
 }
 
 ObserveOutcome Engine::OnExited(const BuilderExited& exited) {
-  bool changed = builders_.erase(exited.builder) > 0;
-  for (auto& [id, relay] : relays_) changed |= relay.learned.erase(exited.builder) > 0;
+  bool changed = ForgetIndex(exited.builder);
+  changed |= keys_.erase(exited.builder) > 0;
   return changed ? ObserveOutcome::kApplied : ObserveOutcome::kNoEffect;
+}
+
+bool Engine::ForgetIndex(BuilderIndex builder) {
+  bool changed = builders_.erase(builder) > 0;
+  for (auto& [id, relay] : relays_) changed |= relay.learned.erase(builder) > 0;
+  return changed;
+}
+
+bool Engine::RememberKey(BuilderIndex builder, const std::string& pubkey) {
+  const Epoch now = current_epoch();
+  auto known = keys_.find(builder);
+  if (known != keys_.end()) {
+    BuilderKey& key = known->second;
+    if (key.pubkey == pubkey) {
+      if (key.last_bid_epoch >= now) return false;
+      key.last_bid_epoch = now;
+      return true;
+    }
+    // The index now belongs to another builder, which must not inherit the ban, the back-off
+    // count or the relays of the one before: as if the first one had exited.
+    ForgetIndex(builder);
+    key = BuilderKey{pubkey, now};
+    return true;
+  }
+  // The first key seen for the index, before or after its failures: it is whom a later bid is
+  // checked against.
+  if (keys_.size() >= config_.max_tracked_builders && !EvictKey()) return false;
+  keys_.emplace(builder, BuilderKey{pubkey, now});
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -494,6 +559,29 @@ bool Engine::EvictBuilder() {
   return true;
 }
 
+bool Engine::EvictKey() {
+  // Drop the key of an index without a record first, then of one whose record holds no active
+  // ban, bid under longest ago (lowest index on a tie, for identical replays). The key of a
+  // banned index stays: a newcomer's bid is checked against it.
+  const Epoch now = current_epoch();
+  auto victim = keys_.end();
+  std::tuple<bool, Epoch, BuilderIndex> victim_order;
+  for (auto candidate = keys_.begin(); candidate != keys_.end(); ++candidate) {
+    auto record = builders_.find(candidate->first);
+    const bool has_record = record != builders_.end();
+    if (has_record && record->second.failures.Banned(now)) continue;
+    const auto order =
+        std::make_tuple(has_record, candidate->second.last_bid_epoch, candidate->first);
+    if (victim == keys_.end() || order < victim_order) {
+      victim = candidate;
+      victim_order = order;
+    }
+  }
+  if (victim == keys_.end()) return false;
+  keys_.erase(victim);
+  return true;
+}
+
 BuilderRecord* Engine::FindOrAddBuilder(BuilderIndex builder) {
   auto it = builders_.find(builder);
   if (it != builders_.end()) return &it->second;
@@ -544,6 +632,8 @@ bool Engine::EvictMember(RelayRecord& relay) {
 
 void Engine::EnforceCaps() {
   while (builders_.size() > config_.max_tracked_builders && EvictBuilder()) {
+  }
+  while (keys_.size() > config_.max_tracked_builders && EvictKey()) {
   }
   while (relays_.size() > config_.max_relays && EvictRelay()) {
   }
@@ -596,7 +686,15 @@ std::optional<Engine::MemberBan> Engine::RelayMemberBan(const std::string& relay
 }
 
 bool Engine::RelayBanned(const std::string& relay_id, const RelayRecord& relay) const {
-  return relay.failures.Banned(current_epoch()) || RelayMemberBan(relay_id, relay).has_value();
+  return relay.failures.Banned(current_epoch()) || RelayBannedByOperator(relay_id) ||
+         RelayMemberBan(relay_id, relay).has_value();
+}
+
+bool Engine::RelayBannedByOperator(const std::string& relay_id) const {
+  if (configured_relay_blacklist_.contains(relay_id)) return true;
+  auto ban = operator_relay_bans_.find(relay_id);
+  return ban != operator_relay_bans_.end() &&
+         (!ban->second.until_epoch.has_value() || *ban->second.until_epoch > current_epoch());
 }
 
 bool Engine::IsTrustedRelay(const std::string& relay_id) const {
@@ -641,6 +739,12 @@ void Engine::Prune() {
     const FailureRecord& failures = entry.second.failures;
     return !failures.Banned(now) && failures.backoff_epoch <= now;
   });
+  // A key is kept while its index has a record (which a newcomer's bid must drop) and for the
+  // relay association TTL after the index's latest bid under it.
+  absl::erase_if(keys_, [&](const auto& entry) {
+    return !builders_.contains(entry.first) &&
+           entry.second.last_bid_epoch + config_.relay_association_ttl_epochs <= now;
+  });
   for (auto& [id, relay] : relays_) {
     absl::erase_if(relay.learned, [&](const auto& member) {
       return SaturatingAdd(member.second, config_.relay_association_ttl_epochs) <= now;
@@ -652,6 +756,9 @@ void Engine::Prune() {
            !relay.failures.Banned(now) && relay.failures.backoff_epoch <= now;
   });
   absl::erase_if(operator_bans_, [&](const auto& entry) {
+    return entry.second.until_epoch.has_value() && *entry.second.until_epoch <= now;
+  });
+  absl::erase_if(operator_relay_bans_, [&](const auto& entry) {
     return entry.second.until_epoch.has_value() && *entry.second.until_epoch <= now;
   });
 }
@@ -740,48 +847,66 @@ Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
     }
   }
 
+  BanMerger<BuilderIndex> builder_bans(policy.banned_builders);
+  BanMerger<std::string> relay_bans(policy.banned_relays);
   // Bans by the builders' own failures: the only ones counted toward the modes.
   std::vector<BuilderIndex> failed;
   std::vector<BuilderIndex> failed_untrusted;
   for (const auto& [builder, record] : builders_) {
     const FailureRecord& failures = record.failures;
     if (!failures.Banned(now)) continue;
-    MergeBan(policy.banned_builders, builder,
-             Ban{BanKind::kFailure, failures.ban_until_epoch, failures.ban_until_reset,
-                 absl::StrCat(failures.failed,
-                              " consecutive failure(s); last: ", failures.last_failure)});
+    builder_bans.Add(builder,
+                     Ban{BanKind::kFailure, failures.ban_until_epoch, failures.ban_until_reset,
+                         absl::StrCat(failures.failed,
+                                      " consecutive failure(s); last: ", failures.last_failure)});
     failed.push_back(builder);
     if (!IsTrustedBuilder(builder)) failed_untrusted.push_back(builder);
   }
 
   for (BuilderIndex builder : configured_blacklist_) {
-    MergeBan(policy.banned_builders, builder,
-             Ban{BanKind::kOperator, 0, true, "in the configured blacklist"});
+    builder_bans.Add(builder, Ban{BanKind::kOperator, 0, true, "in the configured blacklist"});
   }
   for (const auto& [builder, ban] : operator_bans_) {
     if (ban.until_epoch.has_value() && *ban.until_epoch <= now) continue;
-    MergeBan(policy.banned_builders, builder,
-             Ban{BanKind::kOperator, ban.until_epoch.value_or(0), !ban.until_epoch.has_value(),
-                 absl::StrCat("operator: ", ban.reason)});
+    builder_bans.Add(
+        builder, Ban{BanKind::kOperator, ban.until_epoch.value_or(0), !ban.until_epoch.has_value(),
+                     absl::StrCat("operator: ", ban.reason)});
   }
 
   for (const auto& [id, relay] : relays_) {
     if (relay.failures.Banned(now)) {
-      MergeBan(
-          policy.banned_relays, id,
-          Ban{BanKind::kFailure, relay.failures.ban_until_epoch, relay.failures.ban_until_reset,
-              absl::StrCat(relay.failures.failed,
-                           " consecutive failure(s); last: ", relay.failures.last_failure)});
+      relay_bans.Add(
+          id, Ban{BanKind::kFailure, relay.failures.ban_until_epoch, relay.failures.ban_until_reset,
+                  absl::StrCat(relay.failures.failed,
+                               " consecutive failure(s); last: ", relay.failures.last_failure)});
     }
     std::optional<MemberBan> member_ban = RelayMemberBan(id, relay);
     if (!member_ban.has_value()) continue;
-    MergeBan(policy.banned_relays, id,
-             Ban{BanKind::kFailure, member_ban->until_epoch, false, member_ban->reason});
+    relay_bans.Add(id, Ban{BanKind::kFailure, member_ban->until_epoch, false, member_ban->reason});
     for (BuilderIndex member : Members(id, relay)) {
-      MergeBan(policy.banned_builders, member,
-               Ban{BanKind::kCollateral, member_ban->until_epoch, false,
-                   absl::StrCat("relay ", id, " is banned: ", member_ban->reason)});
+      builder_bans.Add(member, Ban{BanKind::kCollateral, member_ban->until_epoch, false,
+                                   absl::StrCat("relay ", id, " is banned: ", member_ban->reason)});
     }
+  }
+
+  // Relays the operator banned, and with each every builder it serves: kind operator, as the
+  // operator's decision, never counted toward the modes (they make no failure record).
+  auto ban_relay = [&](const std::string& id, Ban ban) {
+    if (auto relay = relays_.find(id); relay != relays_.end()) {
+      for (BuilderIndex member : Members(id, relay->second)) {
+        builder_bans.Add(member, Ban{BanKind::kOperator, ban.until_epoch, ban.until_reset,
+                                     absl::StrCat("relay ", id, " is banned: ", ban.reason)});
+      }
+    }
+    relay_bans.Add(id, std::move(ban));
+  };
+  for (const std::string& id : configured_relay_blacklist_) {
+    ban_relay(id, Ban{BanKind::kOperator, 0, true, "in the configured blacklist"});
+  }
+  for (const auto& [id, ban] : operator_relay_bans_) {
+    if (ban.until_epoch.has_value() && *ban.until_epoch <= now) continue;
+    ban_relay(id, Ban{BanKind::kOperator, ban.until_epoch.value_or(0), !ban.until_epoch.has_value(),
+                      absl::StrCat("operator: ", ban.reason)});
   }
 
   if (missed_slots.active && missed_slots.tripped) {
@@ -849,18 +974,90 @@ absl::Status Engine::UnbanBuilder(BuilderIndex builder) {
   const bool had_ban = operator_bans_.erase(builder) > 0;
   const bool had_record = builders_.erase(builder) > 0;
   if (had_ban || had_record) return absl::OkStatus();
-  std::vector<std::string> relays;
+  std::vector<std::string> by_sibling;
+  std::vector<std::string> by_operator;
   for (const auto& [id, relay] : relays_) {
-    if (IsMember(id, relay, builder) && RelayMemberBan(id, relay).has_value()) {
-      relays.push_back(id);
+    if (!IsMember(id, relay, builder)) continue;
+    if (RelayBannedByOperator(id)) {
+      by_operator.push_back(id);
+    } else if (RelayMemberBan(id, relay).has_value()) {
+      by_sibling.push_back(id);
     }
   }
-  if (relays.empty())
+  if (by_sibling.empty() && by_operator.empty()) {
     return absl::NotFoundError(absl::StrCat("builder ", builder, " is not banned"));
-  std::sort(relays.begin(), relays.end());
-  return absl::FailedPreconditionError(absl::StrCat(
-      "builder ", builder, " is banned only as a member of relay(s) ", absl::StrJoin(relays, ", "),
-      ", which a failing sibling keeps banned; reset clears them"));
+  }
+  std::sort(by_sibling.begin(), by_sibling.end());
+  std::sort(by_operator.begin(), by_operator.end());
+  std::vector<std::string> causes;
+  if (!by_sibling.empty()) {
+    causes.push_back(absl::StrCat(absl::StrJoin(by_sibling, ", "),
+                                  ", which a failing sibling keeps banned; reset clears them"));
+  }
+  if (!by_operator.empty()) {
+    causes.push_back(absl::StrCat(absl::StrJoin(by_operator, ", "),
+                                  ", which the operator banned; unban the relay to lift it"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat("builder ", builder,
+                                                    " is banned only as a member of relay(s) ",
+                                                    absl::StrJoin(causes, "; and of relay(s) ")));
+}
+
+absl::Status Engine::BanRelay(absl::string_view relay, std::string reason,
+                              std::optional<Epoch> until_epoch) {
+  absl::StatusOr<std::string> id = NormalizeRelayId(relay);
+  if (!id.ok()) return id.status();
+  if (reason.empty()) {
+    return absl::InvalidArgumentError("a ban needs a reason, for the other operators to read");
+  }
+  if (absl::Status length = bounds::CheckMaxBytes("reason", reason, bounds::kMaxReasonBytes);
+      !length.ok()) {
+    return length;
+  }
+  const Epoch now = current_epoch();
+  if (until_epoch.has_value() && *until_epoch <= now) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ban until epoch ", *until_epoch, " would already be over (current epoch ",
+                     now, "); give a later epoch or none for an open-ended ban"));
+  }
+  if (until_epoch.has_value() && *until_epoch - now > bounds::kMaxPeriodEpochs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ban until epoch ", *until_epoch, " is ", *until_epoch - now,
+                     " epochs ahead of the current epoch ", now, "; accepted: at most ",
+                     bounds::kMaxPeriodEpochs, " epochs ahead, or none for a ban until unbanned"));
+  }
+  auto existing = operator_relay_bans_.find(*id);
+  if (existing != operator_relay_bans_.end()) {
+    existing->second = OperatorBan{std::move(reason), until_epoch};
+    return absl::OkStatus();
+  }
+  if (operator_relay_bans_.size() >= bounds::kMaxOperatorRelayBans) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        operator_relay_bans_.size(), " relays are banned by the operator, the most held at once (",
+        bounds::kMaxOperatorRelayBans, "); unban one first, or list long-lived bans in the ",
+        "configuration's blacklisted_relays"));
+  }
+  operator_relay_bans_.emplace(*std::move(id), OperatorBan{std::move(reason), until_epoch});
+  return absl::OkStatus();
+}
+
+absl::Status Engine::UnbanRelay(absl::string_view relay) {
+  absl::StatusOr<std::string> id = NormalizeRelayId(relay);
+  if (!id.ok()) return id.status();
+  if (configured_relay_blacklist_.contains(*id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("relay ", *id, " is in the configured blacklisted_relays; remove it from the ",
+                     "configuration and reload"));
+  }
+  // An ended ban not pruned yet (the epoch has not turned since) bans nothing either.
+  const bool banned = RelayBannedByOperator(*id);
+  operator_relay_bans_.erase(*id);
+  if (banned) return absl::OkStatus();
+  auto record = relays_.find(*id);
+  const bool by_failures = record != relays_.end() && RelayBanned(*id, record->second);
+  return absl::NotFoundError(absl::StrCat(
+      "relay ", *id, " is not banned by the operator",
+      by_failures ? "; it is banned for failures, which lift by themselves or by a reset" : ""));
 }
 
 absl::Status Engine::SetBuilderTrust(BuilderIndex builder, bool trusted) {
@@ -916,10 +1113,12 @@ EngineState Engine::Export() const {
   state.current_slot = current_slot_;
   state.policy = policy_;
   state.builders = builders_;
+  state.builder_keys = keys_;
   state.relays = relays_;
   state.votes = votes_;
   state.node_sequences = node_sequences_;
   state.operator_bans = operator_bans_;
+  state.operator_relay_bans = operator_relay_bans_;
   state.builder_trust_overrides = builder_trust_overrides_;
   state.relay_trust_overrides = relay_trust_overrides_;
   state.missed_slots = missed_slots_.Export();

@@ -44,11 +44,24 @@ struct FailureRecord {
   }
 };
 
-// What the engine knows of a builder index.
+// What the engine knows of a builder index's failures.
 struct BuilderRecord {
   FailureRecord failures;
-  // The builder's public key, once a bid carried it; a different key means a new builder.
+};
+
+// The public key a builder index was last seen bidding under. A bid under another key means the
+// index changed hands: the index's record and learned relay memberships are dropped, whichever
+// came first, the key or the failure.
+struct BuilderKey {
+  // The BLS public key: exactly bounds::kPubkeyBytes (48) bytes.
   std::string pubkey;
+  // Epoch of the latest bid under this key. Once the index has no record, the entry is forgotten
+  // relay_association_ttl_epochs after it.
+  Epoch last_bid_epoch = 0;
+
+  friend bool operator==(const BuilderKey& a, const BuilderKey& b) {
+    return a.pubkey == b.pubkey && a.last_bid_epoch == b.last_bid_epoch;
+  }
 };
 
 // What the engine knows of a relay.
@@ -78,7 +91,7 @@ struct RootVote {
   bool delivered = false;
 };
 
-// An operator's ban of a builder, on top of the configured blacklist.
+// An operator's ban of a builder or of a relay, on top of the configured blacklists.
 struct OperatorBan {
   std::string reason;
   // Lifts at this epoch; nullopt: until unbanned.
@@ -91,10 +104,13 @@ struct EngineState {
   Slot current_slot = 0;
   Policy policy;
   absl::flat_hash_map<BuilderIndex, BuilderRecord> builders;
+  absl::flat_hash_map<BuilderIndex, BuilderKey> builder_keys;
   absl::flat_hash_map<std::string, RelayRecord> relays;
   absl::flat_hash_map<BlockRoot, RootVote> votes;
   absl::flat_hash_map<std::string, uint64_t> node_sequences;
   absl::flat_hash_map<BuilderIndex, OperatorBan> operator_bans;
+  // Keyed by normalized relay identifier.
+  absl::flat_hash_map<std::string, OperatorBan> operator_relay_bans;
   absl::flat_hash_map<BuilderIndex, bool> builder_trust_overrides;
   absl::flat_hash_map<std::string, bool> relay_trust_overrides;
   MissedSlotTracker::State missed_slots;
@@ -121,14 +137,15 @@ class Engine {
 
   // Rebuilds an engine from Export(). Returns INVALID_ARGUMENT when the configuration is
   // invalid or the state is inconsistent with itself (a malformed relay identifier, a
-  // sequence number of 0).
+  // sequence number of 0, a public key that is not 48 bytes).
   static absl::StatusOr<Engine> Import(Config config, EngineState state);
 
   // Records one observation. O(1) expected. Does not recompute the policy: call
   // RefreshPolicy() after a batch.
   // Returns INVALID_ARGUMENT for a malformed observation (empty node, sequence 0, self-build
   // index where a builder is needed, attested fraction NaN or outside [0, 1], malformed relay
-  // identifier, a delivered report naming another builder than the root's failure) and
+  // identifier, a bid's public key neither empty nor 48 bytes, a delivered report naming
+  // another builder than the root's failure) and
   // OUT_OF_RANGE for a slot beyond max_future_slots ahead or older than the amendment window.
   // A refused observation changes nothing but the node's highest sequence number (it was
   // handled: a resend under the same number is a replay).
@@ -159,31 +176,57 @@ class Engine {
   // fallback modes. INVALID_ARGUMENT for the self-build index or an empty reason.
   absl::Status BanBuilder(BuilderIndex builder, std::string reason,
                           std::optional<Epoch> until_epoch);
-  // Lifts the operator ban and the failure record of `builder` (its collateral bans stay with
-  // their relays). FAILED_PRECONDITION when the builder is in the configured blacklist, which
-  // only a configuration change lifts; NOT_FOUND when nothing bans it.
+  // Lifts the operator ban and the failure record of `builder` (the bans it has as a member of
+  // a banned relay stay with their relays). FAILED_PRECONDITION when the builder is in the
+  // configured blacklist, which only a configuration change lifts, or banned only as a member
+  // of banned relays (named); NOT_FOUND when nothing bans it.
   absl::Status UnbanBuilder(BuilderIndex builder);
+  // Bans relay `relay` (any spelling; kept normalized) until `until_epoch` (nullopt: until
+  // unbanned). Every bid through it is refused, and every builder it serves (its members,
+  // learned within the TTL or configured) is banned, with kind operator. Not counted toward the
+  // fallback modes. A new ban of a banned relay replaces the old one.
+  // INVALID_ARGUMENT for a malformed identifier, an empty reason or one longer than
+  // bounds::kMaxReasonBytes, an until_epoch not after the current epoch or more than
+  // bounds::kMaxPeriodEpochs after it; RESOURCE_EXHAUSTED when bounds::kMaxOperatorRelayBans
+  // other relays are banned by the operator already.
+  absl::Status BanRelay(absl::string_view relay, std::string reason,
+                        std::optional<Epoch> until_epoch);
+  // Lifts the operator ban of `relay` (its members' failures may still ban it).
+  // INVALID_ARGUMENT for a malformed identifier; FAILED_PRECONDITION when the relay is in the
+  // configured blacklisted_relays, which only a configuration change lifts; NOT_FOUND when the
+  // operator does not ban it.
+  absl::Status UnbanRelay(absl::string_view relay);
   // Marks a builder or relay trusted (true) or untrusted (false), overriding the
   // configuration. INVALID_ARGUMENT for the self-build index or a malformed relay identifier.
   absl::Status SetBuilderTrust(BuilderIndex builder, bool trusted);
   absl::Status SetRelayTrust(absl::string_view relay, bool trusted);
-  // Clears all failure tracking, relay bans, pending votes and the latched missed-slot
-  // breaker: what restarting a beacon node did in the seed designs. Operator bans, trust
-  // overrides and relay memberships stay.
+  // Clears all failure tracking, relay bans for failures, pending votes and the latched
+  // missed-slot breaker: what restarting a beacon node did in the seed designs. Operator bans
+  // (of builders and of relays), trust overrides, relay memberships and the builders' public
+  // keys stay.
   void Reset();
 
   // Replaces the configuration. INVALID_ARGUMENT (state unchanged) when it is invalid. Lower
-  // caps (max_tracked_builders, max_relays, max_indices_per_relay) evict at once, never a
-  // record that holds an active ban.
+  // caps (max_tracked_builders, which also bounds the remembered public keys, max_relays,
+  // max_indices_per_relay) evict at once, never a record that holds an active ban nor the key
+  // of its index.
   absl::Status Reconfigure(Config config);
 
   EngineState Export() const;
 
   // Read access for inspection APIs.
   const absl::flat_hash_map<BuilderIndex, BuilderRecord>& builders() const { return builders_; }
+  // The public key each index was last seen bidding under: at most max_tracked_builders.
+  const absl::flat_hash_map<BuilderIndex, BuilderKey>& builder_keys() const { return keys_; }
   const absl::flat_hash_map<std::string, RelayRecord>& relays() const { return relays_; }
   const absl::flat_hash_map<std::string, uint64_t>& node_sequences() const {
     return node_sequences_;
+  }
+  const absl::flat_hash_map<BuilderIndex, OperatorBan>& operator_bans() const {
+    return operator_bans_;
+  }
+  const absl::flat_hash_map<std::string, OperatorBan>& operator_relay_bans() const {
+    return operator_relay_bans_;
   }
   // The normalized identifiers of the relays serving `builder` (learned within the TTL, or
   // configured), sorted.
@@ -203,6 +246,12 @@ class Engine {
                                  BuilderIndex builder, absl::string_view relay);
   ObserveOutcome OnDelivered(Slot slot, const PayloadDelivered& delivered);
   ObserveOutcome OnExited(const BuilderExited& exited);
+  // Remembers that `builder` bid under `pubkey` (not empty); a key other than the remembered one
+  // forgets the index first. True when the state changed.
+  bool RememberKey(BuilderIndex builder, const std::string& pubkey);
+  // Drops the record of `builder` and its learned relay memberships: the index may belong to
+  // another builder now. True when there was something to drop.
+  bool ForgetIndex(BuilderIndex builder);
   void ApplyBuilderFailure(BuilderIndex builder, Slot slot, const BlockRoot& root);
   void ApplyRelayFailure(const std::string& relay, Slot slot, const BlockRoot& root);
   // Why and until when a member's failure bans `relay`, if it does.
@@ -213,6 +262,8 @@ class Engine {
   std::optional<MemberBan> RelayMemberBan(const std::string& relay_id,
                                           const RelayRecord& relay) const;
   bool RelayBanned(const std::string& relay_id, const RelayRecord& relay) const;
+  // The relay is in the configured blacklist or under an operator ban that has not ended.
+  bool RelayBannedByOperator(const std::string& relay_id) const;
   bool IsMember(const std::string& relay_id, const RelayRecord& relay, BuilderIndex builder) const;
   std::vector<BuilderIndex> Members(const std::string& relay_id, const RelayRecord& relay) const;
   // The record of `builder` (or relay), added when missing; a full table first drops one record
@@ -223,6 +274,7 @@ class Engine {
   // Each drops the one record its table can spare, never an active ban's; false when none can
   // go.
   bool EvictBuilder();
+  bool EvictKey();
   bool EvictRelay();
   bool EvictMember(RelayRecord& relay);
   // Evicts down to the configuration's caps, as far as active bans allow.
@@ -241,18 +293,21 @@ class Engine {
   };
 
   // Derived from config_ by DeriveFromConfig(): configured relays by normalized identifier,
-  // trusted and blacklisted indices.
+  // trusted and blacklisted indices, blacklisted relays by normalized identifier.
   absl::flat_hash_map<std::string, ConfiguredRelay> configured_relays_;
   absl::flat_hash_set<BuilderIndex> configured_trusted_;
   absl::flat_hash_set<BuilderIndex> configured_blacklist_;
+  absl::flat_hash_set<std::string> configured_relay_blacklist_;
 
   Slot current_slot_;
   Policy policy_;
   absl::flat_hash_map<BuilderIndex, BuilderRecord> builders_;
+  absl::flat_hash_map<BuilderIndex, BuilderKey> keys_;
   absl::flat_hash_map<std::string, RelayRecord> relays_;
   absl::flat_hash_map<BlockRoot, RootVote> votes_;
   absl::flat_hash_map<std::string, uint64_t> node_sequences_;
   absl::flat_hash_map<BuilderIndex, OperatorBan> operator_bans_;
+  absl::flat_hash_map<std::string, OperatorBan> operator_relay_bans_;
   absl::flat_hash_map<BuilderIndex, bool> builder_trust_overrides_;
   absl::flat_hash_map<std::string, bool> relay_trust_overrides_;
   MissedSlotTracker missed_slots_;

@@ -21,6 +21,8 @@
 //       Z                               reset
 //       C CONFIG                        reconfigure (the last one is invalid)
 //       I                               replace the engine by Import(Export()) of it
+//       V RELAY REASON UNTIL            operator ban of a relay
+//       W RELAY                         operator unban of a relay
 //     Any other op byte stands for the op at (byte % number of ops) in that list.
 //   - An argument byte is a small number: '0'-'9' are 0-9, 'a'-'z' 10-35, 'A'-'Z' 36-61, any
 //     other byte its own value; each argument takes it modulo its alphabet (below). A missing
@@ -66,7 +68,7 @@ constexpr int kMaxSteps = 4000;
 // Steps listed when an invariant breaks.
 constexpr size_t kHistory = 12;
 
-constexpr char kOps[] = "abmdsfxrBUTRZCI";
+constexpr char kOps[] = "abmdsfxrBUTRZCIVW";
 
 // Clock advances, in slots: mostly the next slot, sometimes an epoch boundary, a jump past the
 // amendment window (which ages out votes and prunes records), past the missed-slot tracker's
@@ -92,7 +94,14 @@ constexpr const char* kRelays[] = {
     "ftp://relay-x.example",
     "a b",
 };
-constexpr const char* kPubkeys[] = {"", "pk-1", "pk-2", "pk-3"};
+// Public keys: none (a failed look-up), three builders' 48-byte keys, and one of another length,
+// which is refused.
+constexpr int kPubkeys = 5;
+std::string Pubkey(uint32_t i) {
+  if (i == 0) return "";
+  if (i == kPubkeys - 1) return "pk-short";
+  return std::string(48, static_cast<char>('0' + i));
+}
 constexpr int kRoots = 16;
 
 // Attested fractions: around the default threshold (0.60), both ends, and malformed ones.
@@ -148,6 +157,8 @@ const std::vector<Config>& Configs() {
       config.relay_blacklist_period_epochs = 2;
       config.critical_failed_builders = 5;
       config.amendment_window_slots = 16;
+      // Relay d is banned, with its members, for as long as it is listed.
+      config.blacklisted_relays = {"relay-d.example:9000"};
       configs->push_back(config);
     }
     {
@@ -313,7 +324,7 @@ class Run {
         BidSeen bid;
         bid.builder = ReadBuilder(reader);
         bid.relay = kRelays[reader.Arg(std::size(kRelays))];
-        bid.pubkey = kPubkeys[reader.Arg(std::size(kPubkeys))];
+        bid.pubkey = Pubkey(reader.Arg(kPubkeys));
         step.observation.event = std::move(bid);
         return step;
       }
@@ -388,6 +399,26 @@ class Run {
         return step;
       case 'Z':
         step.kind = EngineStep::Kind::kReset;
+        return step;
+      case 'V': {
+        step.kind = EngineStep::Kind::kBanRelay;
+        step.relay = kRelays[reader.Arg(std::size(kRelays))];
+        const uint32_t reason = reader.Arg(8);
+        // An empty reason and one beyond the bound are refused.
+        step.reason = reason == 0 ? "" : reason == 1 ? std::string(1025, 'r') : "fuzz";
+        const uint32_t until = reader.Arg(7);
+        // 0: open-ended; 1: the current epoch and 6: beyond the longest period, both refused;
+        // 2 to 5: 1 to 4 epochs ahead.
+        if (until == 6) {
+          step.until_epoch = engine_.current_epoch() + (uint64_t{1} << 20) + 1;
+        } else if (until > 0) {
+          step.until_epoch = engine_.current_epoch() + until - 1;
+        }
+        return step;
+      }
+      case 'W':
+        step.kind = EngineStep::Kind::kUnbanRelay;
+        step.relay = kRelays[reader.Arg(std::size(kRelays))];
         return step;
       case 'C':
       default:

@@ -6,9 +6,11 @@
 #include <variant>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/chain_time.h"
+#include "core/input_bounds.h"
 #include "core/relay_id.h"
 
 namespace breaker::core {
@@ -28,7 +30,8 @@ std::string DescribeEvent(const Event& event) {
   return std::visit(Overloaded{
                         [](const BidSeen& bid) {
                           return absl::StrCat("BidSeen{builder=", bid.builder, " relay='",
-                                              bid.relay, "' pubkey='", bid.pubkey, "'}");
+                                              bid.relay, "' pubkey='", absl::CHexEscape(bid.pubkey),
+                                              "'}");
                         },
                         [](const PayloadMissing& missing) {
                           return absl::StrCat("PayloadMissing{builder=", missing.builder,
@@ -61,6 +64,16 @@ bool AnyMissedSlotRule(const MissedSlotRules& rules) {
   return (rules.latched_rule && rules.max_allowed_missing_slots > 0) ||
          rules.max_consecutive_missed_slots > 0 || rules.max_missed_slots_in_window > 0 ||
          rules.max_epochs_since_finalization > 0;
+}
+
+// The operator's ban of relay `id` that has not ended, if there is one.
+const OperatorBan* ActiveRelayBan(const Engine& engine, const std::string& id) {
+  auto ban = engine.operator_relay_bans().find(id);
+  if (ban == engine.operator_relay_bans().end()) return nullptr;
+  if (ban->second.until_epoch.has_value() && *ban->second.until_epoch <= engine.current_epoch()) {
+    return nullptr;
+  }
+  return &ban->second;
 }
 
 bool IsFailureReport(const Event& event) {
@@ -130,6 +143,12 @@ StepResult ApplyStep(Engine& engine, const EngineStep& step) {
     case EngineStep::Kind::kReconfigure:
       result.status = engine.Reconfigure(step.config);
       break;
+    case EngineStep::Kind::kBanRelay:
+      result.status = engine.BanRelay(step.relay, step.reason, step.until_epoch);
+      break;
+    case EngineStep::Kind::kUnbanRelay:
+      result.status = engine.UnbanRelay(step.relay);
+      break;
   }
   result.version_after_action = engine.policy().version;
   result.refreshed = engine.RefreshPolicy();
@@ -164,6 +183,13 @@ std::string DescribeStep(const EngineStep& step) {
                           " max_indices_per_relay=", step.config.max_indices_per_relay,
                           " relays=", step.config.relays.size(),
                           " missed_slots=", step.config.missed_slots.preset, ")");
+    case EngineStep::Kind::kBanRelay:
+      return absl::StrCat(
+          "BanRelay('", step.relay, "', '", bounds::QuotePrefix(step.reason), "' (",
+          step.reason.size(), " bytes), ",
+          step.until_epoch.has_value() ? absl::StrCat(*step.until_epoch) : "nullopt", ")");
+    case EngineStep::Kind::kUnbanRelay:
+      return absl::StrCat("UnbanRelay('", step.relay, "')");
   }
   return "?";
 }
@@ -201,8 +227,11 @@ std::string EngineFingerprint(const Engine& engine, bool with_sequences) {
     const FailureRecord& f = record.failures;
     parts.push_back(absl::StrCat("builder ", builder, ": failed=", f.failed,
                                  " until=", f.ban_until_epoch, " reset=", f.ban_until_reset,
-                                 " backoff=", f.backoff_epoch, " key='", record.pubkey, "' last='",
-                                 f.last_failure, "'"));
+                                 " backoff=", f.backoff_epoch, " last='", f.last_failure, "'"));
+  }
+  for (const auto& [builder, key] : engine.builder_keys()) {
+    parts.push_back(absl::StrCat("key ", builder, ": ", absl::BytesToHexString(key.pubkey), "@",
+                                 key.last_bid_epoch));
   }
   for (const auto& [id, relay] : engine.relays()) {
     std::vector<std::pair<BuilderIndex, Epoch>> learned(relay.learned.begin(), relay.learned.end());
@@ -244,6 +273,7 @@ EngineChecker::EngineChecker(const Engine& engine, Options options)
 void EngineChecker::AllowWhatIsHeld(const Engine& engine) {
   const Config& config = engine.config();
   builders_allowance_ = std::max<size_t>(config.max_tracked_builders, engine.builders().size());
+  keys_allowance_ = std::max<size_t>(config.max_tracked_builders, engine.builder_keys().size());
   relays_allowance_ = std::max<size_t>(config.max_relays, engine.relays().size());
   learned_allowance_.clear();
   for (const auto& [id, relay] : engine.relays()) {
@@ -257,6 +287,8 @@ void EngineChecker::ShrinkAllowances(const Engine& engine) {
   const Config& config = engine.config();
   builders_allowance_ = std::max<size_t>(config.max_tracked_builders,
                                          std::min(builders_allowance_, engine.builders().size()));
+  keys_allowance_ = std::max<size_t>(config.max_tracked_builders,
+                                     std::min(keys_allowance_, engine.builder_keys().size()));
   relays_allowance_ =
       std::max<size_t>(config.max_relays, std::min(relays_allowance_, engine.relays().size()));
   absl::erase_if(learned_allowance_, [&](auto& entry) {
@@ -274,6 +306,11 @@ void EngineChecker::LearnConfig(const Config& config) {
     // ValidateConfig refuses a configuration whose relays do not normalize.
     if (!id.ok()) continue;
     configured_relays_[*id] = relay.indices;
+  }
+  configured_relay_blacklist_.clear();
+  for (const std::string& relay : config.blacklisted_relays) {
+    absl::StatusOr<std::string> id = NormalizeRelayId(relay);
+    if (id.ok()) configured_relay_blacklist_.insert(*id);
   }
 }
 
@@ -302,6 +339,23 @@ StepResult EngineChecker::Step(Engine& engine, const EngineStep& step) {
       fingerprint_needed ? EngineFingerprint(engine, /*with_sequences=*/false) : "";
   std::optional<Config> config_before;
   if (step.kind == EngineStep::Kind::kReconfigure) config_before = engine.config();
+  key_before_.reset();
+  relay_ban_before_.reset();
+  if (step.kind == EngineStep::Kind::kBanRelay || step.kind == EngineStep::Kind::kUnbanRelay) {
+    absl::StatusOr<std::string> id = NormalizeRelayId(step.relay);
+    if (id.ok()) {
+      if (const OperatorBan* ban = ActiveRelayBan(engine, *id)) relay_ban_before_ = *ban;
+    }
+  }
+  if (step.kind == EngineStep::Kind::kObserve) {
+    if (const auto* bid = std::get_if<BidSeen>(&step.observation.event)) {
+      KeyBefore before;
+      auto key = engine.builder_keys().find(bid->builder);
+      if (key != engine.builder_keys().end()) before.key = key->second;
+      before.had_record = engine.builders().contains(bid->builder);
+      key_before_ = std::move(before);
+    }
+  }
 
   const StepResult result = ApplyStep(engine, step);
 
@@ -371,7 +425,9 @@ EngineStep::Expect EngineChecker::DeriveExpectation(const Engine& engine,
   const bool malformed = std::visit(
       Overloaded{
           [&](const BidSeen& bid) {
-            return bid.builder == kSelfBuild || (!bid.relay.empty() && malformed_relay(bid.relay));
+            return bid.builder == kSelfBuild ||
+                   (!bid.relay.empty() && malformed_relay(bid.relay)) ||
+                   (!bid.pubkey.empty() && bid.pubkey.size() != bounds::kPubkeyBytes);
           },
           [&](const PayloadMissing& missing) {
             return missing.builder == kSelfBuild || !std::isfinite(missing.attested_fraction) ||
@@ -498,6 +554,9 @@ std::string EngineChecker::CheckContract(const Engine& engine, const EngineStep&
         return absl::StrCat("a refused observation changed the engine's state: ",
                             DescribeResult(result));
       }
+      if (const auto* bid = std::get_if<BidSeen>(&event); bid != nullptr && !refused) {
+        return CheckKey(engine, *bid);
+      }
       return "";
     }
     case EngineStep::Kind::kBan: {
@@ -529,13 +588,19 @@ std::string EngineChecker::CheckContract(const Engine& engine, const EngineStep&
         return absl::StrCat("UnbanBuilder said NOT_FOUND for a builder banned as ",
                             BanKindName(was->second.kind));
       }
+      // Banned only as a member of a banned relay: as collateral, or as the member of a relay the
+      // operator banned.
+      const bool through_operator_relay = ServedByOperatorBannedRelay(engine, step.builder);
       if (code == absl::StatusCode::kFailedPrecondition &&
-          (was == before.banned_builders.end() || was->second.kind != BanKind::kCollateral)) {
-        return "UnbanBuilder said FAILED_PRECONDITION for a builder not banned as collateral";
+          (was == before.banned_builders.end() ||
+           (was->second.kind != BanKind::kCollateral &&
+            !(was->second.kind == BanKind::kOperator && through_operator_relay)))) {
+        return "UnbanBuilder said FAILED_PRECONDITION for a builder not banned through a relay";
       }
       if (result.status.ok()) {
         auto now = after.banned_builders.find(step.builder);
-        if (now != after.banned_builders.end() && now->second.kind != BanKind::kCollateral) {
+        if (now != after.banned_builders.end() && now->second.kind != BanKind::kCollateral &&
+            !(now->second.kind == BanKind::kOperator && through_operator_relay)) {
           return absl::StrCat("after UnbanBuilder the builder is still banned as ",
                               BanKindName(now->second.kind));
         }
@@ -578,8 +643,69 @@ std::string EngineChecker::CheckContract(const Engine& engine, const EngineStep&
                               " right after Reset()");
         }
       }
-      if (!after.banned_relays.empty()) return "a relay is banned right after Reset()";
+      for (const auto& [relay, ban] : after.banned_relays) {
+        if (ban.kind != BanKind::kOperator) {
+          return absl::StrCat("relay ", relay, " is banned as ", BanKindName(ban.kind),
+                              " right after Reset()");
+        }
+      }
       if (after.missed_slots.latched) return "the missed-slot latch survived Reset()";
+      return "";
+    }
+    case EngineStep::Kind::kBanRelay: {
+      absl::StatusOr<std::string> id = NormalizeRelayId(step.relay);
+      const Epoch now = engine.current_epoch();
+      const bool valid =
+          id.ok() && !step.reason.empty() && step.reason.size() <= bounds::kMaxReasonBytes &&
+          (!step.until_epoch.has_value() ||
+           (*step.until_epoch > now && *step.until_epoch - now <= bounds::kMaxPeriodEpochs));
+      if (valid && code == absl::StatusCode::kResourceExhausted) {
+        // Only a new relay beyond the bound.
+        if (relay_ban_before_.has_value() ||
+            engine.operator_relay_bans().size() < bounds::kMaxOperatorRelayBans) {
+          return absl::StrCat("BanRelay answered ", result.status.ToString(), " with ",
+                              engine.operator_relay_bans().size(), " relays banned");
+        }
+        return "";
+      }
+      if (valid != result.status.ok() || (!valid && code != absl::StatusCode::kInvalidArgument)) {
+        return absl::StrCat("BanRelay answered ", result.status.ToString());
+      }
+      if (!valid) return "";
+      auto ban = after.banned_relays.find(*id);
+      if (ban == after.banned_relays.end()) return "a relay banned by the operator is not banned";
+      if (!ban->second.until_reset &&
+          (!step.until_epoch.has_value() || ban->second.until_epoch < *step.until_epoch)) {
+        return absl::StrCat("relay ", *id, " is banned until epoch ", ban->second.until_epoch,
+                            ", before the operator's ban ends");
+      }
+      return "";
+    }
+    case EngineStep::Kind::kUnbanRelay: {
+      absl::StatusOr<std::string> id = NormalizeRelayId(step.relay);
+      if (!id.ok()) {
+        return code == absl::StatusCode::kInvalidArgument
+                   ? ""
+                   : absl::StrCat("unbanning a malformed relay answered ",
+                                  result.status.ToString());
+      }
+      if (configured_relay_blacklist_.contains(*id)) {
+        return code == absl::StatusCode::kFailedPrecondition
+                   ? ""
+                   : absl::StrCat("unbanning a relay of the configured blacklist answered ",
+                                  result.status.ToString());
+      }
+      if (relay_ban_before_.has_value() != result.status.ok() ||
+          (!result.status.ok() && code != absl::StatusCode::kNotFound)) {
+        return absl::StrCat("UnbanRelay answered ", result.status.ToString(), " for a relay ",
+                            relay_ban_before_.has_value() ? "" : "not ", "banned by the operator");
+      }
+      if (ActiveRelayBan(engine, *id) != nullptr) return "UnbanRelay left the operator's ban";
+      auto ban = after.banned_relays.find(*id);
+      if (ban != after.banned_relays.end() && ban->second.kind != BanKind::kFailure) {
+        return absl::StrCat("after UnbanRelay relay ", *id, " is still banned as ",
+                            BanKindName(ban->second.kind));
+      }
       return "";
     }
     case EngineStep::Kind::kReconfigure: {
@@ -626,6 +752,53 @@ std::string EngineChecker::CheckContract(const Engine& engine, const EngineStep&
     }
     case EngineStep::Kind::kAdvance:
       return "";
+  }
+  return "";
+}
+
+// An accepted bid and the index it names: a key other than the remembered one leaves the index
+// without a record and without the relays of its previous owner, whichever came first, the key
+// or the failure; a bid without a key changes neither the key nor the record.
+std::string EngineChecker::CheckKey(const Engine& engine, const BidSeen& bid) const {
+  if (!key_before_.has_value()) return "";
+  const KeyBefore& before = *key_before_;
+  auto key = engine.builder_keys().find(bid.builder);
+  const bool has_record = engine.builders().contains(bid.builder);
+  if (bid.pubkey.empty()) {
+    const bool same_key = key == engine.builder_keys().end()
+                              ? !before.key.has_value()
+                              : before.key.has_value() && *before.key == key->second;
+    if (!same_key || has_record != before.had_record) {
+      return absl::StrCat("a bid without a key changed builder ", bid.builder, "'s ",
+                          same_key ? "record" : "remembered key");
+    }
+    return "";
+  }
+  if (before.key.has_value() && before.key->pubkey != bid.pubkey) {
+    if (has_record) {
+      return absl::StrCat("builder ", bid.builder,
+                          " still has a record after a bid under a key other than the "
+                          "remembered one");
+    }
+    absl::StatusOr<std::string> through =
+        bid.relay.empty() ? absl::StatusOr<std::string>("") : NormalizeRelayId(bid.relay);
+    for (const auto& [id, relay] : engine.relays()) {
+      if (through.ok() && id == *through) continue;
+      if (relay.learned.contains(bid.builder)) {
+        return absl::StrCat("builder ", bid.builder, " is still a learned member of ", id,
+                            " after a bid under a key other than the remembered one");
+      }
+    }
+  } else if (has_record != before.had_record) {
+    return absl::StrCat("a bid under builder ", bid.builder, "'s ",
+                        before.key.has_value() ? "remembered" : "first", " key ",
+                        has_record ? "made" : "dropped", " its record");
+  }
+  // A known index's key is always replaced; a new one's only when the table had room.
+  if (key != engine.builder_keys().end() ? key->second.pubkey != bid.pubkey
+                                         : before.key.has_value()) {
+    return absl::StrCat("after a bid of builder ", bid.builder,
+                        " the remembered key is not the bid's");
   }
   return "";
 }
@@ -692,6 +865,17 @@ bool EngineChecker::Trusted(const Engine& engine, BuilderIndex builder) const {
   if (serving == serving_.end()) return false;
   return std::any_of(serving->second.begin(), serving->second.end(),
                      [&](const std::string* id) { return policy.trusted_relays.contains(*id); });
+}
+
+bool EngineChecker::OperatorBansRelay(const Engine& engine, const std::string& id) const {
+  return configured_relay_blacklist_.contains(id) || ActiveRelayBan(engine, id) != nullptr;
+}
+
+bool EngineChecker::ServedByOperatorBannedRelay(const Engine& engine, BuilderIndex builder) const {
+  auto serving = serving_.find(builder);
+  if (serving == serving_.end()) return false;
+  return std::any_of(serving->second.begin(), serving->second.end(),
+                     [&](const std::string* id) { return OperatorBansRelay(engine, *id); });
 }
 
 // SELF_BUILD, TRUSTED_ONLY or ALL_BUILDERS, from the builders banned by their own failures.
@@ -774,8 +958,20 @@ std::string EngineChecker::CheckBans(const Engine& engine) const {
         }
         break;
       }
-      case BanKind::kOperator:
+      case BanKind::kOperator: {
+        const std::vector<BuilderIndex>& blacklist = engine.config().blacklisted_builders;
+        auto own = engine.operator_bans().find(builder);
+        const bool own_ban =
+            own != engine.operator_bans().end() &&
+            (!own->second.until_epoch.has_value() || *own->second.until_epoch > now);
+        if (!own_ban && std::find(blacklist.begin(), blacklist.end(), builder) == blacklist.end() &&
+            !ServedByOperatorBannedRelay(engine, builder)) {
+          return absl::StrCat("builder ", builder, " has an operator ban but no operator cause: ",
+                              "not listed, not banned by the operator, and no relay the operator ",
+                              "banned serves it");
+        }
         break;
+      }
     }
     if (ban.until_reset ? ban.until_epoch != 0 : ban.until_epoch <= now) {
       return absl::StrCat("builder ", builder, "'s ban has until_epoch ", ban.until_epoch,
@@ -806,6 +1002,38 @@ std::string EngineChecker::CheckBans(const Engine& engine) const {
     if (blacklisted == policy.banned_builders.end() || !blacklisted->second.until_reset) {
       return absl::StrCat("builder ", builder,
                           " of the configured blacklist is not banned until reset");
+    }
+  }
+  // A relay the operator bans is banned, and so is every builder it serves.
+  for (const auto& [id, operator_ban] : engine.operator_relay_bans()) {
+    if (ActiveRelayBan(engine, id) == nullptr) continue;
+    auto ban = policy.banned_relays.find(id);
+    if (ban == policy.banned_relays.end()) {
+      return absl::StrCat("relay ", id, " is banned by the operator but not in the policy");
+    }
+    if (!ban->second.until_reset && (!operator_ban.until_epoch.has_value() ||
+                                     ban->second.until_epoch < *operator_ban.until_epoch)) {
+      return absl::StrCat("relay ", id, "'s ban ends before the operator's");
+    }
+  }
+  for (const std::string& relay : configured_relay_blacklist_) {
+    auto ban = policy.banned_relays.find(relay);
+    if (ban == policy.banned_relays.end() || !ban->second.until_reset) {
+      return absl::StrCat("relay ", relay,
+                          " of the configured blacklist is not banned until reset");
+    }
+  }
+  for (const auto& [relay, ban] : policy.banned_relays) {
+    if (ban.kind == BanKind::kOperator && !OperatorBansRelay(engine, relay)) {
+      return absl::StrCat("relay ", relay, " has an operator ban but the operator does not ban it");
+    }
+  }
+  for (const auto& [builder, relays] : serving_) {
+    if (!ServedByOperatorBannedRelay(engine, builder)) continue;
+    auto ban = policy.banned_builders.find(builder);
+    if (ban == policy.banned_builders.end() || ban->second.kind == BanKind::kCollateral) {
+      return absl::StrCat("builder ", builder, " is served by a relay the operator banned but is ",
+                          ban == policy.banned_builders.end() ? "not banned" : "only collateral");
     }
   }
   if (!policy.IsAllowed(kSelfBuild, "")) return "self-building is refused";
@@ -851,7 +1079,7 @@ std::string EngineChecker::CheckBans(const Engine& engine) const {
   for (const auto& [id, relay] : engine.relays()) {
     auto ban = policy.banned_relays.find(id);
     if (ban == policy.banned_relays.end() || relay.failures.Banned(now) ||
-        culprit_relays.contains(&id)) {
+        culprit_relays.contains(&id) || ban->second.kind == BanKind::kOperator) {
       continue;
     }
     return absl::StrCat("relay ", id, " is banned until epoch ", ban->second.until_epoch, " for '",
@@ -868,6 +1096,18 @@ std::string EngineChecker::CheckCaps(const Engine& engine) const {
   const Config& config = engine.config();
   if (engine.builders().contains(kSelfBuild)) return "the self-build index has a record";
   if (policy.banned_builders.contains(kSelfBuild)) return "the self-build index is banned";
+  for (const auto& [builder, key] : engine.builder_keys()) {
+    if (builder == kSelfBuild) return "the self-build index has a remembered key";
+    if (key.pubkey.size() != bounds::kPubkeyBytes) {
+      return absl::StrCat("builder ", builder, "'s remembered key is ", key.pubkey.size(),
+                          " bytes");
+    }
+  }
+  if (engine.builder_keys().size() > keys_allowance_) {
+    return absl::StrCat(engine.builder_keys().size(), " keys remembered, max_tracked_builders ",
+                        config.max_tracked_builders, " (", keys_allowance_,
+                        " held when the cap was set)");
+  }
   if (engine.builders().size() > builders_allowance_) {
     return absl::StrCat(engine.builders().size(), " builders tracked, max_tracked_builders ",
                         config.max_tracked_builders, " (", builders_allowance_,

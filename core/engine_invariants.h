@@ -11,13 +11,16 @@
 //   kVersions          the version changes exactly when the decisions do, never goes back, and
 //                      a second refresh publishes nothing;
 //   kObserveContract   each call answers as documented (refusals, duplicates, operator
-//                      actions), and a refused observation changes nothing;
+//                      actions), a refused observation changes nothing, and after a bid under
+//                      a key other than the one remembered for its index the index has no
+//                      record (nor the relays of its previous owner);
 //   kModeCounts        the mode follows from the builders banned by their own failures and the
 //                      missed-slot breaker;
 //   kBanConsistency    every ban in the policy has its cause in the state and no cause is
-//                      missing; collateral bans stay within their relays' bans;
-//   kCapsAndSelfBuild  the memory caps hold, relay keys are normalized, and the self-build
-//                      index is never tracked nor banned;
+//                      missing; collateral bans stay within their relays' bans; a relay the
+//                      operator banned is banned with every member;
+//   kCapsAndSelfBuild  the memory caps hold (remembered public keys too), relay keys are
+//                      normalized, and the self-build index is never tracked nor banned;
 //   kExportImport      Import(Export()) gives an engine that answers and publishes alike, step
 //                      for step, for a while.
 // None of them depends on how the steps were chosen: whatever the caller knows beyond the
@@ -74,6 +77,8 @@ struct EngineStep {
     kSetRelayTrust,
     kReset,
     kReconfigure,
+    kBanRelay,
+    kUnbanRelay,
   };
   // What Observe must answer. kUnknown: the checker derives what it can from the engine's
   // state (the node's sequence number, the slot range, the self-build index, the attested
@@ -88,12 +93,12 @@ struct EngineStep {
   Expect expect = Expect::kUnknown;
   // kBan, kUnban, kSetBuilderTrust.
   BuilderIndex builder = 0;
-  // kBan.
+  // kBan, kBanRelay.
   std::string reason;
   std::optional<Epoch> until_epoch;
   // kSetBuilderTrust, kSetRelayTrust.
   bool trusted = false;
-  // kSetRelayTrust.
+  // kSetRelayTrust, kBanRelay, kUnbanRelay.
   std::string relay;
   // kReconfigure.
   Config config;
@@ -172,12 +177,17 @@ class EngineChecker {
   void ComputeServing(const Engine& engine);
   std::vector<std::string> Serving(BuilderIndex builder) const;
   bool Trusted(const Engine& engine, BuilderIndex builder) const;
+  // Whether a relay the operator bans (configured blacklist or an operator ban in force) serves
+  // `builder` (learned within the TTL or configured).
+  bool ServedByOperatorBannedRelay(const Engine& engine, BuilderIndex builder) const;
+  bool OperatorBansRelay(const Engine& engine, const std::string& id) const;
 
   std::string CheckVersions(Engine& engine, const EngineStep& step, const StepResult& result,
                             uint64_t version_before_refresh);
   std::string CheckContract(const Engine& engine, const EngineStep& step, EngineStep::Expect expect,
                             const StepResult& result, const std::string& fingerprint_before,
                             const Config* config_before) const;
+  std::string CheckKey(const Engine& engine, const BidSeen& bid) const;
   std::string CheckServing(const Engine& engine) const;
   std::string CheckMode(const Engine& engine) const;
   std::string CheckBans(const Engine& engine) const;
@@ -208,6 +218,8 @@ class EngineChecker {
   // The configured relays (normalized identifier -> configured indices), from the
   // configuration in force.
   absl::flat_hash_map<std::string, std::vector<BuilderIndex>> configured_relays_;
+  // The configured blacklisted_relays, normalized.
+  absl::flat_hash_set<std::string> configured_relay_blacklist_;
   // Every relay identifier the engine has held or been configured with, sorted: the relays
   // that Policy::IsAllowed is probed through, one per step in turn.
   std::vector<std::string> probe_relays_;
@@ -225,8 +237,17 @@ class EngineChecker {
   // the rest over time). So each count is bounded by its cap or by what a lowered cap found,
   // and that excess may only shrink.
   size_t builders_allowance_ = 0;
+  size_t keys_allowance_ = 0;
   size_t relays_allowance_ = 0;
   absl::flat_hash_map<std::string, size_t> learned_allowance_;
+  // For a bid: what the engine knew of its index before it (see CheckKey).
+  struct KeyBefore {
+    std::optional<BuilderKey> key;
+    bool had_record = false;
+  };
+  std::optional<KeyBefore> key_before_;
+  // For kBanRelay and kUnbanRelay: the operator's ban of the step's relay before it, if any.
+  std::optional<OperatorBan> relay_ban_before_;
   // The copy made by Import(Export()), run in lock step for a while.
   std::optional<Engine> shadow_;
   int lockstep_left_ = 0;

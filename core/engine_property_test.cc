@@ -145,6 +145,8 @@ std::vector<Variant> Variants() {
     config.relay_association_ttl_epochs = 4;
     config.relay_blacklist_period_epochs = 2;
     config.critical_failed_builders = 5;
+    // Relay d's members are banned for as long as it is listed.
+    config.blacklisted_relays = {"relay-d.example:9000"};
     variants.push_back({"pre-gloas/mevboost/2-reporters/short-ttl", config});
   }
   return variants;
@@ -169,6 +171,7 @@ struct Stats {
   int missed_slot_tripped = 0;
   int steps_with_collateral = 0;
   int steps_with_relay_ban = 0;
+  int steps_with_operator_relay_ban = 0;
   int resource_exhausted = 0;
   int refused = 0;
   int duplicates = 0;
@@ -185,6 +188,7 @@ struct Stats {
     missed_slot_tripped += other.missed_slot_tripped;
     steps_with_collateral += other.steps_with_collateral;
     steps_with_relay_ban += other.steps_with_relay_ban;
+    steps_with_operator_relay_ban += other.steps_with_operator_relay_ban;
     resource_exhausted += other.resource_exhausted;
     refused += other.refused;
     duplicates += other.duplicates;
@@ -198,6 +202,7 @@ struct Stats {
                         trusted_only, "/", self_build, " missed_slot_tripped=", missed_slot_tripped,
                         " collateral_steps=", steps_with_collateral,
                         " relay_ban_steps=", steps_with_relay_ban,
+                        " operator_relay_ban_steps=", steps_with_operator_relay_ban,
                         " resource_exhausted=", resource_exhausted, " refused=", refused,
                         " duplicates=", duplicates, " versions=", versions, " imports=", imports,
                         " max_banned=", max_banned, " max_tracked=", max_tracked);
@@ -230,6 +235,8 @@ class Simulation {
         8,                         // kBuilderTrust
         4,                         // kRelayTrust
         3,                         // kReset
+        2,                         // kBanRelay
+        3,                         // kUnbanRelay
     });
     // Pre-Gloas, time moves slot by slot, with rare jumps, so that the in-order block reports
     // keep up with the clock: the missed-slot breaker judges a slot one slot after it (two for
@@ -299,6 +306,8 @@ class Simulation {
     kBuilderTrust,
     kRelayTrust,
     kReset,
+    kBanRelay,
+    kUnbanRelay,
   };
 
   struct Block {
@@ -361,7 +370,9 @@ class Simulation {
     if (Chance(0.25)) return "";  // The node's look-up failed.
     // Now and then the index changes hands without an exit report: a new key.
     if (Chance(0.03)) ++generation_[builder];
-    return absl::StrCat("pk-", builder, "-", generation_[builder]);
+    std::string key = absl::StrCat("pk-", builder, "-", generation_[builder]);
+    key.resize(48, '.');
+    return key;
   }
 
   double AttestedFraction() {
@@ -531,6 +542,25 @@ class Simulation {
         action.trusted = Chance(0.5);
         return action;
       }
+      case kBanRelay: {
+        Action action;
+        action.kind = Action::Kind::kBanRelay;
+        action.relay = Chance(0.05) ? "ftp://relay-x.example" : AnySpelling(AnyEndpoint());
+        action.reason = Chance(0.05) ? "" : Chance(0.03) ? std::string(1025, 'r') : "property test";
+        const Epoch now = engine_->current_epoch();
+        if (Chance(0.85)) {
+          action.until_epoch = Chance(0.1)    ? now
+                               : Chance(0.03) ? now + (uint64_t{1} << 20) + 1
+                                              : now + Uniform(1, 8);
+        }
+        return action;
+      }
+      case kUnbanRelay: {
+        Action action;
+        action.kind = Action::Kind::kUnbanRelay;
+        action.relay = Chance(0.05) ? "a b" : AnySpelling(AnyEndpoint());
+        return action;
+      }
       case kReset:
       default: {
         Action action;
@@ -545,7 +575,7 @@ class Simulation {
   Action Malformed() {
     const Slot slot = ObservedSlot();
     Action action;
-    switch (Uniform(0, 7)) {
+    switch (Uniform(0, 8)) {
       case 0:
         action = Observe(slot, BidSeen{AnyBuilder(), "", ""});
         action.observation.node.clear();
@@ -576,9 +606,15 @@ class Simulation {
       case 6:
         action = Observe(slot, BuilderExited{kSelfBuild});
         break;
-      default:
-        action = Observe(slot, BidSeen{kSelfBuild, "", "pk-self"});
+      case 7:
+        action = Observe(slot, BidSeen{kSelfBuild, "", ""});
         break;
+      default: {
+        // A public key that is not 48 bytes: the service refuses it too, the engine must.
+        const BuilderIndex builder = AnyBuilder();
+        action = Observe(slot, BidSeen{builder, "", Pubkey(builder).substr(0, 47) + "xx"});
+        break;
+      }
     }
     if (action.expect == Action::Expect::kAccepted) action.expect = Action::Expect::kInvalid;
     return action;
@@ -617,6 +653,10 @@ class Simulation {
       ++stats_.steps_with_collateral;
     }
     if (!policy.banned_relays.empty()) ++stats_.steps_with_relay_ban;
+    if (std::any_of(policy.banned_relays.begin(), policy.banned_relays.end(),
+                    [](const auto& entry) { return entry.second.kind == BanKind::kOperator; })) {
+      ++stats_.steps_with_operator_relay_ban;
+    }
     if (result.status.code() == absl::StatusCode::kResourceExhausted) ++stats_.resource_exhausted;
     if (!result.status.ok()) ++stats_.refused;
     if (result.outcome == ObserveOutcome::kDuplicate) ++stats_.duplicates;

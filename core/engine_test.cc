@@ -5,6 +5,8 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "core/input_bounds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/status_matchers.h"
@@ -14,12 +16,16 @@ namespace {
 
 using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr Slot kSlotsPerEpoch = 32;
 constexpr Epoch kStartEpoch = 10;
 
 Slot SlotOf(Epoch epoch, Slot offset = 0) { return epoch * kSlotsPerEpoch + offset; }
+
+// A builder's public key: 48 bytes, all `c`.
+std::string Key(char c) { return std::string(48, c); }
 
 BlockRoot Root(uint32_t id) {
   return BlockRootFromBytes(std::string(reinterpret_cast<const char*>(&id), sizeof(id)));
@@ -305,23 +311,107 @@ TEST_F(EngineTest, SelfBuildIndexIsNeverTracked) {
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
-TEST_F(EngineTest, IndexReuseByPublicKeyChangeDropsTheRecord) {
+TEST_F(EngineTest, IndexReuseWhenTheKeyWasSeenBeforeTheFailure) {
   Start();
-  Bid(5, "", SlotOf(kStartEpoch), "key-a");
+  // The usual order: a bid (its key remembered, no record yet), the win, the withheld payload.
+  Bid(5, "", SlotOf(kStartEpoch), Key('a'));
   ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 1), IsOk());
-  Bid(5, "", SlotOf(kStartEpoch, 2), "key-a");
   ASSERT_TRUE(Banned(5));
-  // A bid before the failure created no record, so the key is learned from the next bid.
-  Bid(5, "", SlotOf(kStartEpoch, 3), "key-b");
+  Bid(5, "", SlotOf(kStartEpoch, 2), Key('a'));
+  ASSERT_TRUE(Banned(5));
+  // The index's new owner bids: it inherits nothing.
+  Bid(5, "", SlotOf(kStartEpoch, 3), Key('b'));
   EXPECT_FALSE(Banned(5));
-  EXPECT_EQ(Failed(5), 0u);
+  EXPECT_FALSE(engine_->builders().contains(5));
+  EXPECT_EQ(engine_->builder_keys().at(5).pubkey, Key('b'));
+}
+
+TEST_F(EngineTest, IndexReuseWhenTheFailureCameBeforeAnyKey) {
+  Start();
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
+  // The first key seen is the failing builder's own.
+  Bid(5, "", SlotOf(kStartEpoch, 1), Key('a'));
+  ASSERT_TRUE(Banned(5));
+  Bid(5, "", SlotOf(kStartEpoch, 2), Key('b'));
+  EXPECT_FALSE(Banned(5));
+  EXPECT_FALSE(engine_->builders().contains(5));
+}
+
+TEST_F(EngineTest, IndexReuseForgetsTheRelaysOfTheOldOwner) {
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  Bid(5, "http://a", slot, Key('a'));
+  Bid(6, "http://a", slot, Key('6'));
+  ASSERT_THAT(Fail(5, slot, 1), IsOk());
+  ASSERT_TRUE(policy().banned_relays.contains("http://a"));
+  ASSERT_EQ(BanOf(6).kind, BanKind::kCollateral);
+  // The new owner of index 5 bids through another relay: relay a's ban had only the old owner
+  // as its cause.
+  Bid(5, "http://b", slot + 1, Key('b'));
+  EXPECT_FALSE(Banned(5));
+  EXPECT_FALSE(Banned(6));
+  EXPECT_TRUE(policy().banned_relays.empty());
+  EXPECT_EQ(engine_->RelaysServing(5), std::vector<std::string>{"http://b"});
 }
 
 TEST_F(EngineTest, FailedKeyLookupNeverShedsABan) {
   Start();
-  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1), IsOk());
-  Bid(5, "", SlotOf(kStartEpoch, 1), "key-a");
+  Bid(5, "", SlotOf(kStartEpoch), Key('a'));
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 1), IsOk());
+  const absl::flat_hash_map<BuilderIndex, BuilderKey> keys = engine_->builder_keys();
   Bid(5, "", SlotOf(kStartEpoch, 2), "");
+  EXPECT_TRUE(Banned(5));
+  EXPECT_EQ(engine_->builder_keys(), keys);
+}
+
+TEST_F(EngineTest, AKeyOfAnotherLengthIsRefused) {
+  Start();
+  for (const std::string& key : {std::string(47, 'k'), std::string(49, 'k'), std::string("pk")}) {
+    EXPECT_THAT(
+        Observe(BidSeen{5, "http://a", key}, SlotOf(kStartEpoch)),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bid_seen.builder_pubkey is")));
+  }
+  EXPECT_TRUE(engine_->builder_keys().empty());
+  EXPECT_TRUE(engine_->RelayMembers("http://a").empty());
+}
+
+TEST_F(EngineTest, KeysAreKeptWhileTheIndexIsBannedAndForgottenAfterTheTtl) {
+  config_.relay_association_ttl_epochs = 4;
+  Start();
+  Bid(5, "", SlotOf(kStartEpoch), Key('a'));
+  Bid(6, "", SlotOf(kStartEpoch), Key('b'));
+  ASSERT_THAT(Fail(6, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(Fail(6, SlotOf(kStartEpoch, 1), 2), IsOk());
+  ASSERT_TRUE(BanOf(6).until_reset);
+  AdvanceToEpoch(kStartEpoch + 100);
+  // No record and no bid for four epochs: forgotten. Banned: kept.
+  EXPECT_FALSE(engine_->builder_keys().contains(5));
+  ASSERT_TRUE(engine_->builder_keys().contains(6));
+  Bid(6, "", SlotOf(kStartEpoch + 100), Key('c'));
+  EXPECT_FALSE(Banned(6));
+}
+
+TEST_F(EngineTest, KeysAreCappedByMaxTrackedBuildersNeverDroppingABannedIndexsKey) {
+  config_.max_tracked_builders = 16;
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  Bid(100, "", slot, Key('a'));
+  ASSERT_THAT(Fail(100, slot, 1), IsOk());
+  for (BuilderIndex b = 0; b < 40; ++b) Bid(b, "", slot, Key(static_cast<char>('0' + b)));
+  EXPECT_EQ(engine_->builder_keys().size(), 16u);
+  ASSERT_TRUE(engine_->builder_keys().contains(100));
+  Bid(100, "", slot, Key('b'));
+  EXPECT_FALSE(Banned(100));
+}
+
+TEST_F(EngineTest, AnExitForgetsTheKey) {
+  Start();
+  Bid(5, "", SlotOf(kStartEpoch), Key('a'));
+  ASSERT_THAT(Observe(BuilderExited{5}, SlotOf(kStartEpoch)), IsOk());
+  EXPECT_FALSE(engine_->builder_keys().contains(5));
+  // The index's next owner fails, then bids under its own key: the first key known.
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 1), IsOk());
+  Bid(5, "", SlotOf(kStartEpoch, 2), Key('b'));
   EXPECT_TRUE(Banned(5));
 }
 
@@ -732,6 +822,205 @@ TEST_F(EngineTest, ResetClearsFailuresButKeepsOperatorBans) {
   EXPECT_TRUE(policy().banned_relays.empty());
 }
 
+// --- Operator bans of relays ----------------------------------------------------------------
+
+TEST_F(EngineTest, BannedRelayRefusesBidsThroughItAndBansItsMembers) {
+  config_.relays = {RelayConfig{"http://configured", false, {7}}};
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  Bid(1, "http://a", slot);
+  Bid(2, "relay.other", slot);
+  Bid(2, "http://a", slot);
+  ASSERT_THAT(engine_->BanRelay("HTTP://A/", "stolen keys", std::nullopt), IsOk());
+  EXPECT_TRUE(engine_->RefreshPolicy());
+  EXPECT_THAT(policy().reason, HasSubstr("banned relays http://a"));
+  ASSERT_TRUE(policy().banned_relays.contains("http://a"));
+  const Ban& relay_ban = policy().banned_relays.at("http://a");
+  EXPECT_EQ(relay_ban.kind, BanKind::kOperator);
+  EXPECT_TRUE(relay_ban.until_reset);
+  EXPECT_EQ(relay_ban.reason, "operator: stolen keys");
+  // Every bid through it, whoever the builder; its members everywhere, as the operator's ban.
+  EXPECT_FALSE(policy().IsAllowed(3, "http://a"));
+  EXPECT_TRUE(policy().IsAllowed(3, ""));
+  for (BuilderIndex member : {1, 2}) {
+    ASSERT_TRUE(Banned(member)) << member;
+    EXPECT_EQ(BanOf(member).kind, BanKind::kOperator);
+    EXPECT_TRUE(BanOf(member).until_reset);
+    EXPECT_EQ(BanOf(member).reason, "relay http://a is banned: operator: stolen keys");
+    EXPECT_FALSE(policy().IsAllowed(member, "http://relay.other"));
+  }
+  // The other relay of builder 2 is not banned: the ban spreads one level, like collateral.
+  EXPECT_FALSE(policy().banned_relays.contains("http://relay.other"));
+  EXPECT_TRUE(engine_->builders().empty());
+  // A builder that bids through it later is its member too.
+  Bid(3, "http://a", slot + 1);
+  EXPECT_TRUE(Banned(3));
+  // A configured relay's configured indices are its members from the start.
+  ASSERT_THAT(engine_->BanRelay("http://configured", "investigating", kStartEpoch + 3), IsOk());
+  engine_->RefreshPolicy();
+  ASSERT_TRUE(Banned(7));
+  EXPECT_EQ(BanOf(7).until_epoch, kStartEpoch + 3);
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+}
+
+TEST_F(EngineTest, OperatorRelayBansNeverCountTowardModes) {
+  config_.critical_failed_builders = 2;
+  config_.critical_failed_untrusted_builders = 1;
+  RelayConfig relay{"http://big", false, {}};
+  for (BuilderIndex b = 1; b <= 12; ++b) relay.indices.push_back(b);
+  config_.relays = {relay};
+  Start();
+  for (BuilderIndex b = 20; b < 30; ++b) Bid(b, "http://big", SlotOf(kStartEpoch));
+  ASSERT_THAT(engine_->BanRelay("http://big", "x", std::nullopt), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_EQ(policy().banned_builders.size(), 22u);
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+  // One builder's own failure still counts.
+  ASSERT_THAT(Fail(40, SlotOf(kStartEpoch, 1), 1), IsOk());
+  EXPECT_EQ(policy().mode, Mode::kTrustedOnly);
+}
+
+TEST_F(EngineTest, RelayBanUntilAnEpochLiftsByItself) {
+  Start();
+  Bid(1, "http://a", SlotOf(kStartEpoch));
+  ASSERT_THAT(engine_->BanRelay("http://a", "x", kStartEpoch + 2), IsOk());
+  engine_->RefreshPolicy();
+  ASSERT_TRUE(Banned(1));
+  EXPECT_EQ(BanOf(1).until_epoch, kStartEpoch + 2);
+  EXPECT_FALSE(BanOf(1).until_reset);
+  AdvanceToEpoch(kStartEpoch + 1);
+  EXPECT_TRUE(Banned(1));
+  AdvanceToEpoch(kStartEpoch + 2);
+  EXPECT_FALSE(Banned(1));
+  EXPECT_TRUE(policy().banned_relays.empty());
+  EXPECT_TRUE(engine_->operator_relay_bans().empty());
+}
+
+TEST_F(EngineTest, BanRelayRefusesBadRequestsAndHoldsAtMostTheBound) {
+  Start();
+  EXPECT_THAT(engine_->BanRelay("ftp://a", "x", std::nullopt),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(engine_->BanRelay("http://a", "", std::nullopt),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reason")));
+  EXPECT_THAT(
+      engine_->BanRelay("http://a", std::string(bounds::kMaxReasonBytes + 1, 'r'), std::nullopt),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reason is 1025 bytes")));
+  EXPECT_THAT(engine_->BanRelay("http://a", "x", kStartEpoch),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("already be over")));
+  EXPECT_THAT(engine_->BanRelay("http://a", "x", kStartEpoch + bounds::kMaxPeriodEpochs + 1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 1048576 epochs")));
+  EXPECT_TRUE(engine_->operator_relay_bans().empty());
+  ASSERT_THAT(engine_->BanRelay("http://a", std::string(bounds::kMaxReasonBytes, 'r'),
+                                kStartEpoch + bounds::kMaxPeriodEpochs),
+              IsOk());
+
+  for (size_t i = 1; i < bounds::kMaxOperatorRelayBans; ++i) {
+    ASSERT_THAT(engine_->BanRelay(absl::StrCat("http://r", i), "x", std::nullopt), IsOk());
+  }
+  EXPECT_THAT(engine_->BanRelay("http://one-more", "x", std::nullopt),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr(absl::StrCat("(", bounds::kMaxOperatorRelayBans, ")"))));
+  // A banned relay's ban can still be replaced.
+  ASSERT_THAT(engine_->BanRelay("http://a", "shorter", kStartEpoch + 1), IsOk());
+  EXPECT_EQ(engine_->operator_relay_bans().at("http://a").reason, "shorter");
+  EXPECT_EQ(engine_->operator_relay_bans().size(), bounds::kMaxOperatorRelayBans);
+}
+
+TEST_F(EngineTest, UnbanRelayLiftsOnlyAnOperatorBan) {
+  config_.relays = {RelayConfig{"http://a", false, {1, 2}}};
+  Start();
+  EXPECT_THAT(engine_->UnbanRelay("http://a"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("not banned by the operator")));
+  EXPECT_THAT(engine_->UnbanRelay("a b"), StatusIs(absl::StatusCode::kInvalidArgument));
+  ASSERT_THAT(engine_->BanRelay("http://a", "x", std::nullopt), IsOk());
+  engine_->RefreshPolicy();
+  ASSERT_TRUE(Banned(2));
+  ASSERT_THAT(engine_->UnbanRelay("HTTP://a:80/"), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_FALSE(Banned(2));
+  EXPECT_TRUE(policy().banned_relays.empty());
+  EXPECT_THAT(engine_->UnbanRelay("http://a"), StatusIs(absl::StatusCode::kNotFound));
+
+  // Banned by the operator and for a member's failure: the failure kind is listed, and the
+  // relay stays banned for it once the operator's ban is lifted.
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
+  ASSERT_THAT(engine_->BanRelay("http://a", "x", std::nullopt), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_EQ(policy().banned_relays.at("http://a").kind, BanKind::kFailure);
+  EXPECT_TRUE(policy().banned_relays.at("http://a").until_reset);
+  EXPECT_EQ(BanOf(2).kind, BanKind::kOperator);
+  ASSERT_THAT(engine_->UnbanRelay("http://a"), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_EQ(policy().banned_relays.at("http://a").kind, BanKind::kFailure);
+  EXPECT_EQ(BanOf(2).kind, BanKind::kCollateral);
+  EXPECT_THAT(engine_->UnbanRelay("http://a"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("banned for failures")));
+}
+
+TEST_F(EngineTest, UnbanOfAMemberOfABannedRelayNamesTheRelay) {
+  config_.relays = {RelayConfig{"http://a", false, {1, 2}}};
+  Start();
+  ASSERT_THAT(engine_->BanRelay("http://a", "x", std::nullopt), IsOk());
+  ASSERT_THAT(engine_->BanBuilder(1, "own ban", std::nullopt), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_THAT(engine_->UnbanBuilder(2),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("relay(s) http://a"), HasSubstr("unban the relay"))));
+  // Its own ban lifts; the relay's stays.
+  ASSERT_THAT(engine_->UnbanBuilder(1), IsOk());
+  engine_->RefreshPolicy();
+  ASSERT_TRUE(Banned(1));
+  EXPECT_THAT(BanOf(1).reason, HasSubstr("relay http://a is banned"));
+}
+
+TEST_F(EngineTest, ConfiguredBlacklistedRelaysAreBannedUntilRemoved) {
+  config_.critical_failed_builders = 1;
+  config_.relays = {RelayConfig{"http://relay.bad:18550", false, {4}}};
+  config_.blacklisted_relays = {"Relay.Bad:18550"};
+  Start();
+  ASSERT_TRUE(policy().banned_relays.contains("http://relay.bad:18550"));
+  const Ban& relay_ban = policy().banned_relays.at("http://relay.bad:18550");
+  EXPECT_EQ(relay_ban.kind, BanKind::kOperator);
+  EXPECT_TRUE(relay_ban.until_reset);
+  EXPECT_EQ(relay_ban.reason, "in the configured blacklist");
+  ASSERT_TRUE(Banned(4));
+  EXPECT_EQ(BanOf(4).kind, BanKind::kOperator);
+  EXPECT_EQ(BanOf(4).reason, "relay http://relay.bad:18550 is banned: in the configured blacklist");
+  Bid(5, "http://RELAY.bad:18550/", SlotOf(kStartEpoch));
+  EXPECT_TRUE(Banned(5));
+  EXPECT_EQ(policy().mode, Mode::kAllBuilders);
+  EXPECT_THAT(engine_->UnbanRelay("relay.bad:18550"),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("blacklisted_relays")));
+  EXPECT_THAT(engine_->UnbanBuilder(4),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("http://relay.bad:18550")));
+
+  // An operator ban on top outlives the configuration's.
+  ASSERT_THAT(engine_->BanRelay("relay.bad:18550", "until the audit", std::nullopt), IsOk());
+  Config without = config_;
+  without.blacklisted_relays.clear();
+  ASSERT_THAT(engine_->Reconfigure(without), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_EQ(policy().banned_relays.at("http://relay.bad:18550").reason,
+            "operator: until the audit");
+  ASSERT_THAT(engine_->UnbanRelay("relay.bad:18550"), IsOk());
+  engine_->RefreshPolicy();
+  EXPECT_TRUE(policy().banned_relays.empty());
+  EXPECT_FALSE(Banned(4));
+}
+
+TEST_F(EngineTest, ResetKeepsOperatorRelayBans) {
+  config_.relays = {RelayConfig{"http://a", false, {1, 2}}};
+  Start();
+  ASSERT_THAT(engine_->BanRelay("http://a", "x", std::nullopt), IsOk());
+  ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
+  engine_->Reset();
+  engine_->RefreshPolicy();
+  EXPECT_TRUE(policy().banned_relays.contains("http://a"));
+  EXPECT_EQ(policy().banned_relays.at("http://a").kind, BanKind::kOperator);
+  EXPECT_TRUE(Banned(1));
+  EXPECT_EQ(BanOf(1).kind, BanKind::kOperator);
+  EXPECT_TRUE(engine_->builders().empty());
+}
+
 // --- Pre-Gloas presets ---------------------------------------------------------------------
 
 TEST_F(EngineTest, WindowedPresetRecoversWhereTheLatchedRuleDoesNot) {
@@ -769,11 +1058,15 @@ TEST_F(EngineTest, VersionIncreasesOnlyWhenDecisionsChange) {
 TEST_F(EngineTest, ExportImportGivesTheSamePolicyAndBehaviour) {
   config_.relays = {RelayConfig{"http://a", false, {1, 2}}};
   Start();
-  Bid(3, "http://b", SlotOf(kStartEpoch), "key3");
+  Bid(3, "http://b", SlotOf(kStartEpoch), Key('3'));
+  Bid(4, "", SlotOf(kStartEpoch), Key('4'));
   ASSERT_THAT(Fail(1, SlotOf(kStartEpoch), 1), IsOk());
   ASSERT_THAT(Fail(3, SlotOf(kStartEpoch, 1), 2), IsOk());
   ASSERT_THAT(engine_->BanBuilder(9, "x", std::nullopt), IsOk());
+  ASSERT_THAT(engine_->BanRelay("http://b", "stolen keys", std::nullopt), IsOk());
+  ASSERT_THAT(engine_->BanRelay("http://c", "for a while", kStartEpoch + 1), IsOk());
   engine_->RefreshPolicy();
+  ASSERT_TRUE(policy().banned_relays.contains("http://b"));
 
   absl::StatusOr<Engine> copy = Engine::Import(config_, engine_->Export());
   ASSERT_THAT(copy, IsOk());
@@ -787,6 +1080,18 @@ TEST_F(EngineTest, ExportImportGivesTheSamePolicyAndBehaviour) {
   ASSERT_THAT(copy->Observe(again), IsOk());
   copy->RefreshPolicy();
   EXPECT_TRUE(copy->policy().banned_builders.at(3).until_reset);
+  EXPECT_EQ(copy->operator_relay_bans().size(), 2u);
+  EXPECT_THAT(copy->UnbanRelay("http://b"), IsOk());
+  // And the keys: builder 4's was seen before any failure of it.
+  EXPECT_EQ(copy->builder_keys(), engine_->builder_keys());
+  Observation failure{SlotOf(kStartEpoch, 2), "n1", 101, PayloadMissing{4, Root(5), 0.9}};
+  ASSERT_THAT(copy->Observe(failure), IsOk());
+  copy->RefreshPolicy();
+  ASSERT_TRUE(copy->policy().banned_builders.contains(4));
+  Observation newcomer{SlotOf(kStartEpoch, 2), "n1", 102, BidSeen{4, "", Key('n')}};
+  ASSERT_THAT(copy->Observe(newcomer), IsOk());
+  copy->RefreshPolicy();
+  EXPECT_FALSE(copy->policy().banned_builders.contains(4));
 }
 
 TEST_F(EngineTest, ImportRefusesInconsistentState) {
@@ -794,6 +1099,13 @@ TEST_F(EngineTest, ImportRefusesInconsistentState) {
   EngineState state = engine_->Export();
   state.relays["HTTP://NotNormalized"] = RelayRecord();
   EXPECT_THAT(Engine::Import(config_, state), StatusIs(absl::StatusCode::kInvalidArgument));
+  state = engine_->Export();
+  state.operator_relay_bans["http://A"] = OperatorBan{"x", std::nullopt};
+  EXPECT_THAT(Engine::Import(config_, state), StatusIs(absl::StatusCode::kInvalidArgument));
+  state = engine_->Export();
+  state.builder_keys[5] = BuilderKey{"short", 0};
+  EXPECT_THAT(Engine::Import(config_, state),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("public key of 5 bytes")));
 }
 
 TEST_F(EngineTest, InvalidReconfigurationLeavesConfigUnchanged) {

@@ -32,7 +32,15 @@ const CommandSpec kBuilders{"builders",
                             {},
                             {{"banned", "", "only banned"}},
                             ""};
-const std::vector<const CommandSpec*> kCommands = {&kBan, &kBuilders};
+// As breakerctl's own: a builder INDEX or --relay=URL (the command checks that it is one).
+const CommandSpec kUnban{"unban",
+                         "unban INDEX | unban --relay=URL",
+                         "lift a ban",
+                         "Lifts a ban.\n",
+                         {{"INDEX", "the builder's index", true}},
+                         {{"relay", "URL", "a relay instead of a builder"}},
+                         "breakerctl unban 42"};
+const std::vector<const CommandSpec*> kCommands = {&kBan, &kBuilders, &kUnban};
 
 absl::Status Parse(const std::vector<std::string>& argv, CommandLine* line) {
   return ParseCommandLine(argv, kCommands, line);
@@ -54,6 +62,29 @@ TEST(ParseCommandLineTest, FlagsInBothFormsAndGlobalsAnywhere) {
   EXPECT_EQ(options->target, "h:1");
   EXPECT_TRUE(options->json);
   EXPECT_EQ(options->timeout, absl::Seconds(10));
+}
+
+TEST(ParseCommandLineTest, RelayFlagInsteadOfAnOptionalIndex) {
+  CommandLine line;
+  ASSERT_THAT(Parse({"unban", "--relay=HTTPS://Relay.Example.com/"}, &line), IsOk());
+  EXPECT_EQ(line.spec, &kUnban);
+  EXPECT_THAT(line.args, ElementsAre());
+  EXPECT_THAT(line.flags, UnorderedElementsAre(Pair("relay", "HTTPS://Relay.Example.com/")));
+  line = CommandLine();
+  ASSERT_THAT(Parse({"unban", "--relay", "relay.example.com:18550", "--json"}, &line), IsOk());
+  EXPECT_EQ(line.Flag("relay"), "relay.example.com:18550");
+  EXPECT_TRUE(line.BoolFlag("json"));
+  // Both parse: which one is given is the command's to check.
+  line = CommandLine();
+  ASSERT_THAT(Parse({"unban", "5", "--relay=r:1"}, &line), IsOk());
+  EXPECT_THAT(line.args, ElementsAre("5"));
+  line = CommandLine();
+  const absl::Status missing = Parse({"unban", "--relay"}, &line);
+  EXPECT_TRUE(IsUsageError(missing));
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("--relay needs a value: --relay=URL"));
+  line = CommandLine();
+  EXPECT_TRUE(IsUsageError(Parse({"unban", "5", "6"}, &line)));
+  EXPECT_THAT(CommandHelp(kUnban), HasSubstr("INDEX   the builder's index (optional)"));
 }
 
 TEST(ParseCommandLineTest, BooleanFlags) {

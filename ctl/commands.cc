@@ -252,42 +252,91 @@ absl::Status RunNodes(const CommandContext& context) {
 
 // --- ban, unban -----------------------------------------------------------------------------
 
-absl::Status RunBan(const CommandContext& context) {
-  absl::StatusOr<uint64_t> index = IndexArg(context);
-  if (!index.ok()) return index.status();
-  v1::BanBuilderRequest request;
-  request.set_builder_index(*index);
-  request.set_reason(context.line.Flag("reason"));
-  if (request.reason().empty()) {
-    return UsageError("--reason needs a text: why, for the other operators");
+// `ban` and `unban` take a builder INDEX or --relay=URL, exactly one; true for the relay.
+absl::StatusOr<bool> RelayOrIndex(const CommandContext& context) {
+  const bool relay = context.line.Has("relay");
+  if (relay && !context.line.args.empty()) {
+    return UsageError("give a builder INDEX or --relay=URL, not both");
   }
+  if (!relay && context.line.args.empty()) return UsageError("missing INDEX (or --relay=URL)");
+  if (relay && context.line.Flag("relay").empty()) {
+    return UsageError("--relay needs the relay's endpoint");
+  }
+  return relay;
+}
+
+absl::Status RunBan(const CommandContext& context) {
+  absl::StatusOr<bool> relay = RelayOrIndex(context);
+  if (!relay.ok()) return relay.status();
+  const std::string reason = context.line.Flag("reason");
+  if (reason.empty()) return UsageError("--reason needs a text: why, for the other operators");
+  uint64_t until_epoch = 0;
   if (context.line.Has("until_epoch")) {
     absl::StatusOr<uint64_t> until = ParseUint64("--until_epoch", context.line.Flag("until_epoch"));
     if (!until.ok()) return until.status();
     if (*until == 0)
       return UsageError(
           "--until_epoch must be a future epoch; leave it out for a ban until unbanned");
-    request.set_until_epoch(*until);
+    until_epoch = *until;
   }
+  const std::string until_text =
+      until_epoch == 0 ? std::string("until unbanned") : absl::StrCat("until epoch ", until_epoch);
+  if (*relay) {
+    v1::BanRelayRequest request;
+    request.set_relay(context.line.Flag("relay"));
+    request.set_reason(reason);
+    request.set_until_epoch(until_epoch);
+    absl::StatusOr<v1::Policy> policy = Call(context, &Stub::async::BanRelay, request);
+    if (!policy.ok()) return policy.status();
+    return PrintSteered(context,
+                        absl::StrCat("relay ", request.relay(), " banned ", until_text,
+                                     ", with every builder it serves"),
+                        *policy);
+  }
+  absl::StatusOr<uint64_t> index = IndexArg(context);
+  if (!index.ok()) return index.status();
+  v1::BanBuilderRequest request;
+  request.set_builder_index(*index);
+  request.set_reason(reason);
+  request.set_until_epoch(until_epoch);
   absl::StatusOr<v1::Policy> policy = Call(context, &Stub::async::BanBuilder, request);
   if (!policy.ok()) return policy.status();
-  return PrintSteered(context,
-                      absl::StrCat("builder ", *index, " banned ",
-                                   request.until_epoch() == 0
-                                       ? std::string("until unbanned")
-                                       : absl::StrCat("until epoch ", request.until_epoch())),
-                      *policy);
+  return PrintSteered(context, absl::StrCat("builder ", *index, " banned ", until_text), *policy);
 }
 
-std::string BanHint(const CommandContext&, const absl::Status& status) {
-  if (status.code() == absl::StatusCode::kInvalidArgument) {
-    return "'breakerctl status' shows the current epoch: --until_epoch must be after it, or left "
-           "out for a ban until 'breakerctl unban'";
+std::string BanHint(const CommandContext& context, const absl::Status& status) {
+  const bool relay = context.line.Has("relay");
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return absl::StrCat(
+          relay ? "give the relay's endpoint, e.g. https://relay.example.com, and a --reason of "
+                  "at most 1024 bytes; "
+                : "",
+          "'breakerctl status' shows the current epoch: --until_epoch must be after it, or left "
+          "out for a ban until 'breakerctl unban'");
+    case absl::StatusCode::kResourceExhausted:
+      return relay ? "breakerd holds at most 256 operator bans of relays; lift one with "
+                     "'breakerctl unban --relay=URL' ('breakerctl relays' lists them), or list "
+                     "long-lived bans in the configuration's blacklisted_relays"
+                   : "";
+    default:
+      return "";
   }
-  return "";
 }
 
 absl::Status RunUnban(const CommandContext& context) {
+  absl::StatusOr<bool> relay = RelayOrIndex(context);
+  if (!relay.ok()) return relay.status();
+  if (*relay) {
+    v1::UnbanRelayRequest request;
+    request.set_relay(context.line.Flag("relay"));
+    absl::StatusOr<v1::Policy> policy = Call(context, &Stub::async::UnbanRelay, request);
+    if (!policy.ok()) return policy.status();
+    return PrintSteered(context,
+                        absl::StrCat("relay ", request.relay(),
+                                     " unbanned (a ban for its builders' failures stays)"),
+                        *policy);
+  }
   absl::StatusOr<uint64_t> index = IndexArg(context);
   if (!index.ok()) return index.status();
   v1::UnbanBuilderRequest request;
@@ -299,14 +348,22 @@ absl::Status RunUnban(const CommandContext& context) {
       *policy);
 }
 
-std::string UnbanHint(const CommandContext&, const absl::Status& status) {
+std::string UnbanHint(const CommandContext& context, const absl::Status& status) {
+  const bool relay = context.line.Has("relay");
   switch (status.code()) {
     case absl::StatusCode::kNotFound:
-      return "nothing to lift; 'breakerctl builders --banned' lists the bans";
+      return relay ? "the operator does not ban this relay; 'breakerctl relays' lists the bans "
+                     "(a ban of kind failure lifts with its causes, or by 'breakerctl reset')"
+                   : "nothing to lift; 'breakerctl builders --banned' lists the bans";
     case absl::StatusCode::kFailedPrecondition:
-      return "a builder in the configuration's blacklisted_builders stays banned until it is "
-             "removed from the file and 'breakerctl reload' runs; one banned only as a member of "
-             "a banned relay is cleared by 'breakerctl reset'";
+      return relay ? "a relay in the configuration's blacklisted_relays stays banned until it is "
+                     "removed from the file and 'breakerctl reload' runs"
+                   : "a builder in the configuration's blacklisted_builders stays banned until it "
+                     "is removed from the file and 'breakerctl reload' runs; one banned only as a "
+                     "member of a banned relay is cleared by 'breakerctl reset', or by 'breakerctl "
+                     "unban --relay=URL' for a relay the operator banned";
+    case absl::StatusCode::kInvalidArgument:
+      return relay ? "give the relay's endpoint, e.g. https://relay.example.com" : "";
     default:
       return "";
   }
@@ -483,6 +540,7 @@ absl::Status RunHelp(const CommandContext& context) {
 // --- the table ------------------------------------------------------------------------------
 
 const FlagSpec kRelayFlag{"relay", "URL", "a relay's endpoint (any spelling) instead of a builder"};
+const ArgSpec kOptionalIndexArg{"INDEX", "the builder's index on the chain", true};
 
 std::vector<Command>* MakeCommands() {
   auto* commands = new std::vector<Command>;
@@ -546,27 +604,39 @@ std::vector<Command>* MakeCommands() {
       &RunNodes});
   commands->push_back(Command{
       {"ban",
-       "ban INDEX --reason=TEXT [--until_epoch=N]",
-       "ban a builder fleet-wide",
+       "ban INDEX --reason=TEXT [--until_epoch=N] | ban --relay=URL --reason=TEXT "
+       "[--until_epoch=N]",
+       "ban a builder, or a relay, fleet-wide",
        "Bans a builder for every node of the fleet, until epoch N or until unbanned. An operator\n"
-       "ban does not count toward the fallback modes. Prints the resulting policy.\n",
-       {{"INDEX", "the builder's index on the chain"}},
+       "ban does not count toward the fallback modes. Prints the resulting policy.\n"
+       "With --relay instead of INDEX, bans a relay (any spelling of its endpoint): every bid\n"
+       "through it is refused, and every builder it serves (learned from its bids, or\n"
+       "configured) is banned with it, kind operator; neither counts toward the modes. The\n"
+       "reason is at most 1024 bytes, N at most 2^20 epochs ahead, and at most 256 relays are\n"
+       "banned this way at once.\n",
+       {kOptionalIndexArg},
        {{"reason", "TEXT", "why, for the other operators", true},
-        {"until_epoch", "N", "the ban lifts at this epoch (default: until unbanned)"}},
-       "breakerctl ban 42 --reason=\"withheld twice\" --until_epoch=400010"},
+        {"until_epoch", "N", "the ban lifts at this epoch (default: until unbanned)"},
+        kRelayFlag},
+       "breakerctl ban 42 --reason=\"withheld twice\" --until_epoch=400010\n"
+       "breakerctl ban --relay=https://relay.example.com --reason=\"leaked bids\""},
       &RunBan,
       true,
       &BanHint});
   commands->push_back(Command{
       {"unban",
-       "unban INDEX",
-       "lift a builder's ban and failure record",
+       "unban INDEX | unban --relay=URL",
+       "lift a builder's ban and failure record, or a relay's ban",
        "Lifts an operator ban and the builder's failure record. A builder in the configured\n"
        "blacklist is unbanned by editing the configuration and reloading; one banned only as a\n"
-       "member of a banned relay by a reset. Prints the resulting policy.\n",
-       {{"INDEX", "the builder's index on the chain"}},
-       {},
-       "breakerctl unban 42"},
+       "member of a banned relay by a reset, or by unbanning the relay the operator banned.\n"
+       "With --relay instead of INDEX, lifts the operator's ban of a relay, and with it the bans\n"
+       "of the builders it serves (a ban for their failures stays). A relay in the\n"
+       "configuration's blacklisted_relays is unbanned by editing the configuration and\n"
+       "reloading. Prints the resulting policy.\n",
+       {kOptionalIndexArg},
+       {kRelayFlag},
+       "breakerctl unban 42\nbreakerctl unban --relay=https://relay.example.com"},
       &RunUnban,
       true,
       &UnbanHint});
@@ -599,10 +669,10 @@ std::vector<Command>* MakeCommands() {
       {"reset",
        "reset [--reason=TEXT]",
        "clear failure records and the latched breaker",
-       "Clears every builder's failure record, every relay ban and the latched pre-Gloas\n"
-       "missed-slot breaker: what restarting a beacon node did before. Operator bans and trust\n"
-       "overrides stay. Use it once the incident that tripped the breaker is understood and\n"
-       "over. Prints the resulting policy.\n",
+       "Clears every builder's failure record, every relay ban for failures and the latched\n"
+       "pre-Gloas missed-slot breaker: what restarting a beacon node did before. Operator bans\n"
+       "(of builders and of relays) and trust overrides stay. Use it once the incident that\n"
+       "tripped the breaker is understood and over. Prints the resulting policy.\n",
        {},
        {{"reason", "TEXT", "why, for breakerd's log"}},
        "breakerctl reset --reason=\"relay outage over\""},
@@ -743,8 +813,9 @@ int ReportResult(const CommandLine& line, const GlobalOptions& options, const ab
                                 "? (--target; if it serves TLS, give --tls_ca)");
       break;
     case absl::StatusCode::kUnauthenticated:
-      hint = "breakerd wants a credential its access file lists: --token_file, or --tls_cert "
-             "and --tls_key";
+      hint =
+          "breakerd wants a credential its access file lists: --token_file, or --tls_cert "
+          "and --tls_key";
       break;
     case absl::StatusCode::kPermissionDenied:
       hint = "viewers may read, only admins change the state; use an admin's credential";

@@ -69,8 +69,8 @@ absl::Status ValidateStep(const v1::Step& step, int number, absl::string_view na
       // something the breaker decides.
       if (step.admin().action_case() == v1::AdminAction::ACTION_NOT_SET) {
         return InvalidStep(number, name,
-                           "admin needs an action (ban, unban, builder_trust, relay_trust or "
-                           "reset)");
+                           "admin needs an action (ban, unban, ban_relay, unban_relay, "
+                           "builder_trust, relay_trust or reset)");
       }
       break;
     case v1::Step::ACTION_NOT_SET:

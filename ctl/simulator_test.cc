@@ -293,6 +293,47 @@ TEST(SimulateTest, AdminActionsApplyAsTheAdminServiceDoes) {
   EXPECT_EQ(result->timeline[1].policy.banned_builders(0).ban().kind(), v1::BAN_KIND_OPERATOR);
 }
 
+TEST(SimulateTest, RelayBansApplyAsTheAdminServiceDoes) {
+  absl::StatusOr<SimulationResult> result = Simulate(
+      GloasConfig(), ParseScenario(R"pb(
+        start_slot: 320000
+        step {
+          name: "builder 8 bids through relay.example:18550"
+          observe {
+            node: "bn-1"
+            observation { bid_seen { builder_index: 8 relay: "relay.example:18550" } }
+          }
+        }
+        step {
+          name: "the operator bans the relay"
+          admin { ban_relay { relay: "HTTP://Relay.Example:18550/" reason: "leaked bids" } }
+          expect {
+            banned_builders { builder_indices: 8 }
+            banned_relays { relays: "relay.example:18550" }
+          }
+        }
+        step {
+          name: "another relay is not banned by the operator"
+          admin { unban_relay { relay: "https://other.example" } }
+          expect { error_contains: "not banned by the operator" }
+        }
+        step {
+          name: "unban the relay"
+          admin { unban_relay { relay: "http://relay.example:18550" } }
+          expect {
+            banned_builders {}
+            banned_relays {}
+          }
+        }
+      )pb"));
+  ASSERT_THAT(result, IsOk());
+  EXPECT_THAT(result->failures, IsEmpty());
+  ASSERT_THAT(result->timeline, SizeIs(3));
+  ASSERT_EQ(result->timeline[1].policy.banned_builders_size(), 1);
+  EXPECT_EQ(result->timeline[1].policy.banned_builders(0).ban().kind(), v1::BAN_KIND_OPERATOR);
+  EXPECT_EQ(result->timeline[1].policy.banned_relays(0).ban().kind(), v1::BAN_KIND_OPERATOR);
+}
+
 // --- Sequence numbers and scenario conveniences ---
 
 TEST(SimulateTest, SequenceZeroIsTheNodesNextAndAReplayIsIgnored) {

@@ -221,6 +221,22 @@ grpc::ServerUnaryReactor* AdminService::UnbanBuilder(grpc::CallbackServerContext
   return Steer(context, std::move(action), response);
 }
 
+grpc::ServerUnaryReactor* AdminService::BanRelay(grpc::CallbackServerContext* context,
+                                                 const v1::BanRelayRequest* request,
+                                                 v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_ban_relay() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::UnbanRelay(grpc::CallbackServerContext* context,
+                                                   const v1::UnbanRelayRequest* request,
+                                                   v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_unban_relay() = *request;
+  return Steer(context, std::move(action), response);
+}
+
 grpc::ServerUnaryReactor* AdminService::SetBuilderTrust(grpc::CallbackServerContext* context,
                                                         const v1::SetBuilderTrustRequest* request,
                                                         v1::Policy* response) {

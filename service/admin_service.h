@@ -45,6 +45,12 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* UnbanBuilder(grpc::CallbackServerContext* context,
                                          const breaker::v1::UnbanBuilderRequest* request,
                                          breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* BanRelay(grpc::CallbackServerContext* context,
+                                     const breaker::v1::BanRelayRequest* request,
+                                     breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* UnbanRelay(grpc::CallbackServerContext* context,
+                                       const breaker::v1::UnbanRelayRequest* request,
+                                       breaker::v1::Policy* response) override;
   grpc::ServerUnaryReactor* SetBuilderTrust(grpc::CallbackServerContext* context,
                                             const breaker::v1::SetBuilderTrustRequest* request,
                                             breaker::v1::Policy* response) override;

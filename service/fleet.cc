@@ -953,7 +953,9 @@ v1::Builder Fleet::DescribeBuilder(core::BuilderIndex builder) const {
   if (auto record = engine_.builders().find(builder); record != engine_.builders().end()) {
     info.set_failed(record->second.failures.failed);
     info.set_backoff_epoch(record->second.failures.backoff_epoch);
-    info.set_pubkey(record->second.pubkey);
+  }
+  if (auto key = engine_.builder_keys().find(builder); key != engine_.builder_keys().end()) {
+    info.set_pubkey(key->second.pubkey);
   }
   if (auto ban = policy.banned_builders.find(builder); ban != policy.banned_builders.end()) {
     *info.mutable_ban() = codec::BanToProto(ban->second);
@@ -974,6 +976,10 @@ v1::ListRelaysResponse Fleet::ListRelays() const {
   const core::Policy& policy = engine_.policy();
   std::vector<std::string> ids;
   for (const auto& [id, relay] : engine_.relays()) ids.push_back(id);
+  // A relay the operator banned is listed before any bid came through it.
+  for (const auto& [id, ban] : policy.banned_relays) {
+    if (!engine_.relays().contains(id)) ids.push_back(id);
+  }
   std::sort(ids.begin(), ids.end());
   absl::flat_hash_set<std::string> configured;
   for (const core::RelayConfig& relay : engine_.config().relays) {
@@ -981,7 +987,7 @@ v1::ListRelaysResponse Fleet::ListRelays() const {
     if (id.ok()) configured.insert(*id);
   }
   for (const std::string& id : ids) {
-    const core::RelayRecord& record = engine_.relays().at(id);
+    auto record = engine_.relays().find(id);
     v1::Relay* relay = response.add_relays();
     relay->set_relay(id);
     relay->set_configured(configured.contains(id));
@@ -990,7 +996,8 @@ v1::ListRelaysResponse Fleet::ListRelays() const {
       *relay->mutable_ban() = codec::BanToProto(ban->second);
     }
     for (core::BuilderIndex member : engine_.RelayMembers(id)) relay->add_builder_indices(member);
-    relay->set_last_seen_epoch(record.last_seen_epoch);
+    if (record != engine_.relays().end())
+      relay->set_last_seen_epoch(record->second.last_seen_epoch);
   }
   return response;
 }

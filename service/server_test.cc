@@ -54,11 +54,11 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
+using ::breaker::testing::CheckHealth;
 using test_support::BannedIndices;
 using test_support::Bans;
 using test_support::Bid;
 using test_support::Chain;
-using ::breaker::testing::CheckHealth;
 using test_support::Deadline;
 using test_support::Delivered;
 using test_support::Indices;
@@ -578,6 +578,9 @@ TEST_F(ServerTest, JournalReplayGivesTheSameVersion) {
   relay_trust.set_relay("https://trusted.example/");
   relay_trust.set_trusted(true);
   ASSERT_THAT(Call(&v1::Admin::Stub::async::SetRelayTrust, relay_trust), IsOk());
+  ASSERT_THAT(BanRelay("relay.example:18550", "from the journal"), IsOk());
+  ASSERT_THAT(BanRelay("https://other.example", "lifted in the journal"), IsOk());
+  ASSERT_THAT(UnbanRelay("https://other.example"), IsOk());
   AdvanceTo(kStartSlot + 3);
   server_->fleet()->Sync();
   const v1::Policy policy = GetPolicy();
@@ -894,6 +897,101 @@ TEST_F(ServerTest, SetRelayTrustNormalizesTheIdentifier) {
   EXPECT_THAT(Call(&v1::Admin::Stub::async::SetRelayTrust, request),
               StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(GetPolicy().version(), version);
+}
+
+TEST_F(ServerTest, BanRelayBansTheRelayAndItsMembers) {
+  StartServer("relays { identifier: \"https://configured.example\" builder_indices: [4] }\n");
+  std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
+  ASSERT_TRUE(node->ObserveAndAwaitAck({Bid(1, 7, "relay.example:18550")}).has_value());
+  const v1::Policy before = GetPolicy();
+  EXPECT_THAT(BanRelay("relay.example:18550", ""),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reason")));
+  EXPECT_THAT(BanRelay("relay.example:18550", std::string(1025, 'r')),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 1024 bytes")));
+  EXPECT_THAT(BanRelay("ftp://relay.example", "x"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("ftp://relay.example")));
+  EXPECT_THAT(BanRelay("relay.example:18550", "x", kStartEpoch),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("epoch")));
+  EXPECT_TRUE(MessageDifferencer::Equals(GetPolicy(), before));
+
+  absl::StatusOr<v1::Policy> banned = BanRelay("HTTP://Relay.Example:18550/", "stolen keys");
+  ASSERT_THAT(banned, IsOk());
+  EXPECT_EQ(banned->version(), before.version() + 1);
+  ASSERT_EQ(banned->banned_relays_size(), 1);
+  EXPECT_EQ(banned->banned_relays(0).relay(), "http://relay.example:18550");
+  EXPECT_EQ(banned->banned_relays(0).ban().kind(), v1::BAN_KIND_OPERATOR);
+  EXPECT_TRUE(banned->banned_relays(0).ban().until_reset());
+  EXPECT_EQ(banned->banned_relays(0).ban().reason(), "operator: stolen keys");
+  // Its member, with the operator's kind; not counted toward the modes.
+  ASSERT_THAT(BannedIndices(*banned), ElementsAre(7u));
+  EXPECT_EQ(banned->banned_builders(0).ban().kind(), v1::BAN_KIND_OPERATOR);
+  EXPECT_EQ(banned->mode(), v1::MODE_ALL_BUILDERS);
+  std::optional<v1::Policy> received = node->AwaitPolicyVersion(banned->version());
+  ASSERT_TRUE(received.has_value());
+  EXPECT_TRUE(MessageDifferencer::Equals(*received, *banned));
+
+  // A relay no bid came through yet is listed with its ban; a configured one bans its indices.
+  absl::StatusOr<v1::Policy> until =
+      BanRelay("https://unseen.example", "investigating", kStartEpoch + 2);
+  ASSERT_THAT(until, IsOk());
+  ASSERT_THAT(BanRelay("https://configured.example", "x"), IsOk());
+  EXPECT_THAT(BannedIndices(GetPolicy()), ElementsAre(4u, 7u));
+  const v1::ListRelaysResponse relays = ListRelays();
+  ASSERT_EQ(relays.relays_size(), 3);
+  // Sorted: http://relay.example:18550, https://configured.example, https://unseen.example.
+  EXPECT_THAT(relays.relays(0).builder_indices(), ElementsAre(7u));
+  EXPECT_TRUE(relays.relays(0).has_ban());
+  EXPECT_THAT(relays.relays(1).builder_indices(), ElementsAre(4u));
+  EXPECT_EQ(relays.relays(2).relay(), "https://unseen.example");
+  EXPECT_EQ(relays.relays(2).ban().kind(), v1::BAN_KIND_OPERATOR);
+  EXPECT_EQ(relays.relays(2).ban().until_epoch(), kStartEpoch + 2);
+  EXPECT_EQ(relays.relays(2).last_seen_epoch(), 0u);
+  EXPECT_FALSE(relays.relays(2).configured());
+}
+
+TEST_F(ServerTest, UnbanRelayLiftsTheOperatorsBan) {
+  StartServer("blacklisted_relays: \"relay.listed:18550\"\n");
+  EXPECT_THAT(UnbanRelay("relay.example:18550"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("not banned by the operator")));
+  EXPECT_THAT(UnbanRelay("HTTP://relay.listed:18550/"),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("blacklisted_relays")));
+  EXPECT_THAT(UnbanRelay("a b"), StatusIs(absl::StatusCode::kInvalidArgument));
+  ASSERT_EQ(GetPolicy().banned_relays_size(), 1);
+
+  std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
+  ASSERT_TRUE(node->ObserveAndAwaitAck({Bid(1, 7, "relay.example:18550")}).has_value());
+  ASSERT_THAT(BanRelay("relay.example:18550", "x"), IsOk());
+  EXPECT_THAT(UnbanBuilder(7), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                        HasSubstr("http://relay.example:18550")));
+  absl::StatusOr<v1::Policy> unbanned = UnbanRelay("relay.example:18550");
+  ASSERT_THAT(unbanned, IsOk());
+  EXPECT_FALSE(Bans(*unbanned, 7));
+  ASSERT_EQ(unbanned->banned_relays_size(), 1);
+  EXPECT_EQ(unbanned->banned_relays(0).relay(), "http://relay.listed:18550");
+}
+
+TEST_F(ServerTest, RelayBansSurviveARestart) {
+  StartServer();
+  {
+    std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
+    ASSERT_TRUE(node->ObserveAndAwaitAck({Bid(1, 7, "relay.example:18550")}).has_value());
+    EXPECT_TRUE(node->Close().ok());
+  }
+  ASSERT_THAT(BanRelay("relay.example:18550", "stolen keys"), IsOk());
+  ASSERT_THAT(BanRelay("https://other.example", "for a while", kStartEpoch + 5), IsOk());
+  ASSERT_THAT(BanRelay("https://third.example", "lifted before the restart"), IsOk());
+  ASSERT_THAT(UnbanRelay("https://third.example"), IsOk());
+  const v1::Policy policy = GetPolicy();
+  ASSERT_EQ(policy.banned_relays_size(), 2);
+  const v1::ListRelaysResponse relays = ListRelays();
+
+  Restart();
+  EXPECT_TRUE(MessageDifferencer::Equals(GetPolicy(), policy)) << GetPolicy().DebugString();
+  EXPECT_TRUE(MessageDifferencer::Equals(ListRelays(), relays)) << ListRelays().DebugString();
+  absl::StatusOr<v1::Policy> unbanned = UnbanRelay("http://relay.example:18550");
+  ASSERT_THAT(unbanned, IsOk());
+  EXPECT_EQ(unbanned->version(), policy.version() + 1);
+  EXPECT_FALSE(Bans(*unbanned, 7));
 }
 
 TEST_F(ServerTest, ResetClearsFailuresButNotOperatorBans) {

@@ -365,6 +365,21 @@ class ServerTest : public ::testing::Test {
     return Call(&v1::Admin::Stub::async::UnbanBuilder, request);
   }
 
+  absl::StatusOr<v1::Policy> BanRelay(const std::string& relay, const std::string& reason,
+                                      uint64_t until_epoch = 0) {
+    v1::BanRelayRequest request;
+    request.set_relay(relay);
+    request.set_reason(reason);
+    request.set_until_epoch(until_epoch);
+    return Call(&v1::Admin::Stub::async::BanRelay, request);
+  }
+
+  absl::StatusOr<v1::Policy> UnbanRelay(const std::string& relay) {
+    v1::UnbanRelayRequest request;
+    request.set_relay(relay);
+    return Call(&v1::Admin::Stub::async::UnbanRelay, request);
+  }
+
   absl::StatusOr<v1::Builder> GetBuilder(uint64_t builder) {
     v1::GetBuilderRequest request;
     request.set_builder_index(builder);

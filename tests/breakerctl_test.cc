@@ -409,6 +409,13 @@ TEST_F(BreakerctlTest, UsageErrorsExitTwoAndShowTheUsage) {
       {{"ban", "--reason=x"}, "missing INDEX"},
       {{"ban", "five", "--reason=x"}, "INDEX takes a whole number"},
       {{"ban", "5", "--reason=x", "--until_epoch=soon"}, "--until_epoch takes a whole number"},
+      {{"ban", "5", "--relay=https://relay.example.com", "--reason=x"},
+       "give a builder INDEX or --relay=URL, not both"},
+      {{"ban", "--relay=", "--reason=x"}, "--relay needs the relay's endpoint"},
+      {{"ban", "--relay=https://relay.example.com"}, "missing --reason=TEXT"},
+      {{"unban"}, "missing INDEX (or --relay=URL)"},
+      {{"unban", "5", "--relay", "https://relay.example.com"},
+       "give a builder INDEX or --relay=URL, not both"},
       {{"builders", "--colour"}, "unknown flag --colour"},
       {{"builder"}, "missing INDEX"},
       {{"trust"}, "give a builder INDEX or --relay=URL"},
@@ -427,6 +434,7 @@ TEST_F(BreakerctlTest, UsageErrorsExitTwoAndShowTheUsage) {
   }
   // A usage error sends nothing: the policy did not change.
   EXPECT_EQ(GetPolicy().banned_builders_size(), 0);
+  EXPECT_EQ(GetPolicy().banned_relays_size(), 0);
   const Outcome ban = Ctl({"ban", "5"});
   EXPECT_THAT(ban.err, HasSubstr("Usage: breakerctl ban INDEX --reason=TEXT [--until_epoch=N]"));
 }
@@ -631,7 +639,8 @@ TEST_F(BreakerctlTest, TlsFlagsAndRolesAreCheckedAndExplained) {
   server_ = *std::move(server);
   target_ = absl::StrCat("127.0.0.1:", server_->port());
   auto as = [&](const std::string& who) {
-    return std::vector<std::string>{"--tls_ca=" + tls + "ca.pem", "--tls_cert=" + tls + who + ".pem",
+    return std::vector<std::string>{"--tls_ca=" + tls + "ca.pem",
+                                    "--tls_cert=" + tls + who + ".pem",
                                     "--tls_key=" + tls + who + ".key"};
   };
   auto with = [](std::vector<std::string> flags, const std::vector<std::string>& command) {
@@ -645,6 +654,16 @@ TEST_F(BreakerctlTest, TlsFlagsAndRolesAreCheckedAndExplained) {
   EXPECT_THAT(viewer_ban.err, HasSubstr("PERMISSION_DENIED: 'dashboard' has the role ROLE_VIEWER"));
   EXPECT_THAT(viewer_ban.err, HasSubstr("hint: viewers may read, only admins change the state"));
   EXPECT_THAT(CtlOk(with(as("admin"), {"ban", "5", "--reason=x"})), HasSubstr("builder 5 banned"));
+  // A relay's ban takes the same role as a builder's.
+  const Outcome viewer_relay_ban =
+      Ctl(with(as("viewer"), {"ban", "--relay=https://relay.example.com", "--reason=x"}));
+  EXPECT_EQ(viewer_relay_ban.exit_code, kRefused) << viewer_relay_ban;
+  EXPECT_THAT(viewer_relay_ban.err, HasSubstr("PERMISSION_DENIED"));
+  EXPECT_THAT(CtlOk(with(as("admin"), {"ban", "--relay=https://relay.example.com", "--reason=x"})),
+              HasSubstr("relay https://relay.example.com banned"));
+  EXPECT_EQ(Ctl(with(as("viewer"), {"unban", "--relay=https://relay.example.com"})).exit_code,
+            kRefused);
+  EXPECT_EQ(Ctl(with(as("admin"), {"unban", "--relay=https://relay.example.com"})).exit_code, kOk);
 
   // A token decides over the certificate: the viewer's connection with the admin's token.
   const std::string token_file = dir_ + "/admin.token";
@@ -669,6 +688,72 @@ TEST_F(BreakerctlTest, UnbanLiftsTheBan) {
   EXPECT_THAT(CtlOk({"unban", "5"}), StartsWith("builder 5 unbanned"));
   EXPECT_EQ(CtlOk({"builders", "--banned"}), "no builders banned\n");
   EXPECT_EQ(GetPolicy().banned_builders_size(), 0);
+}
+
+TEST_F(BreakerctlTest, BanRelayBansItsBuildersAndUnbanRelayLiftsThem) {
+  const std::string ban =
+      CtlOk({"ban", "--relay=HTTPS://Relay.Example.com/", "--reason", "leaked bids"});
+  EXPECT_EQ(ban, absl::StrCat("relay HTTPS://Relay.Example.com/ banned until unbanned, with every "
+                              "builder it serves\npolicy: version ",
+                              GetPolicy().version(),
+                              ", mode ALL_BUILDERS, 1 builder and 1 relay banned\n"));
+  // The configured relay, with its builder 11, both banned by the operator.
+  EXPECT_THAT(CtlOk({"relays"}),
+              HasSubstr("https://relay.example.com  yes         no       reset         operator  "
+                        "11        -         operator: leaked bids"));
+  EXPECT_THAT(CtlOk({"builders", "--banned"}),
+              HasSubstr("11     0       reset         operator  no       "
+                        "https://relay.example.com  relay https://relay.example.com is banned: "
+                        "operator: leaked bids"));
+  v1::Policy policy = GetPolicy();
+  ASSERT_EQ(policy.banned_relays_size(), 1);
+  EXPECT_EQ(policy.banned_relays(0).relay(), "https://relay.example.com");
+  EXPECT_EQ(policy.banned_relays(0).ban().kind(), v1::BAN_KIND_OPERATOR);
+  EXPECT_EQ(policy.mode(), v1::MODE_ALL_BUILDERS);
+
+  // Until an epoch, as JSON; a relay no bid came through yet.
+  const std::string until = absl::StrCat(kStartEpoch + 10);
+  policy = FromJson<v1::Policy>(CtlOk(
+      {"ban", "--relay", "relay.other:18550", "--reason=x", "--until_epoch=" + until, "--json"}));
+  ASSERT_EQ(policy.banned_relays_size(), 2);
+  EXPECT_EQ(policy.banned_relays(0).relay(), "http://relay.other:18550");
+  EXPECT_EQ(policy.banned_relays(0).ban().until_epoch(), kStartEpoch + 10);
+
+  // Its builder is unbanned with the relay, not alone.
+  const Outcome member = Ctl({"unban", "11"});
+  EXPECT_EQ(member.exit_code, kRefused) << member;
+  EXPECT_THAT(member.err, HasSubstr("FAILED_PRECONDITION: builder 11 is banned only as a member of "
+                                    "relay(s) https://relay.example.com"));
+  EXPECT_THAT(member.err, HasSubstr("'breakerctl unban --relay=URL'"));
+  EXPECT_THAT(CtlOk({"unban", "--relay=https://relay.example.com:443"}),
+              StartsWith("relay https://relay.example.com:443 unbanned (a ban for its builders' "
+                         "failures stays)\npolicy: version "));
+  policy = GetPolicy();
+  EXPECT_EQ(policy.banned_builders_size(), 0);
+  ASSERT_EQ(policy.banned_relays_size(), 1);
+
+  const Outcome again = Ctl({"unban", "--relay=https://relay.example.com"});
+  EXPECT_EQ(again.exit_code, kRefused) << again;
+  EXPECT_THAT(again.err, HasSubstr("NOT_FOUND: relay https://relay.example.com is not banned by "
+                                   "the operator"));
+  EXPECT_THAT(again.err, HasSubstr("hint: the operator does not ban this relay"));
+  const Outcome malformed = Ctl({"ban", "--relay=ftp://relay.example.com", "--reason=x"});
+  EXPECT_EQ(malformed.exit_code, kRefused) << malformed;
+  EXPECT_THAT(malformed.err, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(malformed.err, HasSubstr("hint: give the relay's endpoint"));
+  const Outcome long_reason =
+      Ctl({"ban", "--relay=https://relay.example.com", "--reason=" + std::string(1025, 'r')});
+  EXPECT_EQ(long_reason.exit_code, kRefused) << long_reason;
+  EXPECT_THAT(long_reason.err, HasSubstr("reason is 1025 bytes"));
+
+  // One of the configuration's blacklisted_relays is unbanned by editing the file.
+  WriteFile(config_path_, absl::StrCat(kConfig, "blacklisted_relays: [\"relay.listed:18550\"]\n"));
+  EXPECT_THAT(CtlOk({"reload"}), HasSubstr("blacklisted_relays: \"relay.listed:18550\"\n"));
+  EXPECT_THAT(CtlOk({"relays"}), HasSubstr("in the configured blacklist"));
+  const Outcome listed = Ctl({"unban", "--relay=relay.listed:18550"});
+  EXPECT_EQ(listed.exit_code, kRefused) << listed;
+  EXPECT_THAT(listed.err, HasSubstr("FAILED_PRECONDITION"));
+  EXPECT_THAT(listed.err, HasSubstr("blacklisted_relays stays banned until it is removed"));
 }
 
 TEST_F(BreakerctlTest, TrustAndUntrustBuildersAndRelays) {

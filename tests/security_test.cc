@@ -23,9 +23,9 @@ using ::breaker::testing::FromGrpc;
 using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
 using ::breaker::testing::WaitFor;
-using ::testing::HasSubstr;
 using test_support::NodeClient;
 using test_support::ServerTest;
+using ::testing::HasSubstr;
 
 constexpr char kTestdata[] = "tests/testdata/";
 
@@ -125,8 +125,8 @@ TEST_F(SecurityTest, MutualTlsRefusesConnectionsWithoutATrustedCertificate) {
   EXPECT_THAT(GetPolicyAs({"", ""}), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_THAT(GetPolicyAs({"rogue", ""}), StatusIs(absl::StatusCode::kUnavailable));
   // Plaintext never reaches a TLS port.
-  auto plaintext = v1::Admin::NewStub(
-      grpc::CreateChannel(Address(), grpc::InsecureChannelCredentials()));
+  auto plaintext =
+      v1::Admin::NewStub(grpc::CreateChannel(Address(), grpc::InsecureChannelCredentials()));
   EXPECT_THAT(::breaker::testing::CallUnary(*plaintext, &v1::Admin::Stub::async::GetPolicy,
                                             v1::GetPolicyRequest()),
               StatusIs(absl::StatusCode::kUnavailable));
@@ -144,9 +144,9 @@ TEST_F(SecurityTest, BearerTokensGiveRolesOverTls) {
   EXPECT_THAT(BanAs({"", "admin-token"}, 5), IsOk());
   // A node's token reports for that node only.
   EXPECT_THAT(ReportAs({"", "node-b-token"}, "node-b"), IsOk());
-  EXPECT_THAT(ReportAs({"", "node-b-token"}, "node-a"),
-              StatusIs(absl::StatusCode::kPermissionDenied,
-                       HasSubstr("cannot speak for node 'node-a'")));
+  EXPECT_THAT(
+      ReportAs({"", "node-b-token"}, "node-a"),
+      StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("cannot speak for node 'node-a'")));
   EXPECT_THAT(ReportAs({"", "viewer-token"}, "node-b"),
               StatusIs(absl::StatusCode::kPermissionDenied));
   EXPECT_THAT(ConnectAs({"", "node-b-token"}, "node-b"), IsOk());
@@ -171,6 +171,16 @@ TEST_F(SecurityTest, RefusedCallsLeaveTheStateAlone) {
   EXPECT_THAT(::breaker::testing::CallUnary(*viewer, &v1::Admin::Stub::async::ReloadConfig,
                                             v1::ReloadConfigRequest()),
               StatusIs(absl::StatusCode::kPermissionDenied));
+  v1::BanRelayRequest ban_relay;
+  ban_relay.set_relay("relay.example:18550");
+  ban_relay.set_reason("x");
+  EXPECT_THAT(::breaker::testing::CallUnary(*viewer, &v1::Admin::Stub::async::BanRelay, ban_relay),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  v1::UnbanRelayRequest unban_relay;
+  unban_relay.set_relay("relay.example:18550");
+  EXPECT_THAT(
+      ::breaker::testing::CallUnary(*viewer, &v1::Admin::Stub::async::UnbanRelay, unban_relay),
+      StatusIs(absl::StatusCode::kPermissionDenied));
   EXPECT_THAT(ReportAs({"viewer", ""}, "node-a"), StatusIs(absl::StatusCode::kPermissionDenied));
   server_->fleet()->Sync();
   EXPECT_EQ(server_->fleet()->policy()->proto.SerializeAsString(), before.SerializeAsString());

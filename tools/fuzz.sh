@@ -53,6 +53,8 @@ tick() { printf t; byte "$1"; }
 
 # 32-byte block roots, written as text so that the seeds stay readable in `protoc --decode`.
 root_of() { printf 'root-%027d' "$1"; }
+# 48-byte builder public keys, likewise.
+key_of() { printf 'pk-%-45s' "$1" | tr ' ' '.'; }
 
 # Observations of the fleet's start slot (fleet_fuzzer.cc: kStartSlot) and the ones after it.
 write_fleet_seeds() {
@@ -66,7 +68,7 @@ write_fleet_seeds() {
     node 0 'hello { node_id: "bn-1" client_version: "fuzz" network: "mainnet" }'
     node 1 'hello { node_id: "bn-2" }'
     node 0 "observations {
-      observations { sequence: 1 slot: $slot bid_seen { builder_index: 10 relay: \"https://relay-c.example\" builder_pubkey: \"pk-10\" } }
+      observations { sequence: 1 slot: $slot bid_seen { builder_index: 10 relay: \"https://relay-c.example\" builder_pubkey: \"$(key_of 10)\" } }
       observations { sequence: 2 slot: $slot bid_seen { builder_index: 11 relay: \"relay-c.example:443\" } }
       observations { sequence: 3 slot: $slot payload_missing { builder_index: 10 block_root: \"$(root_of 1)\" attested_fraction: 0.9 } } }"
     printf s
@@ -80,7 +82,7 @@ write_fleet_seeds() {
     tick 255
     tick 150
     printf r
-    node 0 "observations { observations { sequence: 4 slot: $((slot + 33)) bid_seen { builder_index: 10 relay: \"https://relay-c.example\" builder_pubkey: \"pk-other\" } } }"
+    node 0 "observations { observations { sequence: 4 slot: $((slot + 33)) bid_seen { builder_index: 10 relay: \"https://relay-c.example\" builder_pubkey: \"$(key_of other)\" } } }"
   } >"$dir/01_failure_delivered.bin"
 
   {
@@ -101,6 +103,11 @@ write_fleet_seeds() {
     admin 'builder_trust { builder_index: 20 trusted: true }'
     admin 'relay_trust { relay: "ftp://relay.example" trusted: true }'
     admin 'relay_trust { relay: "relay-b.example:18550" trusted: true }'
+    admin 'ban_relay { relay: "relay-c.example:443" reason: "leaked bids" }'
+    admin 'ban_relay { relay: "https://relay-d.example" reason: "" }'
+    admin 'ban_relay { relay: "ftp://relay.example" reason: "x" until_epoch: 312510 }'
+    admin 'unban_relay { relay: "https://relay-c.example/" }'
+    admin 'unban_relay { relay: "https://relay-c.example" }'
     printf i
     admin 'reset { reason: "fuzz" }'
     printf s
@@ -148,7 +155,7 @@ write_fleet_seeds() {
     node 2 'hello { node_id: "bn-3" policy_version: 7 fleet_id: "another" }'
     local i observations=""
     for i in $(seq 1 40); do
-      observations+="observations { sequence: $i slot: $slot bid_seen { builder_index: $((i % 24)) relay: \"http://relay-$((i % 6)).example\" builder_pubkey: \"pk-$((i % 5))\" } } "
+      observations+="observations { sequence: $i slot: $slot bid_seen { builder_index: $((i % 24)) relay: \"http://relay-$((i % 6)).example\" builder_pubkey: \"$(key_of $((i % 5)))\" } } "
     done
     node 2 "observations { $observations }"
     node 2 'observations { }'

@@ -134,6 +134,8 @@ absl::StatusOr<core::Config> ConfigFromProto(const breaker::v1::Config& proto) {
   config.trusted_builders.assign(proto.trusted_builders().begin(), proto.trusted_builders().end());
   config.blacklisted_builders.assign(proto.blacklisted_builders().begin(),
                                      proto.blacklisted_builders().end());
+  config.blacklisted_relays.assign(proto.blacklisted_relays().begin(),
+                                   proto.blacklisted_relays().end());
   config.relays.reserve(proto.relays_size());
   for (const breaker::v1::RelayConfig& relay_proto : proto.relays()) {
     core::RelayConfig& relay = config.relays.emplace_back();
@@ -209,6 +211,7 @@ breaker::v1::Config ConfigToProto(const core::Config& config) {
     relay_proto.set_trusted(relay.trusted);
     relay_proto.mutable_builder_indices()->Add(relay.indices.begin(), relay.indices.end());
   }
+  for (const std::string& relay : config.blacklisted_relays) proto.add_blacklisted_relays(relay);
 
   proto.set_relay_blacklist_period_epochs(config.relay_blacklist_period_epochs);
   proto.set_relay_association_ttl_epochs(config.relay_association_ttl_epochs);

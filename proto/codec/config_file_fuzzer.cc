@@ -50,6 +50,7 @@ std::string Differences(const core::Config& a, const core::Config& b) {
           a.critical_failed_untrusted_builders == b.critical_failed_untrusted_builders);
   compare("trusted_builders", a.trusted_builders == b.trusted_builders);
   compare("blacklisted_builders", a.blacklisted_builders == b.blacklisted_builders);
+  compare("blacklisted_relays", a.blacklisted_relays == b.blacklisted_relays);
   compare("relays.size", a.relays.size() == b.relays.size());
   for (size_t i = 0; i < a.relays.size() && i < b.relays.size(); ++i) {
     compare(absl::StrCat("relays[", i, "].identifier"),

@@ -52,6 +52,7 @@ void ExpectConfigsEqual(const core::Config& actual, const core::Config& expected
 
   EXPECT_EQ(actual.trusted_builders, expected.trusted_builders);
   EXPECT_EQ(actual.blacklisted_builders, expected.blacklisted_builders);
+  EXPECT_EQ(actual.blacklisted_relays, expected.blacklisted_relays);
   ASSERT_EQ(actual.relays.size(), expected.relays.size());
   for (size_t i = 0; i < actual.relays.size(); ++i) {
     SCOPED_TRACE(absl::StrCat("relays[", i, "]"));
@@ -108,6 +109,7 @@ constexpr char kEveryFieldText[] = R"pb(
     builder_indices: [ 30, 31 ]
   }
   relays { identifier: "relay-b.example.com:18550" }
+  blacklisted_relays: [ "Relay-C.example.com:18550", "https://relay-d.example.com/" ]
   relay_blacklist_period_epochs: 16
   relay_association_ttl_epochs: 128
   max_relays: 8
@@ -199,6 +201,9 @@ TEST(ConfigFile, AppliesEveryPresentField) {
   EXPECT_EQ(config->relays[1].identifier, "relay-b.example.com:18550");
   EXPECT_FALSE(config->relays[1].trusted);
   EXPECT_TRUE(config->relays[1].indices.empty());
+  // As written: the engine normalizes them.
+  EXPECT_THAT(config->blacklisted_relays,
+              ElementsAre("Relay-C.example.com:18550", "https://relay-d.example.com/"));
 
   EXPECT_EQ(config->relay_blacklist_period_epochs, 16u);
   EXPECT_EQ(config->relay_association_ttl_epochs, 128u);

@@ -432,7 +432,12 @@ v1::EngineSnapshot SnapshotToProto(const core::EngineState& state) {
     Snapshot::BuilderRecord* builder = proto.add_builders();
     builder->set_builder_index(entry->first);
     FailureRecordToProto(entry->second.failures, builder->mutable_failures());
-    builder->set_pubkey(entry->second.pubkey);
+  }
+  for (const auto* entry : SortedEntries(state.builder_keys)) {
+    Snapshot::BuilderKey* key = proto.add_builder_keys();
+    key->set_builder_index(entry->first);
+    key->set_pubkey(entry->second.pubkey);
+    key->set_last_bid_epoch(entry->second.last_bid_epoch);
   }
   for (const auto* entry : SortedEntries(state.relays)) {
     const core::RelayRecord& record = entry->second;
@@ -468,6 +473,12 @@ v1::EngineSnapshot SnapshotToProto(const core::EngineState& state) {
     ban->set_reason(entry->second.reason);
     if (entry->second.until_epoch.has_value()) ban->set_until_epoch(*entry->second.until_epoch);
   }
+  for (const auto* entry : SortedEntries(state.operator_relay_bans)) {
+    Snapshot::OperatorRelayBan* ban = proto.add_operator_relay_bans();
+    ban->set_relay(entry->first);
+    ban->set_reason(entry->second.reason);
+    if (entry->second.until_epoch.has_value()) ban->set_until_epoch(*entry->second.until_epoch);
+  }
   for (const auto* entry : SortedEntries(state.builder_trust_overrides)) {
     Snapshot::BuilderTrustOverride* trust = proto.add_builder_trust_overrides();
     trust->set_builder_index(entry->first);
@@ -492,12 +503,25 @@ absl::StatusOr<core::EngineState> SnapshotFromProto(const v1::EngineSnapshot& sn
   }
   state.policy = *std::move(policy);
 
+  for (const Snapshot::BuilderKey& key : snapshot.builder_keys()) {
+    if (!state.builder_keys
+             .try_emplace(key.builder_index(), core::BuilderKey{key.pubkey(), key.last_bid_epoch()})
+             .second) {
+      return Duplicate("builder_keys", absl::StrCat("builder ", key.builder_index()));
+    }
+  }
+
   for (const Snapshot::BuilderRecord& builder : snapshot.builders()) {
     core::BuilderRecord record;
     record.failures = FailureRecordFromProto(builder.failures());
-    record.pubkey = builder.pubkey();
     if (!state.builders.try_emplace(builder.builder_index(), std::move(record)).second) {
       return Duplicate("builders", absl::StrCat("builder ", builder.builder_index()));
+    }
+    // A snapshot from before builder_keys kept the key in the record. Another length was never
+    // a real key: it could not match any bid the engine now takes.
+    if (builder.pubkey().size() == core::bounds::kPubkeyBytes) {
+      state.builder_keys.try_emplace(builder.builder_index(),
+                                     core::BuilderKey{builder.pubkey(), 0});
     }
   }
 
@@ -545,6 +569,15 @@ absl::StatusOr<core::EngineState> SnapshotFromProto(const v1::EngineSnapshot& sn
     if (ban.has_until_epoch()) record.until_epoch = ban.until_epoch();
     if (!state.operator_bans.try_emplace(ban.builder_index(), std::move(record)).second) {
       return Duplicate("operator_bans", absl::StrCat("builder ", ban.builder_index()));
+    }
+  }
+
+  for (const Snapshot::OperatorRelayBan& ban : snapshot.operator_relay_bans()) {
+    core::OperatorBan record;
+    record.reason = ban.reason();
+    if (ban.has_until_epoch()) record.until_epoch = ban.until_epoch();
+    if (!state.operator_relay_bans.try_emplace(ban.relay(), std::move(record)).second) {
+      return Duplicate("operator_relay_bans", absl::StrCat("relay '", ban.relay(), "'"));
     }
   }
 

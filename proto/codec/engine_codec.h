@@ -51,8 +51,9 @@ breaker::v1::EngineSnapshot SnapshotToProto(const core::EngineState& state);
 // Converts a snapshot back to an engine state for Engine::Import, ignoring `config` and
 // `journal_sequence` (the caller reads them). Returns INVALID_ARGUMENT for a policy that
 // PolicyFromProto refuses, a block root that is not exactly 32 bytes, and a key present twice
-// in a list that mirrors a map (builder index, relay, learned member, block root, node id,
-// operator ban, trust override).
+// in a list that mirrors a map (builder index, builder key, relay, learned member, block root,
+// node id, operator ban of a builder or a relay, trust override). A snapshot's legacy BuilderRecord.pubkey of 48 bytes
+// is read as the index's key when builder_keys has none.
 absl::StatusOr<core::EngineState> SnapshotFromProto(const breaker::v1::EngineSnapshot& snapshot);
 
 }  // namespace breaker::codec

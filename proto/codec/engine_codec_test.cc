@@ -41,6 +41,9 @@ std::string RootBytes(uint8_t id) {
   return std::string(reinterpret_cast<const char*>(root.bytes.data()), root.bytes.size());
 }
 
+// A builder's 48-byte public key, all `c`.
+std::string Key(char c) { return std::string(48, c); }
+
 // `message` serialized with deterministic serialization, as breakerd writes its state.
 std::string DeterministicBytes(const google::protobuf::MessageLite& message) {
   std::string bytes;
@@ -463,9 +466,9 @@ class SnapshotTest : public ::testing::Test {
 
   // Drives the engine into a state where every part of EngineState is populated.
   void Populate() {
-    Bid(1, "http://relay-a.example", kSlot, "pubkey-1");
-    Bid(2, "http://relay-a.example", kSlot, "pubkey-2");
-    Bid(3, "https://relay-b.example", kSlot, "pubkey-3");
+    Bid(1, "http://relay-a.example", kSlot, Key('1'));
+    Bid(2, "http://relay-a.example", kSlot, Key('2'));
+    Bid(3, "https://relay-b.example", kSlot, Key('3'));
     Bid(4, "", kSlot, "");
     // Builder 1 fails, reported by two nodes: counted, and relay-a's members are collateral.
     Fail("bn-1", 1, kSlot + 1, 1);
@@ -491,6 +494,8 @@ class SnapshotTest : public ::testing::Test {
 
     ASSERT_THAT(engine_->BanBuilder(9, "withheld on a testnet", std::nullopt), IsOk());
     ASSERT_THAT(engine_->BanBuilder(10, "investigating", 20), IsOk());
+    ASSERT_THAT(engine_->BanRelay("HTTP://Relay-C.example/", "stolen keys", std::nullopt), IsOk());
+    ASSERT_THAT(engine_->BanRelay("https://relay-b.example", "investigating", 20), IsOk());
     ASSERT_THAT(engine_->SetRelayTrust("HTTPS://Relay-B.example", true), IsOk());
     ASSERT_THAT(engine_->SetRelayTrust("http://configured.example", false), IsOk());
     ASSERT_THAT(engine_->SetBuilderTrust(4, true), IsOk());
@@ -513,10 +518,16 @@ TEST_F(SnapshotTest, PopulatedEngineHasEveryPart) {
   EXPECT_TRUE(state.policy.banned_relays.contains("http://relay-a.example"));
   EXPECT_TRUE(state.policy.trusted_relays.contains("https://relay-b.example"));
   EXPECT_TRUE(state.builders.contains(1));
+  // Builder 2's record is gone (delivered), its key stays.
+  EXPECT_EQ(state.builder_keys.size(), 3u);
+  EXPECT_EQ(state.builder_keys.at(2).pubkey, Key('2'));
   EXPECT_EQ(state.relays.at("http://relay-a.example").learned.size(), 2u);
   EXPECT_GE(state.votes.size(), 2u);
   EXPECT_EQ(state.node_sequences.size(), 3u);
   EXPECT_EQ(state.operator_bans.size(), 2u);
+  EXPECT_EQ(state.operator_relay_bans.size(), 2u);
+  // Builder 3 is a member of relay-b, which the operator banned.
+  EXPECT_EQ(state.policy.banned_builders.at(3).kind, core::BanKind::kOperator);
   EXPECT_EQ(state.builder_trust_overrides.size(), 2u);
   EXPECT_EQ(state.relay_trust_overrides.size(), 2u);
   EXPECT_FALSE(state.missed_slots.present_slots.empty());
@@ -568,6 +579,14 @@ TEST_F(SnapshotTest, KeepsOperatorBanEndsAndTrackerPresence) {
   ASSERT_THAT(decoded, IsOk());
   EXPECT_EQ(decoded->operator_bans.at(9).until_epoch, std::nullopt);
   EXPECT_EQ(decoded->operator_bans.at(10).until_epoch, std::optional<core::Epoch>(20));
+  ASSERT_EQ(snapshot.operator_relay_bans_size(), 2);
+  EXPECT_EQ(snapshot.operator_relay_bans(0).relay(), "http://relay-c.example");
+  EXPECT_FALSE(snapshot.operator_relay_bans(0).has_until_epoch());
+  EXPECT_EQ(snapshot.operator_relay_bans(1).relay(), "https://relay-b.example");
+  EXPECT_EQ(snapshot.operator_relay_bans(1).until_epoch(), 20u);
+  EXPECT_EQ(decoded->operator_relay_bans.at("http://relay-c.example").reason, "stolen keys");
+  EXPECT_EQ(decoded->operator_relay_bans.at("https://relay-b.example").until_epoch,
+            std::optional<core::Epoch>(20));
   EXPECT_THAT(decoded->missed_slots.present_slots, ElementsAre(kSlot + 1));
   EXPECT_THAT(decoded->missed_slots.observed_slots, ElementsAre(kSlot, kSlot + 1));
   EXPECT_EQ(decoded->missed_slots.finalized_epoch, 8u);
@@ -604,6 +623,7 @@ TEST_F(SnapshotTest, ListsAreSorted) {
   EXPECT_THAT(nodes, ElementsAre("bn-1", "bn-2", "bn-3"));
   EXPECT_THAT(Indices(snapshot.operator_bans()), ElementsAre(9, 10));
   EXPECT_THAT(Indices(snapshot.builder_trust_overrides()), ElementsAre(4, 5));
+  EXPECT_THAT(Indices(snapshot.builder_keys()), ElementsAre(1, 2, 3));
   ASSERT_EQ(snapshot.relay_trust_overrides_size(), 2);
   EXPECT_EQ(snapshot.relay_trust_overrides(0).relay(), "http://configured.example");
   EXPECT_EQ(snapshot.relay_trust_overrides(1).relay(), "https://relay-b.example");
@@ -618,7 +638,8 @@ core::EngineState StateWithEntries(int n, bool descending) {
   for (int j = 0; j < n; ++j) {
     const int i = descending ? n - 1 - j : j;
     core::BuilderRecord& builder = state.builders[i];
-    builder.pubkey = absl::StrCat("pk", i);
+    state.builder_keys[i] = core::BuilderKey{std::string(48, static_cast<char>('a' + i % 26)),
+                                             static_cast<core::Epoch>(20 + i)};
     builder.failures = core::FailureRecord{
         static_cast<uint32_t>(i),   10u + i, i % 2 == 1, 7, static_cast<core::Epoch>(i),
         absl::StrCat("failure ", i)};
@@ -638,6 +659,8 @@ core::EngineState StateWithEntries(int n, bool descending) {
     state.node_sequences[absl::StrCat("n", i)] = i + 1;
     state.operator_bans[i].reason = "r";
     if (i % 2 == 0) state.operator_bans[i].until_epoch = 30 + i;
+    state.operator_relay_bans[absl::StrCat("http://o", i)].reason = "o";
+    if (i % 3 == 0) state.operator_relay_bans[absl::StrCat("http://o", i)].until_epoch = 40 + i;
     state.builder_trust_overrides[i] = i % 2 == 0;
     state.relay_trust_overrides[absl::StrCat("http://t", i)] = true;
     state.policy.banned_builders[i].reason = "b";
@@ -691,6 +714,11 @@ TEST(SnapshotCodec, RefusesMalformedSnapshots) {
   EXPECT_THAT(SnapshotFromProto(builder_twice),
               StatusIs(kInvalid, HasSubstr("builders holds builder 1 more than once")));
 
+  v1::EngineSnapshot key_twice = snapshot;
+  *key_twice.add_builder_keys() = snapshot.builder_keys(1);
+  EXPECT_THAT(SnapshotFromProto(key_twice),
+              StatusIs(kInvalid, HasSubstr("builder_keys holds builder 1 more than once")));
+
   v1::EngineSnapshot relay_twice = snapshot;
   *relay_twice.add_relays() = snapshot.relays(0);
   EXPECT_THAT(SnapshotFromProto(relay_twice), StatusIs(kInvalid, HasSubstr("relays holds")));
@@ -711,6 +739,11 @@ TEST(SnapshotCodec, RefusesMalformedSnapshots) {
   *ban_twice.add_operator_bans() = snapshot.operator_bans(0);
   EXPECT_THAT(SnapshotFromProto(ban_twice), StatusIs(kInvalid, HasSubstr("operator_bans")));
 
+  v1::EngineSnapshot relay_ban_twice = snapshot;
+  *relay_ban_twice.add_operator_relay_bans() = snapshot.operator_relay_bans(1);
+  EXPECT_THAT(SnapshotFromProto(relay_ban_twice),
+              StatusIs(kInvalid, HasSubstr("operator_relay_bans holds relay 'http://o1'")));
+
   v1::EngineSnapshot trust_twice = snapshot;
   *trust_twice.add_builder_trust_overrides() = snapshot.builder_trust_overrides(0);
   EXPECT_THAT(SnapshotFromProto(trust_twice),
@@ -720,6 +753,27 @@ TEST(SnapshotCodec, RefusesMalformedSnapshots) {
   *relay_trust_twice.add_relay_trust_overrides() = snapshot.relay_trust_overrides(0);
   EXPECT_THAT(SnapshotFromProto(relay_trust_twice),
               StatusIs(kInvalid, HasSubstr("relay_trust_overrides")));
+}
+
+TEST(SnapshotCodec, ReadsTheKeysOfOlderSnapshotsFromTheirRecords) {
+  v1::EngineSnapshot snapshot = SnapshotToProto(StateWithEntries(3, false));
+  snapshot.clear_builder_keys();
+  // As written before builder_keys: the key in the record, any length the engine took then.
+  snapshot.mutable_builders(0)->set_pubkey(std::string(48, 'k'));
+  snapshot.mutable_builders(1)->set_pubkey("pk-1");
+  absl::StatusOr<core::EngineState> decoded = SnapshotFromProto(snapshot);
+  ASSERT_THAT(decoded, IsOk());
+  ASSERT_EQ(decoded->builder_keys.size(), 1u);
+  EXPECT_EQ(decoded->builder_keys.at(0), (core::BuilderKey{std::string(48, 'k'), 0}));
+  // Never written again.
+  EXPECT_EQ(SnapshotToProto(*decoded).builders(0).pubkey(), "");
+
+  // A key of the new list wins over the record's.
+  snapshot = SnapshotToProto(StateWithEntries(3, false));
+  snapshot.mutable_builders(0)->set_pubkey(std::string(48, 'k'));
+  decoded = SnapshotFromProto(snapshot);
+  ASSERT_THAT(decoded, IsOk());
+  EXPECT_EQ(decoded->builder_keys.at(0).pubkey, std::string(48, 'a'));
 }
 
 }  // namespace

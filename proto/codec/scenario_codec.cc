@@ -54,6 +54,14 @@ absl::Status ApplyAdminAction(const v1::AdminAction& action, core::Engine& engin
                                     action.builder_trust().trusted());
     case v1::AdminAction::kRelayTrust:
       return engine.SetRelayTrust(action.relay_trust().relay(), action.relay_trust().trusted());
+    case v1::AdminAction::kBanRelay: {
+      const v1::BanRelayRequest& ban = action.ban_relay();
+      std::optional<core::Epoch> until;
+      if (ban.until_epoch() != 0) until = ban.until_epoch();
+      return engine.BanRelay(ban.relay(), ban.reason(), until);
+    }
+    case v1::AdminAction::kUnbanRelay:
+      return engine.UnbanRelay(action.unban_relay().relay());
     case v1::AdminAction::kReset:
       engine.Reset();
       return absl::OkStatus();

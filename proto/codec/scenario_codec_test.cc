@@ -72,6 +72,31 @@ TEST_F(ApplyAdminActionTest, BanAndUnban) {
   EXPECT_FALSE(engine_.policy().banned_builders.contains(7));
 }
 
+TEST_F(ApplyAdminActionTest, BanAndUnbanARelay) {
+  v1::AdminAction ban;
+  ban.mutable_ban_relay()->set_relay("Relay.Example.com:18550");
+  ban.mutable_ban_relay()->set_reason("stolen keys");
+  ban.mutable_ban_relay()->set_until_epoch(engine_.current_epoch() + 3);
+  ASSERT_THAT(ApplyAdminAction(ban, engine_), IsOk());
+  engine_.RefreshPolicy();
+  const auto relay = engine_.policy().banned_relays.find("http://relay.example.com:18550");
+  ASSERT_NE(relay, engine_.policy().banned_relays.end());
+  EXPECT_EQ(relay->second.kind, core::BanKind::kOperator);
+  EXPECT_EQ(relay->second.until_epoch, engine_.current_epoch() + 3);
+
+  v1::AdminAction unban;
+  unban.mutable_unban_relay()->set_relay("http://relay.example.com:18550/");
+  ASSERT_THAT(ApplyAdminAction(unban, engine_), IsOk());
+  engine_.RefreshPolicy();
+  EXPECT_TRUE(engine_.policy().banned_relays.empty());
+  EXPECT_THAT(ApplyAdminAction(unban, engine_), StatusIs(absl::StatusCode::kNotFound));
+  // An until_epoch of 0 is a ban until unbanned.
+  ban.mutable_ban_relay()->set_until_epoch(0);
+  ASSERT_THAT(ApplyAdminAction(ban, engine_), IsOk());
+  engine_.RefreshPolicy();
+  EXPECT_TRUE(engine_.policy().banned_relays.begin()->second.until_reset);
+}
+
 TEST_F(ApplyAdminActionTest, TrustOverrides) {
   v1::AdminAction trust;
   trust.mutable_builder_trust()->set_builder_index(4);
