@@ -315,7 +315,7 @@ std::string BanHint(const CommandContext& context, const absl::Status& status) {
           "'breakerctl status' shows the current epoch: --until_epoch must be after it, or left "
           "out for a ban until 'breakerctl unban'");
     case absl::StatusCode::kResourceExhausted:
-      return relay ? "breakerd holds at most 256 operator bans of relays; lift one with "
+      return relay ? "breakerd holds at most 64 operator bans of relays; lift one with "
                      "'breakerctl unban --relay=URL' ('breakerctl relays' lists them), or list "
                      "long-lived bans in the configuration's blacklisted_relays"
                    : "";
@@ -612,7 +612,7 @@ std::vector<Command>* MakeCommands() {
        "With --relay instead of INDEX, bans a relay (any spelling of its endpoint): every bid\n"
        "through it is refused, and every builder it serves (learned from its bids, or\n"
        "configured) is banned with it, kind operator; neither counts toward the modes. The\n"
-       "reason is at most 1024 bytes, N at most 2^20 epochs ahead, and at most 256 relays are\n"
+       "reason is at most 1024 bytes, N at most 2^20 epochs ahead, and at most 64 relays are\n"
        "banned this way at once.\n",
        {kOptionalIndexArg},
        {{"reason", "TEXT", "why, for the other operators", true},
