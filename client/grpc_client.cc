@@ -380,10 +380,15 @@ class GrpcClient : public BreakerClient {
                      << config.status();
           break;
         }
+        // At every connect, and again mid-stream after a reload of breakerd's configuration:
+        // the local engine runs the fleet's rules when breakerd goes away.
         std::lock_guard<std::mutex> lock(local_mu_);
         if (absl::Status status = local_.Reconfigure(*std::move(config)); !status.ok()) {
           LOG(ERROR) << "local engine refused breakerd's configuration: " << status;
+          break;
         }
+        // Under the new rules now, not at the ticker's next evaluation.
+        local_.RefreshPolicy();
         break;
       }
       case v1::ServerMessage::KIND_NOT_SET:

@@ -217,6 +217,8 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
       fleet->journal_sequence_ = sequence;
     }
     fleet->Publish();
+    fleet->PublishConfig();
+    fleet->config_changed_ = false;
     // The nodes the engine remembers count toward max_known_nodes from the start.
     std::lock_guard<std::mutex> nodes_lock(fleet->nodes_mu_);
     for (const auto& [node, sequence] : fleet->engine_.node_sequences()) {
@@ -504,8 +506,9 @@ void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
     return;
   }
 
-  // 2. Apply in journal order, publishing each new policy version.
+  // 2. Apply in journal order, publishing each new policy version and configuration.
   std::vector<std::shared_ptr<const PublishedPolicy>> published;
+  std::shared_ptr<const PublishedConfig> config;
   bool snapshot_due = false;
   {
     std::lock_guard<std::mutex> lock(engine_mu_);
@@ -515,11 +518,14 @@ void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
     entries_since_snapshot_ += works.size();
     bytes_since_snapshot_ += bytes;
     if (engine_.policy().version != before) published.push_back(Publish());
+    config = TakeConfigChange();
     snapshot_due = entries_since_snapshot_ >= snapshot_every_entries_ ||
                    bytes_since_snapshot_ >= snapshot_every_bytes_ ||
                    engine_.current_epoch() != snapshot_epoch_;
   }
-  // 3. Tell the streams, then the submitters.
+  // 3. Tell the streams, then the submitters. The configuration first: a node gets the rules
+  // before the policy they made.
+  NotifyConfigListeners(config);
   NotifyListeners(published);
   for (const auto& work : works) {
     if (work->on_done) work->on_done();
@@ -542,6 +548,12 @@ void Fleet::NotifyListeners(const std::vector<std::shared_ptr<const PublishedPol
     std::lock_guard<std::mutex> lock(listeners_mu_);
     for (PolicyListener* listener : listeners_) listener->OnPolicy(policy);
   }
+}
+
+void Fleet::NotifyConfigListeners(const std::shared_ptr<const PublishedConfig>& config) {
+  if (config == nullptr) return;
+  std::lock_guard<std::mutex> lock(listeners_mu_);
+  for (PolicyListener* listener : listeners_) listener->OnConfig(config);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -616,6 +628,7 @@ absl::Status Fleet::RecoverStorage() {
   absl::StatusOr<StoredState> stored = store_->Load();
   if (!stored.ok()) return stored.status();
   std::vector<std::shared_ptr<const PublishedPolicy>> published;
+  std::shared_ptr<const PublishedConfig> config;
   {
     std::lock_guard<std::mutex> lock(engine_mu_);
     // Only this fleet writes the store, and only after the journal_sequence_ it holds.
@@ -648,9 +661,11 @@ absl::Status Fleet::RecoverStorage() {
       journal_sequence_ = stored->last_sequence();
       entries_since_snapshot_ += landed.size();
       if (engine_.policy().version != before) published.push_back(Publish());
+      config = TakeConfigChange();
     }
   }
   // Durable, so published even if the store fails again below.
+  NotifyConfigListeners(config);
   NotifyListeners(published);
   // Proves that the store writes again, and folds in what landed.
   return WriteSnapshot();
@@ -744,7 +759,11 @@ void Fleet::Apply(Work& work) {
       break;
     case v1::JournalEntry::kReconfigure: {
       absl::StatusOr<core::Config> config = codec::ConfigFromProto(entry.reconfigure());
+      const std::string before = Serialize(codec::ConfigToProto(engine_.config()));
       work.status = config.ok() ? engine_.Reconfigure(*std::move(config)) : config.status();
+      if (work.status.ok() && Serialize(codec::ConfigToProto(engine_.config())) != before) {
+        config_changed_ = true;
+      }
       if (work.status.ok()) SetLimits(engine_.config());
       if (work.status.ok() && !work.replay) LOG(INFO) << "configuration applied";
       break;
@@ -775,6 +794,21 @@ std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
   return published;
 }
 
+std::shared_ptr<const PublishedConfig> Fleet::PublishConfig() {
+  auto published = std::make_shared<PublishedConfig>();
+  published->proto = codec::ConfigToProto(engine_.config());
+  std::lock_guard<std::mutex> lock(policy_mu_);
+  published->generation = config_ == nullptr ? 1 : config_->generation + 1;
+  config_ = published;
+  return published;
+}
+
+std::shared_ptr<const PublishedConfig> Fleet::TakeConfigChange() {
+  if (!config_changed_) return nullptr;
+  config_changed_ = false;
+  return PublishConfig();
+}
+
 absl::Status Fleet::WriteSnapshot() {
   v1::EngineSnapshot snapshot;
   {
@@ -798,6 +832,11 @@ absl::Status Fleet::WriteSnapshot() {
 std::shared_ptr<const PublishedPolicy> Fleet::policy() const {
   std::lock_guard<std::mutex> lock(policy_mu_);
   return policy_;
+}
+
+std::shared_ptr<const PublishedConfig> Fleet::config() const {
+  std::lock_guard<std::mutex> lock(policy_mu_);
+  return config_;
 }
 
 void Fleet::Subscribe(PolicyListener* listener) {

@@ -60,11 +60,23 @@ struct PublishedPolicy {
   std::chrono::steady_clock::time_point published_at;
 };
 
-// Receives every new policy version. Called on the fleet's writer thread: must not block.
+// The configuration in force as every node receives it (ServerMessage.config).
+struct PublishedConfig {
+  // Counts the configurations the fleet has published since it opened, from 1: a later one
+  // has a higher number.
+  uint64_t generation = 0;
+  breaker::v1::Config proto;
+};
+
+// Receives every new policy version and every new configuration. Called on the fleet's writer
+// thread: must not block.
 class PolicyListener {
  public:
   virtual ~PolicyListener() = default;
   virtual void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) = 0;
+  // A reconfiguration (a reload) changed the configuration in force. Not called for the
+  // configuration in force when the listener subscribed: read config() after subscribing.
+  virtual void OnConfig(std::shared_ptr<const PublishedConfig> /*config*/) {}
 };
 
 // This class is thread-safe.
@@ -136,6 +148,8 @@ class Fleet {
 
   // The current policy. Never blocks on the store.
   std::shared_ptr<const PublishedPolicy> policy() const;
+  // The configuration in force, as the nodes receive it. Never blocks on the store.
+  std::shared_ptr<const PublishedConfig> config() const;
 
   // OK while the store takes writes; otherwise the error of its latest failure, while the
   // fleet refuses changes.
@@ -227,6 +241,13 @@ class Fleet {
   void NotifyStorageWatcher();
   // Tells the listeners about each of `published`, in order.
   void NotifyListeners(const std::vector<std::shared_ptr<const PublishedPolicy>>& published);
+  // Builds the published form of the engine's configuration and makes it current.
+  std::shared_ptr<const PublishedConfig> PublishConfig() ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  // Publishes the configuration when Apply() changed it since the last call; null otherwise.
+  std::shared_ptr<const PublishedConfig> TakeConfigChange()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  // Tells the listeners about `config` (nothing when null).
+  void NotifyConfigListeners(const std::shared_ptr<const PublishedConfig>& config);
   void TickerLoop();
   // Applies one journal entry to the engine and refreshes the policy. Deterministic: the same
   // entries on the same state give the same engine, live or in replay.
@@ -260,9 +281,12 @@ class Fleet {
   uint64_t entries_since_snapshot_ ABSL_GUARDED_BY(engine_mu_) = 0;
   uint64_t bytes_since_snapshot_ ABSL_GUARDED_BY(engine_mu_) = 0;
   core::Epoch snapshot_epoch_ ABSL_GUARDED_BY(engine_mu_) = 0;
+  // A reconfiguration applied since the configuration was last published changed it.
+  bool config_changed_ ABSL_GUARDED_BY(engine_mu_) = false;
 
   mutable std::mutex policy_mu_;
   std::shared_ptr<const PublishedPolicy> policy_ ABSL_GUARDED_BY(policy_mu_);
+  std::shared_ptr<const PublishedConfig> config_ ABSL_GUARDED_BY(policy_mu_);
 
   std::mutex listeners_mu_;
   absl::flat_hash_set<PolicyListener*> listeners_ ABSL_GUARDED_BY(listeners_mu_);

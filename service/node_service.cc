@@ -61,7 +61,23 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     MaybeWriteLocked();
   }
 
+  void OnConfig(std::shared_ptr<const PublishedConfig> config) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    TakeConfigLocked(config);
+    MaybeWriteLocked();
+  }
+
  private:
+  // Makes `config` the one to send next, unless the stream has a newer one (OnHello's read of
+  // fleet_->config() can arrive after a reload published to this listener). A newer one
+  // replaces an unsent one.
+  void TakeConfigLocked(const std::shared_ptr<const PublishedConfig>& config)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (config == nullptr || config->generation <= config_generation_) return;
+    config_generation_ = config->generation;
+    pending_config_ = config->proto;
+  }
+
   void OnReadDone(bool ok) override {
     if (!ok) {
       // The node closed its side or the call broke: end cleanly, it will reconnect.
@@ -137,7 +153,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       node_id_ = hello.node_id();
       // The version the node holds counts as sent and acknowledged.
       sent_version_ = acked_version_ = held;
-      pending_config_ = fleet_->EffectiveConfig();
+      TakeConfigLocked(fleet_->config());
       subscribed_at_ = std::chrono::steady_clock::now();
     }
     if (grpc::Status registered = service_->Register(hello, held, peer_, shared_from_this());
@@ -149,6 +165,8 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     LOG(INFO) << "node " << hello.node_id() << " connected from " << peer_ << " ("
               << hello.client_version() << "), holds policy version " << hello.policy_version();
     fleet_->Subscribe(this);
+    // A reload published between the read above and the subscription.
+    OnConfig(fleet_->config());
     OnPolicy(fleet_->policy());
     ReadNext();
   }
@@ -238,8 +256,8 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     Kick(grpc::Status(code, message));
   }
 
-  // Sends the newest policy if the node has acknowledged the last one sent, else the pending
-  // acknowledgement.
+  // Sends the pending configuration, else the newest policy if the node has acknowledged the
+  // last one sent, else the pending acknowledgement.
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || write_in_flight_ || pending_finish_.has_value() || node_id_.empty()) return;
     if (pending_config_.has_value()) {
@@ -308,8 +326,10 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   uint64_t sent_version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t acked_version_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<v1::ObservationAck> pending_ack_ ABSL_GUARDED_BY(mu_);
-  // The configuration in force, sent once after the hello.
+  // The configuration to send: the one in force after the hello, then each new one.
   std::optional<v1::Config> pending_config_ ABSL_GUARDED_BY(mu_);
+  // The generation (PublishedConfig) of the latest configuration taken for sending.
+  uint64_t config_generation_ ABSL_GUARDED_BY(mu_) = 0;
   // When the stream subscribed to the fleet's policies (its hello).
   std::chrono::steady_clock::time_point subscribed_at_ ABSL_GUARDED_BY(mu_);
   // The publication time of the policy being written, when its fan-out latency counts.

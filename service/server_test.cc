@@ -976,6 +976,40 @@ TEST_F(ServerTest, ReloadConfigWithoutAFileIsRefused) {
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("--config")));
 }
 
+// A reload that changes the configuration reaches the nodes already connected, for their
+// local fallback; one that changes nothing sends nothing.
+TEST_F(ServerTest, AReloadedConfigurationReachesConnectedNodes) {
+  StartServer();
+  std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
+  ASSERT_TRUE(node->config().has_value());
+  EXPECT_EQ(node->config()->critical_failures(), 2u);
+  EXPECT_EQ(node->configs_read(), 1);
+
+  WriteConfig("critical_failures: 4\nblacklisted_builders: 3\n");
+  ASSERT_THAT(ReloadConfig(), IsOk());
+  std::optional<v1::Config> reloaded =
+      node->AwaitConfig([](const v1::Config& config) { return config.critical_failures() == 4; });
+  ASSERT_TRUE(reloaded.has_value()) << "the connected node did not get the new configuration";
+  EXPECT_THAT(reloaded->blacklisted_builders(), ElementsAre(3u));
+  EXPECT_EQ(node->configs_read(), 2);
+  // And the policy the new configuration made.
+  std::optional<v1::Policy> policy =
+      node->AwaitPolicy([](const v1::Policy& policy) { return Bans(policy, 3); });
+  ASSERT_TRUE(policy.has_value());
+
+  // The same file again: nothing new to send. Anything sent after the reload comes before the
+  // acknowledgement of a batch sent after it.
+  ASSERT_THAT(ReloadConfig(), IsOk());
+  ASSERT_TRUE(node->ObserveAndAwaitAck({Bid(1, 7, "")}).has_value());
+  EXPECT_EQ(node->configs_read(), 2);
+
+  // A node that connects now gets the new configuration at its hello.
+  std::unique_ptr<NodeClient> late = ConnectedNode("bn-2");
+  ASSERT_TRUE(late->config().has_value());
+  EXPECT_EQ(late->config()->critical_failures(), 4u);
+  EXPECT_EQ(late->configs_read(), 1);
+}
+
 TEST_F(ServerTest, WatchPolicyStreamsNewVersions) {
   StartServer();
   grpc::ClientContext context;

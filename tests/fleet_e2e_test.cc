@@ -297,6 +297,42 @@ TEST_F(FleetTest, BansAndVersionsSurviveBreakerdKilledWhileNodesStream) {
   EXPECT_TRUE(PollUntil([&] { return AllNodesConnected(); }));
 }
 
+// breakerd's configuration is reloaded while a node is connected: the node's own engine,
+// which decides beside the fleet's last policy once breakerd is gone, runs the new rules.
+TEST_F(FleetTest, AReloadedConfigurationReachesTheLocalFallbackOfConnectedNodes) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain()));
+  ASSERT_NO_FATAL_FAILURE(StartBreakerd());
+  // The node started with the file as it was (example_node --config): by its rules, one
+  // failed untrusted builder bans only that builder.
+  NodeOptions options;
+  options.staleness_limit_seconds = 2;
+  Node& node = StartNode("bn-1", options);
+  AwaitFleetPolicy({});
+
+  // By the new rules one such builder is enough for TRUSTED_ONLY.
+  ASSERT_NO_FATAL_FAILURE(Configure(chain_, "critical_failed_untrusted_builders: 1\n"));
+  absl::StatusOr<v1::Config> reloaded =
+      Call(&v1::Admin::Stub::async::ReloadConfig, v1::ReloadConfigRequest());
+  ASSERT_THAT(reloaded, IsOk());
+  EXPECT_EQ(reloaded->critical_failed_untrusted_builders(), 1u);
+  // What breakerd sends after the reload, the acknowledgement of a bid among it, comes after
+  // the new configuration.
+  node.Observe(Bid(7, ""));
+  ASSERT_TRUE(node.AwaitHandled());
+
+  StopBreakerd(SIGTERM);
+  const size_t mark = node.Mark();
+  node.Observe(Missing(11, "r11"));
+  std::optional<PolicyLine> local = node.AwaitPolicyLine(
+      [](const PolicyLine& line) {
+        return line.source == "fleet+local" &&
+               line.banned == std::vector<core::BuilderIndex>{11};
+      },
+      mark);
+  ASSERT_TRUE(local.has_value()) << "bn-1 never added its own ban of builder 11";
+  EXPECT_EQ(local->mode, "TRUSTED_ONLY") << local->text;
+}
+
 TEST_F(FleetTest, PartitionedNodeKeepsTheFleetPolicyThenAddsItsOwnUntilTheLinkIsBack) {
   ASSERT_NO_FATAL_FAILURE(Configure(GloasChain()));
   ASSERT_NO_FATAL_FAILURE(StartBreakerd());
