@@ -42,9 +42,9 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
 
   void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
     std::lock_guard<std::mutex> lock(mu_);
-    // The constructor's fleet_->policy() can arrive after a newer version published to this
-    // (just subscribed) listener; never step back to it.
-    if (latest_ != nullptr && latest_->policy.version >= policy->policy.version) return;
+    // The constructor's fleet_->policy() can arrive after a newer publication to this (just
+    // subscribed) listener; never step back to it. (A new fleet id publishes a version again.)
+    if (latest_ != nullptr && latest_->generation >= policy->generation) return;
     latest_ = std::move(policy);
     MaybeWriteLocked();
   }
@@ -88,10 +88,10 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
 
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || writing_ || pending_finish_.has_value() || latest_ == nullptr ||
-        latest_->policy.version == sent_) {
+        latest_->generation == sent_) {
       return;
     }
-    sent_ = latest_->policy.version;
+    sent_ = latest_->generation;
     current_ = latest_;
     writing_ = true;
     StartWrite(&current_->proto);
@@ -104,6 +104,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
+  // The generation (PublishedPolicy) of the publication sent last.
   uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<const PublishedPolicy> latest_ ABSL_GUARDED_BY(mu_);
   // Keeps the message being written alive until OnWriteDone.

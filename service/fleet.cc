@@ -258,12 +258,12 @@ Fleet::Fleet(Options options, core::Engine engine, std::string fleet_id)
       store_(std::move(options.store)),
       config_path_(std::move(options.config_path)),
       network_(options.config.chain.network),
-      fleet_id_(std::move(fleet_id)),
       snapshot_every_entries_(options.snapshot_every_entries),
       snapshot_every_bytes_(options.snapshot_every_bytes),
       ticker_enabled_(options.run_ticker),
       metrics_(options.metrics != nullptr ? *options.metrics : NoMetrics()),
-      engine_(std::move(engine)) {
+      engine_(std::move(engine)),
+      fleet_id_(std::move(fleet_id)) {
   snapshot_epoch_ = engine_.current_epoch();
   SetLimits(engine_.config());
 }
@@ -412,6 +412,34 @@ void Fleet::ReloadConfig(ConfigCallback done) {
   });
 }
 
+void Fleet::RenewFleetId(const std::string& node_id, const std::string& fleet_id,
+                         uint64_t held_version) {
+  {
+    std::lock_guard<std::mutex> lock(engine_mu_);
+    if (renewing_fleet_id_ || fleet_id.empty() || fleet_id != fleet_id_ ||
+        held_version <= engine_.policy().version) {
+      return;
+    }
+    renewing_fleet_id_ = true;
+  }
+  // Made here, not in Apply(): a replay of the journal must take the same id.
+  v1::JournalEntry entry;
+  v1::FleetIdRenewal* renewal = entry.mutable_renew_fleet_id();
+  renewal->set_fleet_id(NewFleetId());
+  renewal->set_node_id(node_id);
+  renewal->set_held_version(held_version);
+  Submit(std::move(entry), [this](const absl::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(engine_mu_);
+      renewing_fleet_id_ = false;
+    }
+    if (!status.ok()) {
+      LOG(ERROR) << "a new fleet id could not be stored (the next hello holding a version above "
+                 << "the current one tries again): " << status;
+    }
+  });
+}
+
 core::Slot Fleet::ClockSlot() const {
   std::lock_guard<std::mutex> lock(engine_mu_);
   return core::SlotAt(clock_.Now(), engine_.config().chain);
@@ -517,7 +545,7 @@ void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
     journal_sequence_ = *last_sequence;
     entries_since_snapshot_ += works.size();
     bytes_since_snapshot_ += bytes;
-    if (engine_.policy().version != before) published.push_back(Publish());
+    if (engine_.policy().version != before || republish_) published.push_back(Publish());
     config = TakeConfigChange();
     snapshot_due = entries_since_snapshot_ >= snapshot_every_entries_ ||
                    bytes_since_snapshot_ >= snapshot_every_bytes_ ||
@@ -660,7 +688,7 @@ absl::Status Fleet::RecoverStorage() {
       for (Work& work : landed) Apply(work);
       journal_sequence_ = stored->last_sequence();
       entries_since_snapshot_ += landed.size();
-      if (engine_.policy().version != before) published.push_back(Publish());
+      if (engine_.policy().version != before || republish_) published.push_back(Publish());
       config = TakeConfigChange();
     }
   }
@@ -768,6 +796,25 @@ void Fleet::Apply(Work& work) {
       if (work.status.ok() && !work.replay) LOG(INFO) << "configuration applied";
       break;
     }
+    case v1::JournalEntry::kRenewFleetId: {
+      const v1::FleetIdRenewal& renewal = entry.renew_fleet_id();
+      if (renewal.fleet_id().empty()) {
+        work.status = absl::InvalidArgumentError("a fleet id renewal without a fleet id");
+        break;
+      }
+      if (!work.replay) {
+        LOG(WARNING) << "node " << renewal.node_id() << " holds policy version "
+                     << renewal.held_version() << " of fleet id " << fleet_id_
+                     << ", above this state's own version " << engine_.policy().version
+                     << ": the state went back (was an old backup of the state directory "
+                     << "restored?), and its versions since name other policies than the nodes "
+                     << "hold. Taking the new fleet id " << renewal.fleet_id()
+                     << ": every node takes the current policy as new";
+      }
+      fleet_id_ = renewal.fleet_id();
+      republish_ = true;
+      break;
+    }
     case v1::JournalEntry::CHANGE_NOT_SET:
       break;
   }
@@ -789,7 +836,9 @@ std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
   const std::string bytes = message.SerializeAsString();
   published->server_message = grpc::Slice(bytes);
   published->published_at = std::chrono::steady_clock::now();
+  republish_ = false;
   std::lock_guard<std::mutex> lock(policy_mu_);
+  published->generation = policy_ == nullptr ? 1 : policy_->generation + 1;
   policy_ = published;
   return published;
 }

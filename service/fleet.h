@@ -58,6 +58,9 @@ struct PublishedPolicy {
   grpc::Slice server_message;
   // When the fleet published it, in real time, for the fan-out latency metric.
   std::chrono::steady_clock::time_point published_at;
+  // Counts the fleet's publications since it opened, from 1: a later one has a higher number.
+  // Versions alone do not order them: a new fleet id publishes the same version again.
+  uint64_t generation = 0;
 };
 
 // The configuration in force as every node receives it (ServerMessage.config).
@@ -174,7 +177,16 @@ class Fleet {
   breaker::v1::Config EffectiveConfig() const;
   const std::string& network() const { return network_; }
   // This state's identity (breaker.v1.Policy.fleet_id): policy versions count under it.
-  const std::string& fleet_id() const { return fleet_id_; }
+  std::string fleet_id() const { return policy()->proto.fleet_id(); }
+  // Node `node_id` says at its hello that it holds version `held_version` of fleet id
+  // `fleet_id`. A version above the current one under the current fleet id means the state
+  // went back (an old backup of the state directory was restored), and the versions counted
+  // since the backup name other policies than the ones the nodes hold: the fleet then takes a
+  // new random fleet id (journaled, kept by later snapshots), publishes the current policy
+  // under it to every listener, and logs a warning. Does nothing otherwise, or while a renewal
+  // is under way. Returns at once; the new policy follows on the writer thread.
+  void RenewFleetId(const std::string& node_id, const std::string& fleet_id,
+                    uint64_t held_version);
   // The configuration's max_connected_nodes, kept by the node service.
   uint32_t max_connected_nodes() const;
   // Makes `node_id` a known node (in the registry, listed by ListNodes) unless it is one
@@ -264,7 +276,6 @@ class Fleet {
   const std::unique_ptr<StateStore> store_;
   const std::string config_path_;
   const std::string network_;
-  const std::string fleet_id_;
   const uint64_t snapshot_every_entries_;
   const uint64_t snapshot_every_bytes_;
   const bool ticker_enabled_;
@@ -281,6 +292,12 @@ class Fleet {
   uint64_t entries_since_snapshot_ ABSL_GUARDED_BY(engine_mu_) = 0;
   uint64_t bytes_since_snapshot_ ABSL_GUARDED_BY(engine_mu_) = 0;
   core::Epoch snapshot_epoch_ ABSL_GUARDED_BY(engine_mu_) = 0;
+  // This state's identity; changes only by a journaled renewal (RenewFleetId).
+  std::string fleet_id_ ABSL_GUARDED_BY(engine_mu_);
+  // A renewal of the fleet id is submitted and not yet answered.
+  bool renewing_fleet_id_ ABSL_GUARDED_BY(engine_mu_) = false;
+  // Apply() changed what the policy is published under (the fleet id), not its version.
+  bool republish_ ABSL_GUARDED_BY(engine_mu_) = false;
   // A reconfiguration applied since the configuration was last published changed it.
   bool config_changed_ ABSL_GUARDED_BY(engine_mu_) = false;
 

@@ -52,11 +52,10 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
 
   void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
     std::lock_guard<std::mutex> lock(mu_);
-    // OnHello's initial fleet_->policy() can arrive after a newer version the fleet has
-    // already published to this (just subscribed) listener; never step back to it.
-    if (latest_policy_ != nullptr && latest_policy_->policy.version >= policy->policy.version) {
-      return;
-    }
+    // OnHello's initial fleet_->policy() can arrive after a newer publication the fleet has
+    // already made to this (just subscribed) listener; never step back to it. (Publications,
+    // not versions: a new fleet id publishes the current version again.)
+    if (latest_policy_ != nullptr && latest_policy_->generation >= policy->generation) return;
     latest_policy_ = std::move(policy);
     MaybeWriteLocked();
   }
@@ -141,18 +140,13 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
                                  "serves '",
                                  fleet_->network(), "'; connect to the right one"));
     }
-    // A version of another fleet id (another state directory), or above the current one, is
-    // none of this service's: the node holds nothing known. Taken as is, it counted as
-    // acknowledged beyond every version to come, or hid the current policy from the node.
-    const uint64_t held = hello.fleet_id() == fleet_->fleet_id() &&
-                                  hello.policy_version() <= fleet_->policy()->policy.version
-                              ? hello.policy_version()
-                              : 0;
+    const uint64_t held = HeldVersion(hello);
     {
       std::lock_guard<std::mutex> lock(mu_);
       node_id_ = hello.node_id();
       // The version the node holds counts as sent and acknowledged.
       sent_version_ = acked_version_ = held;
+      sent_fleet_id_ = hello.fleet_id();
       TakeConfigLocked(fleet_->config());
       subscribed_at_ = std::chrono::steady_clock::now();
     }
@@ -169,6 +163,34 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     OnConfig(fleet_->config());
     OnPolicy(fleet_->policy());
     ReadNext();
+  }
+
+  // The version of the current policy that `hello` says the node holds; 0 when it holds none
+  // this service knows. A version of another fleet id (another state directory) is none of
+  // this service's. Taken as is, it counted as acknowledged beyond every version to come, or
+  // hid the current policy from the node.
+  uint64_t HeldVersion(const v1::Hello& hello) {
+    const std::shared_ptr<const PublishedPolicy> current = fleet_->policy();
+    if (hello.fleet_id() != current->proto.fleet_id()) return 0;
+    if (hello.policy_version() <= current->policy.version) return hello.policy_version();
+    // Above the current version, under the current fleet id: the state went back (a restored
+    // backup), and the versions since count other policies than the node's. The fleet takes
+    // a new fleet id; meanwhile this node gets no policy of the old id below the one it
+    // holds, which it would take for a newer one.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stale_fleet_id_ = hello.fleet_id();
+      stale_below_version_ = hello.policy_version();
+    }
+    fleet_->RenewFleetId(hello.node_id(), hello.fleet_id(), hello.policy_version());
+    return 0;
+  }
+
+  // Whether `policy` is of the fleet id under which the node holds a later version (see
+  // HeldVersion), and must not be sent.
+  bool OlderThanHeldLocked(const PublishedPolicy& policy) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !stale_fleet_id_.empty() && policy.proto.fleet_id() == stale_fleet_id_ &&
+           policy.policy.version < stale_below_version_;
   }
 
   void OnObservations(v1::ObservationBatch batch) {
@@ -265,11 +287,14 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       *message.mutable_config() = *std::move(pending_config_);
       pending_config_.reset();
       SerializeLocked(message);
-    } else if (latest_policy_ != nullptr && latest_policy_->policy.version != sent_version_ &&
-               acked_version_ >= sent_version_) {
+    } else if (latest_policy_ != nullptr &&
+               (latest_policy_->policy.version != sent_version_ ||
+                latest_policy_->proto.fleet_id() != sent_fleet_id_) &&
+               acked_version_ >= sent_version_ && !OlderThanHeldLocked(*latest_policy_)) {
       grpc::Slice slice = latest_policy_->server_message;
       write_buffer_ = grpc::ByteBuffer(&slice, 1);
       sent_version_ = latest_policy_->policy.version;
+      sent_fleet_id_ = latest_policy_->proto.fleet_id();
       // Fan-out counts the versions published while the stream was subscribed: the policy a
       // node gets at its hello may be hours old.
       if (latest_policy_->published_at >= subscribed_at_) {
@@ -324,7 +349,14 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   grpc::ByteBuffer write_buffer_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const PublishedPolicy> latest_policy_ ABSL_GUARDED_BY(mu_);
   uint64_t sent_version_ ABSL_GUARDED_BY(mu_) = 0;
+  // The fleet id of the version sent (or held at the hello): a new fleet id sends the same
+  // version again.
+  std::string sent_fleet_id_ ABSL_GUARDED_BY(mu_);
   uint64_t acked_version_ ABSL_GUARDED_BY(mu_) = 0;
+  // The hello held a version above the current one of this fleet id: no policy of it below
+  // that version is sent (empty: none).
+  std::string stale_fleet_id_ ABSL_GUARDED_BY(mu_);
+  uint64_t stale_below_version_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<v1::ObservationAck> pending_ack_ ABSL_GUARDED_BY(mu_);
   // The configuration to send: the one in force after the hello, then each new one.
   std::optional<v1::Config> pending_config_ ABSL_GUARDED_BY(mu_);

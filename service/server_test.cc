@@ -384,6 +384,43 @@ TEST_F(ServerTest, TheCurrentVersionOfAnotherFleetIdGetsThePolicy) {
   }
 }
 
+// breakerd's state went back (an old backup restored): a node holds a version above the
+// current one under the same fleet id. breakerd takes a new fleet id and publishes the policy
+// under it, to that node (which gets nothing of the old fleet id first) and to every other.
+TEST_F(ServerTest, AHelloHoldingAVersionAboveTheCurrentOneTakesANewFleetId) {
+  StartServer();
+  ASSERT_THAT(BanBuilder(9, "test"), IsOk());
+  const v1::Policy current = GetPolicy();
+  std::unique_ptr<NodeClient> other = ConnectedNode("bn-other");
+  ASSERT_EQ(other->latest_policy()->fleet_id(), current.fleet_id());
+
+  NodeClient node(channel_);
+  ASSERT_TRUE(node.Hello("bn-1", current.version() + 5, "mainnet", current.fleet_id()));
+  std::optional<v1::Policy> renewed = node.AwaitPolicy();
+  ASSERT_TRUE(renewed.has_value());
+  EXPECT_NE(renewed->fleet_id(), current.fleet_id());
+  EXPECT_FALSE(renewed->fleet_id().empty());
+  EXPECT_EQ(renewed->version(), current.version());
+  EXPECT_TRUE(Bans(*renewed, 9));
+  EXPECT_EQ(GetPolicy().fleet_id(), renewed->fleet_id());
+  // The node that held the current version gets it again, under the new fleet id.
+  std::optional<v1::Policy> again = other->AwaitPolicy();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->fleet_id(), renewed->fleet_id());
+  EXPECT_EQ(again->version(), current.version());
+
+  // The new fleet id survives a restart, and versions go on under it.
+  Restart();
+  EXPECT_EQ(GetPolicy().fleet_id(), renewed->fleet_id());
+  // A node holding the current version under the old fleet id holds nothing now.
+  NodeClient late(channel_);
+  ASSERT_TRUE(late.Hello("bn-2", current.version(), "mainnet", current.fleet_id()));
+  std::optional<v1::Policy> taken = late.AwaitPolicy();
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(taken->fleet_id(), renewed->fleet_id());
+  EXPECT_EQ(taken->version(), current.version());
+}
+
 TEST_F(ServerTest, ReconnectWithAnOldVersionGetsTheCurrentPolicy) {
   StartServer();
   ASSERT_THAT(BanBuilder(9, "test"), IsOk());
