@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "service/grpc_status.h"
 
@@ -35,7 +36,9 @@ absl::Status AdminService::Authorize(grpc::CallbackServerContext* context,
 // reader gets the newest version next and skips those in between.
 class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyListener {
  public:
-  PolicyWatch(AdminService* service, Fleet* fleet) : service_(service), fleet_(fleet) {
+  // `credentials`: the caller's, authorized for Permission::kView.
+  PolicyWatch(AdminService* service, Fleet* fleet, Credentials credentials)
+      : service_(service), fleet_(fleet), credentials_(std::move(credentials)) {
     fleet_->Subscribe(this);
     OnPolicy(fleet_->policy());
   }
@@ -47,6 +50,23 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
     if (latest_ != nullptr && latest_->generation >= policy->generation) return;
     latest_ = std::move(policy);
     MaybeWriteLocked();
+  }
+
+  // Ends the call with PERMISSION_DENIED when the caller's credential no longer gives read
+  // access under the access file in force. Returns whether it did.
+  bool Reauthorize(const Authorizer& authorizer) {
+    absl::StatusOr<Principal> caller = authorizer.Authorize(credentials_, Permission::kView);
+    if (caller.ok()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_ || pending_finish_.has_value()) return false;
+    }
+    const std::string message =
+        absl::StrCat("breakerd's access file changed: ", caller.status().message());
+    LOG(WARNING) << "policy watch ended: " << message;
+    fleet_->metrics().Refused("admin", absl::StatusCode::kPermissionDenied);
+    End(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message));
+    return true;
   }
 
   // Ends the call with `status` (shutting down), after the write in flight.
@@ -99,6 +119,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
 
   AdminService* const service_;
   Fleet* const fleet_;
+  const Credentials credentials_;
   // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
   std::mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
@@ -271,7 +292,8 @@ grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
     return new RefusedWatch(ToGrpcStatus(allowed));
   }
-  auto* watch = new PolicyWatch(this, fleet_);
+  auto* watch =
+      new PolicyWatch(this, fleet_, Authorizer::CredentialsOf(*context).value_or(Credentials{}));
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) {
     watch->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down"));
@@ -279,6 +301,30 @@ grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(
     watches_.insert(watch);
   }
   return watch;
+}
+
+grpc::ServerUnaryReactor* AdminService::ReloadAccess(grpc::CallbackServerContext* context,
+                                                     const v1::ReloadAccessRequest*,
+                                                     v1::ReloadAccessResponse* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kOperate); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
+  LOG(INFO) << "access file reload requested by " << context->peer();
+  absl::StatusOr<v1::ReloadAccessResponse> reloaded =
+      reload_access_ != nullptr
+          ? reload_access_()
+          : absl::FailedPreconditionError("this server cannot reload its access file");
+  if (!reloaded.ok()) return Answer(context, ToGrpcStatus(reloaded.status()));
+  *response = *std::move(reloaded);
+  return Answer(context, grpc::Status::OK);
+}
+
+size_t AdminService::Reauthorize() {
+  // Under mu_: a watch is deleted only after Forget, which waits for it.
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t ended = 0;
+  for (PolicyWatch* watch : watches_) ended += watch->Reauthorize(*authorizer_) ? 1 : 0;
+  return ended;
 }
 
 void AdminService::Forget(PolicyWatch* watch) {

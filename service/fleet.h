@@ -185,8 +185,7 @@ class Fleet {
   // new random fleet id (journaled, kept by later snapshots), publishes the current policy
   // under it to every listener, and logs a warning. Does nothing otherwise, or while a renewal
   // is under way. Returns at once; the new policy follows on the writer thread.
-  void RenewFleetId(const std::string& node_id, const std::string& fleet_id,
-                    uint64_t held_version);
+  void RenewFleetId(const std::string& node_id, const std::string& fleet_id, uint64_t held_version);
   // The configuration's max_connected_nodes, kept by the node service.
   uint32_t max_connected_nodes() const;
   // Makes `node_id` a known node (in the registry, listed by ListNodes) unless it is one

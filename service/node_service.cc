@@ -32,12 +32,15 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
                    public PolicyListener,
                    public std::enable_shared_from_this<NodeStream> {
  public:
-  // `caller`: who opened the stream, authorized for Permission::kNodeStream.
-  NodeStream(NodeService* service, grpc::CallbackServerContext* context, Principal caller)
+  // `caller`: who opened the stream, authorized for Permission::kNodeStream, by
+  // `credentials`.
+  NodeStream(NodeService* service, grpc::CallbackServerContext* context, Principal caller,
+             Credentials credentials)
       : service_(service),
         fleet_(service->fleet_),
         peer_(context->peer()),
-        caller_(std::move(caller)) {}
+        caller_(std::move(caller)),
+        credentials_(std::move(credentials)) {}
 
   void Start(std::shared_ptr<NodeStream> self) {
     self_ = std::move(self);
@@ -48,6 +51,24 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   void Kick(const grpc::Status& status) {
     std::lock_guard<std::mutex> lock(mu_);
     FinishLocked(status);
+  }
+
+  // Checks the stream's credential against the access file in force, and its node id once the
+  // hello named it; ends the stream with PERMISSION_DENIED when either no longer holds.
+  // Returns whether it ended the stream.
+  bool Reauthorize(const Authorizer& authorizer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ || pending_finish_.has_value()) return false;
+    absl::StatusOr<Principal> caller = authorizer.Authorize(credentials_, Permission::kNodeStream);
+    absl::Status allowed = caller.status();
+    if (caller.ok() && !node_id_.empty()) allowed = Authorizer::CheckNodeId(*caller, node_id_);
+    if (allowed.ok()) return false;
+    const std::string message = absl::StrCat("breakerd's access file changed: ", allowed.message());
+    LOG(WARNING) << "stream from " << peer_ << (node_id_.empty() ? "" : " (node ") << node_id_
+                 << (node_id_.empty() ? "" : ")") << " ended: " << message;
+    fleet_->metrics().Refused("message", absl::StatusCode::kPermissionDenied);
+    FinishLocked(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message));
+    return true;
   }
 
   void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
@@ -150,6 +171,9 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       TakeConfigLocked(fleet_->config());
       subscribed_at_ = std::chrono::steady_clock::now();
     }
+    // The access file may have been reloaded since the stream opened: a reload from now on
+    // sees the node id, one before is checked here.
+    if (Reauthorize(*service_->authorizer_)) return;
     if (grpc::Status registered = service_->Register(hello, held, peer_, shared_from_this());
         !registered.ok()) {
       // Shutting down is no fault of the node's: no warning for it.
@@ -339,7 +363,9 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   // Read and written by the reactor's read path only (one read in flight).
   grpc::ByteBuffer read_buffer_;
   const Principal caller_;
-  std::string node_id_;  // set once, by the hello, before anything else uses it
+  const Credentials credentials_;
+  // Set once, by the hello (under mu_), before anything else of the read path uses it.
+  std::string node_id_;
 
   // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
   std::mutex mu_;
@@ -376,7 +402,9 @@ NodeService::~NodeService() = default;
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connect(
     grpc::CallbackServerContext* context) {
   absl::StatusOr<Principal> caller = authorizer_->Authorize(*context, Permission::kNodeStream);
-  auto stream = std::make_shared<NodeStream>(this, context, caller.value_or(Principal{}));
+  auto stream =
+      std::make_shared<NodeStream>(this, context, caller.value_or(Principal{}),
+                                   Authorizer::CredentialsOf(*context).value_or(Credentials{}));
   NodeStream* raw = stream.get();
   bool shutting_down;
   {
@@ -474,6 +502,19 @@ void NodeService::Shutdown() {
     stream->Kick(
         grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect"));
   }
+}
+
+size_t NodeService::Reauthorize() {
+  std::vector<std::shared_ptr<NodeStream>> streams;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [raw, weak] : open_streams_) {
+      if (std::shared_ptr<NodeStream> stream = weak.lock()) streams.push_back(std::move(stream));
+    }
+  }
+  size_t ended = 0;
+  for (const auto& stream : streams) ended += stream->Reauthorize(*authorizer_) ? 1 : 0;
+  return ended;
 }
 
 grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* context,
