@@ -1025,6 +1025,12 @@ v1::ListNodesResponse Fleet::ListNodes() const {
   return response;
 }
 
+uint64_t Fleet::LastSequence(const std::string& node_id) const {
+  std::lock_guard<std::mutex> lock(engine_mu_);
+  auto it = engine_.node_sequences().find(node_id);
+  return it == engine_.node_sequences().end() ? 0 : it->second;
+}
+
 v1::Config Fleet::EffectiveConfig() const {
   std::lock_guard<std::mutex> lock(engine_mu_);
   return codec::ConfigToProto(engine_.config());

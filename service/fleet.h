@@ -186,6 +186,9 @@ class Fleet {
   // under it to every listener, and logs a warning. Does nothing otherwise, or while a renewal
   // is under way. Returns at once; the new policy follows on the writer thread.
   void RenewFleetId(const std::string& node_id, const std::string& fleet_id, uint64_t held_version);
+  // The highest observation sequence number handled from `node_id` (0: none), as the node's
+  // hello is answered (breaker.v1.NodeState).
+  uint64_t LastSequence(const std::string& node_id) const;
   // The configuration's max_connected_nodes, kept by the node service.
   uint32_t max_connected_nodes() const;
   // Makes `node_id` a known node (in the registry, listed by ListNodes) unless it is one

@@ -168,6 +168,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       // The version the node holds counts as sent and acknowledged.
       sent_version_ = acked_version_ = held;
       sent_fleet_id_ = hello.fleet_id();
+      pending_node_state_.emplace().set_last_sequence(fleet_->LastSequence(node_id_));
       TakeConfigLocked(fleet_->config());
       subscribed_at_ = std::chrono::steady_clock::now();
     }
@@ -302,11 +303,16 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     Kick(grpc::Status(code, message));
   }
 
-  // Sends the pending configuration, else the newest policy if the node has acknowledged the
-  // last one sent, else the pending acknowledgement.
+  // Sends the node's state (first, once), else the pending configuration, else the newest
+  // policy if the node has acknowledged the last one sent, else the pending acknowledgement.
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || write_in_flight_ || pending_finish_.has_value() || node_id_.empty()) return;
-    if (pending_config_.has_value()) {
+    if (pending_node_state_.has_value()) {
+      v1::ServerMessage message;
+      *message.mutable_node_state() = *std::move(pending_node_state_);
+      pending_node_state_.reset();
+      SerializeLocked(message);
+    } else if (pending_config_.has_value()) {
       v1::ServerMessage message;
       *message.mutable_config() = *std::move(pending_config_);
       pending_config_.reset();
@@ -384,6 +390,8 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   std::string stale_fleet_id_ ABSL_GUARDED_BY(mu_);
   uint64_t stale_below_version_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<v1::ObservationAck> pending_ack_ ABSL_GUARDED_BY(mu_);
+  // What the service knows of the node, sent first after the hello.
+  std::optional<v1::NodeState> pending_node_state_ ABSL_GUARDED_BY(mu_);
   // The configuration to send: the one in force after the hello, then each new one.
   std::optional<v1::Config> pending_config_ ABSL_GUARDED_BY(mu_);
   // The generation (PublishedConfig) of the latest configuration taken for sending.

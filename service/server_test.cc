@@ -136,6 +136,41 @@ TEST_F(ServerTest, HelloGetsTheCurrentPolicyAtOnce) {
   EXPECT_TRUE(node.Close().ok());
 }
 
+// The first message after the hello says what breakerd knows of the node: the highest
+// sequence number it handled, for a node whose numbering started over.
+TEST_F(ServerTest, HelloGetsTheNodesLastSequenceFirst) {
+  StartServer();
+  {
+    NodeClient node(channel_);
+    ASSERT_TRUE(node.Hello("bn-1"));
+    std::optional<v1::ServerMessage> first = node.ReadAny();
+    ASSERT_TRUE(first.has_value());
+    ASSERT_TRUE(first->has_node_state()) << first->ShortDebugString();
+    EXPECT_EQ(first->node_state().last_sequence(), 0u);
+    std::optional<v1::ServerMessage> second = node.ReadAny();
+    ASSERT_TRUE(second.has_value());
+    EXPECT_TRUE(second->has_config()) << second->ShortDebugString();
+    ASSERT_TRUE(node.AwaitPolicy().has_value());
+    // A refused observation counts as handled too.
+    ASSERT_TRUE(node.ObserveAndAwaitAck({Bid(7, 7, ""), Missing(41, 5, 'a', 1.5)}).has_value());
+    EXPECT_TRUE(node.Close().ok());
+  }
+  NodeClient again(channel_);
+  ASSERT_TRUE(again.Hello("bn-1", GetPolicy().version(), "mainnet", GetPolicy().fleet_id()));
+  std::optional<v1::ServerMessage> first = again.ReadAny();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(first->has_node_state()) << first->ShortDebugString();
+  EXPECT_EQ(first->node_state().last_sequence(), 41u);
+  // Kept across a restart, like every node's numbers.
+  EXPECT_TRUE(again.Close().ok());
+  Restart();
+  NodeClient restarted(channel_);
+  ASSERT_TRUE(restarted.Hello("bn-1"));
+  ASSERT_TRUE(restarted.AwaitPolicy().has_value());
+  ASSERT_TRUE(restarted.node_state().has_value());
+  EXPECT_EQ(restarted.node_state()->last_sequence(), 41u);
+}
+
 TEST_F(ServerTest, HelloOverAnInProcessChannelGetsThePolicy) {
   StartServer();
   NodeClient node(server_->InProcessChannel());

@@ -154,13 +154,29 @@ class NodeClient {
   }
 
   // The next policy or acknowledgement from the server; nullopt when the stream has ended.
-  // Configurations are kept aside (see config()).
+  // Configurations and the node's state are kept aside (see config() and node_state()).
   std::optional<v1::ServerMessage> Read() {
     while (std::optional<v1::ServerMessage> message = ReadAny()) {
-      if (!message->has_config()) return message;
+      if (!message->has_config() && !message->has_node_state()) return message;
     }
     return std::nullopt;
   }
+
+  // The next message of any kind; a configuration is also kept as config(), the node's state
+  // as node_state(). Nullopt when the stream has ended.
+  std::optional<v1::ServerMessage> ReadAny() {
+    v1::ServerMessage message;
+    if (!stream_->Read(&message)) return std::nullopt;
+    if (message.has_config()) {
+      config_ = message.config();
+      ++configs_read_;
+    }
+    if (message.has_node_state()) node_state_ = message.node_state();
+    return message;
+  }
+
+  // The node's state the server sent after the hello, once read past.
+  const std::optional<v1::NodeState>& node_state() const { return node_state_; }
 
   // The latest configuration the server sent, once read past, and how many it sent so far.
   const std::optional<v1::Config>& config() const { return config_; }
@@ -254,18 +270,6 @@ class NodeClient {
   }
 
  private:
-  // The next message of any kind; a configuration is also kept as config(). Nullopt when the
-  // stream has ended.
-  std::optional<v1::ServerMessage> ReadAny() {
-    v1::ServerMessage message;
-    if (!stream_->Read(&message)) return std::nullopt;
-    if (message.has_config()) {
-      config_ = message.config();
-      ++configs_read_;
-    }
-    return message;
-  }
-
   // Acknowledges a policy read and keeps it for AwaitPolicy.
   bool OnPolicy(const v1::Policy& policy) {
     latest_policy_ = policy;
@@ -284,6 +288,7 @@ class NodeClient {
   std::unique_ptr<grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>> stream_;
   std::optional<v1::Config> config_;
   int configs_read_ = 0;
+  std::optional<v1::NodeState> node_state_;
   bool finished_ = false;
   v1::ObservationAck acks_;
   std::optional<v1::Policy> latest_policy_;
