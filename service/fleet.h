@@ -5,10 +5,10 @@
 // clock, published to every stream. Adapts the engine to concurrency, storage and time.
 //
 // Every change of state (a batch of observations, a slot passing, an operator action, a new
-// configuration) is a journal entry. One writer thread takes the entries submitted since its
-// last round, appends them to the state store in one durable write (group commit), applies them
-// to the engine in order, publishes the policy if it changed, and only then answers the
-// submitters. A restart loads the latest snapshot and replays the journal after it through the
+// configuration, a new fleet id) is a journal entry. One writer thread takes the entries
+// submitted since its last round, appends them to the state store in one durable write (group
+// commit), applies them to the engine in order, publishes the policy (and the configuration) if
+// it changed, and only then answers the submitters. A restart loads the latest snapshot and replays the journal after it through the
 // same code, so the engine, and the policy version, come back exactly as they were.
 //
 // Storage faults (a full disk, an unwritable state directory). When an append fails, its
