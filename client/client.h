@@ -70,8 +70,9 @@ struct ClientOptions {
   // Unreachable for longer than this, the node also applies its local engine's policy.
   // Default: two epochs of the chain.
   std::optional<absl::Duration> staleness_limit;
-  // The local engine's configuration until breakerd sends its own (it does at every connect),
-  // e.g. from a local file. Default: core::Config{} with `network`'s chain.
+  // The local engine's configuration until breakerd sends its own (it does at every connect,
+  // and again after every reload that changed it), e.g. from a local file. Default:
+  // core::Config{} with `network`'s chain.
   std::optional<core::Config> fallback_config;
   // How often the library moves the local engine to the clock's slot and re-evaluates the
   // policy in force (staleness included), in real time. Tests with a fake clock shorten it.

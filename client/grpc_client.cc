@@ -254,6 +254,8 @@ class GrpcClient : public BreakerClient {
     hello.mutable_hello()->set_network(options_.network);
     {
       std::lock_guard<std::mutex> lock(state_mu_);
+      // Observations wait for breakerd's first message: the NodeState may renumber them.
+      stream_ready_ = false;
       BeginCatchUpLocked();
       // Catching up needs this stream's own policy: claim none, so breakerd sends it even when
       // the version held is current.
@@ -307,7 +309,8 @@ class GrpcClient : public BreakerClient {
       {
         std::unique_lock<std::mutex> lock(state_mu_);
         send_cv_.wait(lock, [this] {
-          return stopping_ || stream_done_ || pending_policy_ack_ != 0 || buffer_.HasUnsent();
+          return stopping_ || stream_done_ ||
+                 (stream_ready_ && (pending_policy_ack_ != 0 || buffer_.HasUnsent()));
         });
         if (stopping_ || stream_done_) return;
         std::swap(ack, pending_policy_ack_);
@@ -384,16 +387,49 @@ class GrpcClient : public BreakerClient {
                      << config.status();
           break;
         }
+        // At every connect, and again mid-stream after a reload of breakerd's configuration:
+        // the local engine runs the fleet's rules when breakerd goes away.
         std::lock_guard<std::mutex> lock(local_mu_);
         if (absl::Status status = local_.Reconfigure(*std::move(config)); !status.ok()) {
           LOG(ERROR) << "local engine refused breakerd's configuration: " << status;
+          break;
         }
+        // Under the new rules now, not at the ticker's next evaluation.
+        local_.RefreshPolicy();
         break;
       }
+      case v1::ServerMessage::kNodeState:
+        OnNodeState(message.node_state());
+        break;
       case v1::ServerMessage::KIND_NOT_SET:
         break;
     }
+    // breakerd's first message has arrived (from a breakerd that sends no NodeState, the
+    // configuration): the observations may go.
+    bool released = false;
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      released = !stream_ready_;
+      stream_ready_ = true;
+    }
+    if (released) send_cv_.notify_all();
     Republish();
+  }
+
+  // breakerd has handled this node's observations up to state.last_sequence(). A node whose
+  // clock went back since its last run numbered its new observations from a lower start:
+  // those not sent yet are renumbered above, or breakerd would ignore them as replays.
+  void OnNodeState(const v1::NodeState& state) {
+    const size_t renumbered = buffer_.RenumberAbove(state.last_sequence());
+    if (renumbered == 0) return;
+    LOG(WARNING) << "breakerd has handled this node's observations up to sequence number "
+                 << state.last_sequence() << ", at or above the numbers of " << renumbered
+                 << " observations not sent yet (did the clock go back since the node last "
+                 << "ran?): renumbered above it";
+    std::lock_guard<std::mutex> lock(state_mu_);
+    // Catching up waits for the acknowledgement of what was reported before the hello, under
+    // its new numbers (and of what came since, renumbered with it).
+    if (catch_up_sequence_ != 0) catch_up_sequence_ = buffer_.LastSequence();
   }
 
   // --- Catching up after local decisions --------------------------------------------------
@@ -540,6 +576,8 @@ class GrpcClient : public BreakerClient {
   bool stopping_ = false;
   bool connected_ = false;
   bool stream_done_ = false;
+  // The current stream has brought its first message: the sender may send observations.
+  bool stream_ready_ = false;
   std::string address_;
   grpc::ClientContext* context_ = nullptr;
   absl::Time last_contact_;

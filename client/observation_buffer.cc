@@ -7,7 +7,9 @@
 namespace breaker::client {
 
 ObservationBuffer::ObservationBuffer(size_t capacity, uint64_t first_sequence)
-    : capacity_(std::max<size_t>(capacity, 1)), next_sequence_(first_sequence) {}
+    : capacity_(std::max<size_t>(capacity, 1)),
+      next_sequence_(first_sequence),
+      highest_handed_out_(first_sequence - 1) {}
 
 ObservationBuffer::Class ObservationBuffer::ClassOf(const core::Event& event) {
   if (std::holds_alternative<core::BidSeen>(event)) return kBid;
@@ -62,6 +64,7 @@ std::vector<ObservationBuffer::Entry> ObservationBuffer::NextBatch(size_t max) {
     if (next == nullptr) break;
     batch.push_back(next->entries[next->sent]);
     ++next->sent;
+    highest_handed_out_ = std::max(highest_handed_out_, batch.back().sequence);
   }
   return batch;
 }
@@ -104,6 +107,30 @@ ObservationBuffer::Stats ObservationBuffer::stats() const {
   stats.dropped_failures = queues_[kFailure].dropped;
   stats.reported = reported_;
   return stats;
+}
+
+size_t ObservationBuffer::RenumberAbove(uint64_t sequence) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The entries never handed out: a suffix of each class, in sequence order.
+  std::vector<Entry*> unsent;
+  for (Queue& queue : queues_) {
+    for (auto it = queue.entries.rbegin();
+         it != queue.entries.rend() && it->sequence > highest_handed_out_; ++it) {
+      unsent.push_back(&*it);
+    }
+  }
+  std::sort(unsent.begin(), unsent.end(),
+            [](const Entry* a, const Entry* b) { return a->sequence < b->sequence; });
+  if (unsent.empty() || unsent.front()->sequence > sequence) {
+    next_sequence_ = std::max(next_sequence_, sequence + 1);
+    return 0;
+  }
+  // Every number handed out is at or below highest_handed_out_, below the first of these: the
+  // new numbers, above `sequence`, meet none that breakerd may hold.
+  uint64_t next = sequence + 1;
+  for (Entry* entry : unsent) entry->sequence = next++;
+  next_sequence_ = next;
+  return unsent.size();
 }
 
 uint64_t ObservationBuffer::LastSequence() const {

@@ -86,8 +86,17 @@ class ObservationBuffer {
   // True when NextBatch would return something.
   bool HasUnsent() const;
 
-  // The sequence number of the latest Add; first_sequence - 1 before any.
+  // The sequence number of the latest Add; first_sequence - 1 before any. After a
+  // RenumberAbove that renumbered, the last number it gave.
   uint64_t LastSequence() const;
+
+  // breakerd has handled this node's observations up to `sequence` (its NodeState): a number
+  // not above it would be taken as a replay. When the entries never handed out by NextBatch
+  // (since they were added; Rewind does not count) start at or below it, renumbers them all
+  // above it, consecutively and in their order, and numbers on from the last of them;
+  // otherwise only makes the next number at least `sequence` + 1. Entries handed out before
+  // keep their numbers: breakerd may have them already. Returns how many it renumbered.
+  size_t RenumberAbove(uint64_t sequence);
 
   Stats stats() const;
 
@@ -118,6 +127,10 @@ class ObservationBuffer {
 
   mutable std::mutex mu_;
   uint64_t next_sequence_ ABSL_GUARDED_BY(mu_);
+  // The highest sequence number NextBatch ever handed out (first_sequence - 1 before any):
+  // entries above it were never sent. Batches go out in sequence order, so every entry at or
+  // below it was.
+  uint64_t highest_handed_out_ ABSL_GUARDED_BY(mu_);
   std::array<Queue, kNumClasses> queues_ ABSL_GUARDED_BY(mu_);
   size_t buffered_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reported_ ABSL_GUARDED_BY(mu_) = 0;

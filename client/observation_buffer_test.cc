@@ -264,5 +264,74 @@ TEST(ObservationBuffer, ConcurrentReportersAndSender) {
   ExpectCountsAddUp(stats);
 }
 
+// breakerd's NodeState says it handled this node's numbers up to 1000, above where a restart
+// with a clock set back began numbering: what was never sent is renumbered above it, in order.
+TEST(ObservationBuffer, RenumbersWhatWasNeverSentAboveBreakerdsLast) {
+  ObservationBuffer buffer(100, 10);
+  buffer.Add(1, Missing(1));  // 10
+  buffer.Add(1, Bid(2));      // 11
+  buffer.Add(1, Final(3));    // 12
+  EXPECT_EQ(buffer.RenumberAbove(1000), 3u);
+  EXPECT_EQ(buffer.LastSequence(), 1003u);
+  EXPECT_EQ(buffer.Add(2, Bid(4)), 1004u);
+  const std::vector<ObservationBuffer::Entry> batch = buffer.NextBatch(10);
+  EXPECT_THAT(Sequences(batch), ElementsAre(1001u, 1002u, 1003u, 1004u));
+  // In the order they were reported, across classes.
+  EXPECT_TRUE(std::holds_alternative<core::PayloadMissing>(batch[0].event));
+  EXPECT_TRUE(std::holds_alternative<core::BidSeen>(batch[1].event));
+  EXPECT_TRUE(std::holds_alternative<core::Finalized>(batch[2].event));
+  EXPECT_EQ(std::get<core::BidSeen>(batch[3].event).builder, 4u);
+  buffer.Acknowledge(1002);
+  EXPECT_EQ(buffer.stats().buffered, 2u);
+  ExpectCountsAddUp(buffer.stats());
+}
+
+TEST(ObservationBuffer, KeepsTheNumbersOfWhatWasSent) {
+  ObservationBuffer buffer(100, 10);
+  buffer.Add(1, Missing());  // 10
+  buffer.Add(1, Bid());      // 11
+  ASSERT_THAT(Sequences(buffer.NextBatch(1)), ElementsAre(10u));
+  buffer.Add(1, Final());  // 12
+  // Sent and not acknowledged: breakerd may have it (the acknowledgement lost), and a new
+  // number would apply it twice. Rewinding for a new stream does not make it unsent.
+  buffer.Rewind();
+  EXPECT_EQ(buffer.RenumberAbove(20), 2u);
+  EXPECT_THAT(Sequences(buffer.NextBatch(10)), ElementsAre(10u, 21u, 22u));
+  EXPECT_EQ(buffer.Add(1, Bid()), 23u);
+}
+
+TEST(ObservationBuffer, NumbersAlreadyAboveStay) {
+  ObservationBuffer buffer(100, 50);
+  buffer.Add(1, Bid());
+  buffer.Add(1, Bid());
+  EXPECT_EQ(buffer.RenumberAbove(49), 0u);
+  EXPECT_EQ(buffer.RenumberAbove(0), 0u);
+  EXPECT_THAT(Sequences(buffer.NextBatch(10)), ElementsAre(50u, 51u));
+  EXPECT_EQ(buffer.Add(1, Bid()), 52u);
+}
+
+TEST(ObservationBuffer, AnEmptyBufferNumbersOnAboveBreakerdsLast) {
+  ObservationBuffer buffer(100, 5);
+  EXPECT_EQ(buffer.RenumberAbove(700), 0u);
+  EXPECT_EQ(buffer.LastSequence(), 700u);
+  EXPECT_EQ(buffer.Add(1, Bid()), 701u);
+  // Acknowledged everything: the next number is still above.
+  buffer.Acknowledge(701);
+  EXPECT_EQ(buffer.RenumberAbove(900), 0u);
+  EXPECT_EQ(buffer.Add(1, Bid()), 901u);
+}
+
+TEST(ObservationBuffer, RenumbersAcrossTheGapsOfDroppedEntries) {
+  ObservationBuffer buffer(3, 1);
+  buffer.Add(1, Missing(1));  // 1
+  buffer.Add(1, Bid(2));      // 2, dropped by the fourth
+  buffer.Add(1, Missing(3));  // 3
+  buffer.Add(1, Missing(4));  // 4
+  ASSERT_EQ(buffer.stats().dropped_bids, 1u);
+  EXPECT_EQ(buffer.RenumberAbove(3), 3u);
+  EXPECT_THAT(Sequences(buffer.NextBatch(10)), ElementsAre(4u, 5u, 6u));
+  EXPECT_EQ(buffer.Add(1, Missing(5)), 7u);
+}
+
 }  // namespace
 }  // namespace breaker::client

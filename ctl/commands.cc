@@ -501,6 +501,38 @@ std::string ReloadHint(const CommandContext&, const absl::Status& status) {
   }
 }
 
+// --- reload-access --------------------------------------------------------------------------
+
+absl::Status RunReloadAccess(const CommandContext& context) {
+  absl::StatusOr<v1::ReloadAccessResponse> response =
+      Call(context, &Stub::async::ReloadAccess, v1::ReloadAccessRequest());
+  if (!response.ok()) return response.status();
+  if (context.options.json) {
+    context.out << ToJson(*response) << "\n";
+    return absl::OkStatus();
+  }
+  context.out << "access file reloaded: "
+              << Count(response->principals(), "principal", "principals") << " in force; "
+              << Count(response->streams_ended(), "stream", "streams")
+              << " ended, their credential no longer allowed\n";
+  return absl::OkStatus();
+}
+
+std::string ReloadAccessHint(const CommandContext&, const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kFailedPrecondition:
+      return "breakerd runs without --access_file, so every caller is an admin; an access file "
+             "can only be given at start";
+    case absl::StatusCode::kInvalidArgument:
+      return "the access file in force is unchanged; fix the file and reload again";
+    case absl::StatusCode::kNotFound:
+      return "the file breakerd was started with (--access_file) is gone; the access file in "
+             "force is unchanged";
+    default:
+      return "";
+  }
+}
+
 // --- simulate -------------------------------------------------------------------------------
 
 absl::Status RunSimulate(const CommandContext& context) {
@@ -712,6 +744,21 @@ std::vector<Command>* MakeCommands() {
       &RunReload,
       true,
       &ReloadHint});
+  commands->push_back(Command{
+      {"reload-access",
+       "reload-access",
+       "re-read breakerd's access file",
+       "Makes breakerd re-read its --access_file, as SIGHUP does, and prints how many principals\n"
+       "it lists and how many streams it ended: every node stream or policy watch whose\n"
+       "credential lost its role, or whose node id the file no longer binds to it, ends with\n"
+       "PERMISSION_DENIED. A bad file changes nothing and the error names the principal. Needs\n"
+       "an admin's credential.\n",
+       {},
+       {},
+       "breakerctl reload-access"},
+      &RunReloadAccess,
+      true,
+      &ReloadAccessHint});
   commands->push_back(Command{
       {"simulate",
        "simulate --config=FILE --scenario=FILE [--json]",

@@ -117,7 +117,11 @@ absl::StatusOr<AccessPolicy> AccessPolicy::Load(const std::string& path) {
 }
 
 const Principal* AccessPolicy::FindByToken(absl::string_view token) const {
-  auto it = by_token_sha256_.find(Sha256Hex(token));
+  return FindByTokenSha256(Sha256Hex(token));
+}
+
+const Principal* AccessPolicy::FindByTokenSha256(absl::string_view token_sha256) const {
+  auto it = by_token_sha256_.find(token_sha256);
   return it == by_token_sha256_.end() ? nullptr : &principals_[it->second];
 }
 

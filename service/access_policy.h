@@ -19,7 +19,7 @@ namespace breaker::service {
 enum class Permission {
   kNodeStream,  // Breaker.Connect, Breaker.Report
   kView,        // the Admin service's read-only calls
-  kOperate,     // the Admin service's changes: bans, trust, reset, config reload
+  kOperate,     // the Admin service's changes: bans, trust, reset, config and access reloads
 };
 
 // "a node's stream", "read access", "operator access": for error messages.
@@ -50,6 +50,8 @@ class AccessPolicy {
 
   // The principal holding `token` (compared by its SHA-256), or null.
   const Principal* FindByToken(absl::string_view token) const;
+  // The principal holding the token whose SHA-256 (lower-case hex) is `token_sha256`, or null.
+  const Principal* FindByTokenSha256(absl::string_view token_sha256) const;
   // The principal named by the first of `identities` (a certificate's subject alternative
   // names, then its common name) that the file lists, or null.
   const Principal* FindByCertificate(const std::vector<std::string>& identities) const;

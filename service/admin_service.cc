@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "proto/codec/request_checks.h"
 #include "service/grpc_status.h"
@@ -36,18 +37,37 @@ absl::Status AdminService::Authorize(grpc::CallbackServerContext* context,
 // reader gets the newest version next and skips those in between.
 class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyListener {
  public:
-  PolicyWatch(AdminService* service, Fleet* fleet) : service_(service), fleet_(fleet) {
+  // `credentials`: the caller's, authorized for Permission::kView.
+  PolicyWatch(AdminService* service, Fleet* fleet, Credentials credentials)
+      : service_(service), fleet_(fleet), credentials_(std::move(credentials)) {
     fleet_->Subscribe(this);
     OnPolicy(fleet_->policy());
   }
 
   void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
     std::lock_guard<std::mutex> lock(mu_);
-    // The constructor's fleet_->policy() can arrive after a newer version published to this
-    // (just subscribed) listener; never step back to it.
-    if (latest_ != nullptr && latest_->policy.version >= policy->policy.version) return;
+    // The constructor's fleet_->policy() can arrive after a newer publication to this (just
+    // subscribed) listener; never step back to it. (A new fleet id publishes a version again.)
+    if (latest_ != nullptr && latest_->generation >= policy->generation) return;
     latest_ = std::move(policy);
     MaybeWriteLocked();
+  }
+
+  // Ends the call with PERMISSION_DENIED when the caller's credential no longer gives read
+  // access under the access file in force. Returns whether it did.
+  bool Reauthorize(const Authorizer& authorizer) {
+    absl::StatusOr<Principal> caller = authorizer.Authorize(credentials_, Permission::kView);
+    if (caller.ok()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_ || pending_finish_.has_value()) return false;
+    }
+    const std::string message =
+        absl::StrCat("breakerd's access file changed: ", caller.status().message());
+    LOG(WARNING) << "policy watch ended: " << message;
+    fleet_->metrics().Refused("admin", absl::StatusCode::kPermissionDenied);
+    End(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message));
+    return true;
   }
 
   // Ends the call with `status` (shutting down), after the write in flight.
@@ -89,10 +109,10 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
 
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || writing_ || pending_finish_.has_value() || latest_ == nullptr ||
-        latest_->policy.version == sent_) {
+        latest_->generation == sent_) {
       return;
     }
-    sent_ = latest_->policy.version;
+    sent_ = latest_->generation;
     current_ = latest_;
     writing_ = true;
     StartWrite(&current_->proto);
@@ -100,11 +120,13 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
 
   AdminService* const service_;
   Fleet* const fleet_;
+  const Credentials credentials_;
   // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
   std::mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
+  // The generation (PublishedPolicy) of the publication sent last.
   uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<const PublishedPolicy> latest_ ABSL_GUARDED_BY(mu_);
   // Keeps the message being written alive until OnWriteDone.
@@ -295,7 +317,8 @@ grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
     return new RefusedWatch(ToGrpcStatus(allowed));
   }
-  auto* watch = new PolicyWatch(this, fleet_);
+  auto* watch =
+      new PolicyWatch(this, fleet_, Authorizer::CredentialsOf(*context).value_or(Credentials{}));
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) {
     watch->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down"));
@@ -303,6 +326,30 @@ grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(
     watches_.insert(watch);
   }
   return watch;
+}
+
+grpc::ServerUnaryReactor* AdminService::ReloadAccess(grpc::CallbackServerContext* context,
+                                                     const v1::ReloadAccessRequest*,
+                                                     v1::ReloadAccessResponse* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kOperate); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
+  LOG(INFO) << "access file reload requested by " << context->peer();
+  absl::StatusOr<v1::ReloadAccessResponse> reloaded =
+      reload_access_ != nullptr
+          ? reload_access_()
+          : absl::FailedPreconditionError("this server cannot reload its access file");
+  if (!reloaded.ok()) return Answer(context, ToGrpcStatus(reloaded.status()));
+  *response = *std::move(reloaded);
+  return Answer(context, grpc::Status::OK);
+}
+
+size_t AdminService::Reauthorize() {
+  // Under mu_: a watch is deleted only after Forget, which waits for it.
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t ended = 0;
+  for (PolicyWatch* watch : watches_) ended += watch->Reauthorize(*authorizer_) ? 1 : 0;
+  return ended;
 }
 
 void AdminService::Forget(PolicyWatch* watch) {

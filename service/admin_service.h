@@ -3,7 +3,10 @@
 
 // breaker.v1.Admin: the operators' inspection and steering API.
 
+#include <cstddef>
+#include <functional>
 #include <mutex>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
@@ -18,11 +21,14 @@ class PolicyWatch;
 // This class is thread-safe.
 class AdminService final : public breaker::v1::Admin::CallbackService {
  public:
+  // What ReloadAccess does once the caller is authorized (breakerd's Server::ReloadAccess).
+  using AccessReloader = std::function<absl::StatusOr<breaker::v1::ReloadAccessResponse>()>;
+
   // Every call is authorized first: the reads need Permission::kView, the changes
-  // Permission::kOperate.
+  // Permission::kOperate. `reload_access` answers ReloadAccess; null: FAILED_PRECONDITION.
   // REQUIRES: `fleet` and `authorizer` outlive the service and every call.
-  AdminService(Fleet* fleet, const Authorizer* authorizer)
-      : fleet_(fleet), authorizer_(authorizer) {}
+  AdminService(Fleet* fleet, const Authorizer* authorizer, AccessReloader reload_access = nullptr)
+      : fleet_(fleet), authorizer_(authorizer), reload_access_(std::move(reload_access)) {}
 
   grpc::ServerUnaryReactor* GetPolicy(grpc::CallbackServerContext* context,
                                       const breaker::v1::GetPolicyRequest* request,
@@ -66,6 +72,9 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* ReloadConfig(grpc::CallbackServerContext* context,
                                          const breaker::v1::ReloadConfigRequest* request,
                                          breaker::v1::Config* response) override;
+  grpc::ServerUnaryReactor* ReloadAccess(grpc::CallbackServerContext* context,
+                                         const breaker::v1::ReloadAccessRequest* request,
+                                         breaker::v1::ReloadAccessResponse* response) override;
   grpc::ServerWriteReactor<breaker::v1::Policy>* WatchPolicy(
       grpc::CallbackServerContext* context,
       const breaker::v1::WatchPolicyRequest* request) override;
@@ -73,6 +82,11 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   // Ends every WatchPolicy call with UNAVAILABLE and refuses new ones, so that the server's
   // shutdown does not wait its grace period for dashboards.
   void Shutdown();
+
+  // Checks the credential of every WatchPolicy call against the access file in force (after a
+  // reload) and ends, with PERMISSION_DENIED, each one that lost Permission::kView. Returns
+  // how many it ended.
+  size_t Reauthorize();
 
  private:
   friend class PolicyWatch;
@@ -89,6 +103,7 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
 
   Fleet* const fleet_;
   const Authorizer* const authorizer_;
+  const AccessReloader reload_access_;
   // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
   std::mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

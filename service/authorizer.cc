@@ -1,6 +1,7 @@
 #include "service/authorizer.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -58,27 +59,58 @@ absl::string_view RolesWith(Permission permission) {
 
 }  // namespace
 
-absl::StatusOr<Principal> Authorizer::Authorize(const grpc::ServerContextBase& context,
-                                                Permission permission) const {
-  if (!policy_.has_value()) return Principal{"anyone", breaker::v1::ROLE_ADMIN};
+Authorizer::Authorizer(std::optional<AccessPolicy> policy, std::string access_file)
+    : access_file_(std::move(access_file)) {
+  if (policy.has_value()) policy_ = std::make_shared<const AccessPolicy>(*std::move(policy));
+}
+
+absl::StatusOr<Credentials> Authorizer::CredentialsOf(const grpc::ServerContextBase& context) {
   absl::StatusOr<std::optional<std::string>> token = BearerToken(context);
   if (!token.ok()) return token.status();
-  const Principal* caller = nullptr;
+  Credentials credentials;
   if (token->has_value()) {
-    caller = policy_->FindByToken(**token);
+    credentials.token_sha256 = Sha256Hex(**token);
+  } else {
+    credentials.certificate_identities = CertificateIdentities(context);
+  }
+  return credentials;
+}
+
+absl::StatusOr<Principal> Authorizer::Authorize(const grpc::ServerContextBase& context,
+                                                Permission permission) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (policy_ == nullptr) return Principal{"anyone", breaker::v1::ROLE_ADMIN};
+  }
+  absl::StatusOr<Credentials> credentials = CredentialsOf(context);
+  if (!credentials.ok()) return credentials.status();
+  return Authorize(*credentials, permission);
+}
+
+absl::StatusOr<Principal> Authorizer::Authorize(const Credentials& credentials,
+                                                Permission permission) const {
+  std::shared_ptr<const AccessPolicy> policy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    policy = policy_;
+  }
+  if (policy == nullptr) return Principal{"anyone", breaker::v1::ROLE_ADMIN};
+  const Principal* caller = nullptr;
+  if (credentials.token_sha256.has_value()) {
+    caller = policy->FindByTokenSha256(*credentials.token_sha256);
     if (caller == nullptr) {
       return absl::UnauthenticatedError(
           "the bearer token is not in breakerd's access file; check the token, or ask the "
           "operator to add its SHA-256");
     }
   } else {
-    const std::vector<std::string> identities = CertificateIdentities(context);
+    const std::vector<std::string>& identities = credentials.certificate_identities;
     if (identities.empty()) {
       return absl::UnauthenticatedError(
           "no credential: send a bearer token (authorization: Bearer <token>) or connect with "
           "a client certificate over TLS");
     }
-    caller = policy_->FindByCertificate(identities);
+    caller = policy->FindByCertificate(identities);
     if (caller == nullptr) {
       return absl::UnauthenticatedError(absl::StrCat(
           "the client certificate (", core::bounds::ForLog(identities.front()),
@@ -101,6 +133,21 @@ absl::Status Authorizer::CheckNodeId(const Principal& caller, absl::string_view 
                                                   "', which cannot speak for node '",
                                                   core::bounds::QuotePrefix(node_id),
                                                   "'; use node id '", caller.name, "'"));
+}
+
+absl::StatusOr<size_t> Authorizer::Reload() {
+  if (access_file_.empty()) {
+    return absl::FailedPreconditionError(
+        "breakerd runs without an access file, so every caller is an admin; restart it with "
+        "--access_file to give one");
+  }
+  absl::StatusOr<AccessPolicy> loaded = AccessPolicy::Load(access_file_);
+  if (!loaded.ok()) return loaded.status();
+  const size_t principals = loaded->size();
+  auto policy = std::make_shared<const AccessPolicy>(*std::move(loaded));
+  std::lock_guard<std::mutex> lock(mu_);
+  policy_ = std::move(policy);
+  return principals;
 }
 
 }  // namespace breaker::service

@@ -37,7 +37,8 @@ ABSL_FLAG(bool, allow_insecure_listen, false,
 ABSL_FLAG(std::string, access_file, "",
           "Who may call what: a text-format breaker.v1.AccessPolicy (see "
           "examples/access.textproto) mapping client certificates and bearer-token digests to "
-          "the roles node, viewer and admin. Empty: every caller is an admin.");
+          "the roles node, viewer and admin. Empty: every caller is an admin. Re-read at "
+          "SIGHUP and by the Admin.ReloadAccess rpc.");
 
 ABSL_FLAG(std::string, metrics_listen, "",
           "Address to serve Prometheus metrics on (HTTP, path /metrics), host:port. Port 0 "
@@ -81,11 +82,13 @@ int main(int argc, char** argv) {
   // reports and survives like a full disk, instead of killing the process.
   signal(SIGXFSZ, SIG_IGN);
 
-  // Block the stop signals before any thread starts, so that only sigwait below sees them.
+  // Block the stop signals, and SIGHUP (reload the access file), before any thread starts, so
+  // that only sigwait below sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   breaker::service::ServerOptions options;
@@ -111,7 +114,11 @@ int main(int argc, char** argv) {
   }
 
   int signal = 0;
-  sigwait(&stop_signals, &signal);
+  while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP) {
+    // Server::ReloadAccess logs what it did, or why the file in force stays.
+    LOG(INFO) << "SIGHUP received: reloading the access file";
+    (void)(*server)->ReloadAccess();
+  }
   LOG(INFO) << "signal " << signal << " received, shutting down";
   (*server)->Shutdown();
   return 0;

@@ -235,6 +235,8 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
       fleet->journal_sequence_ = sequence;
     }
     fleet->Publish();
+    fleet->PublishConfig();
+    fleet->config_changed_ = false;
     // The nodes the engine remembers count toward max_known_nodes from the start.
     std::lock_guard<std::mutex> nodes_lock(fleet->nodes_mu_);
     for (const auto& [node, sequence] : fleet->engine_.node_sequences()) {
@@ -274,12 +276,12 @@ Fleet::Fleet(Options options, core::Engine engine, std::string fleet_id)
       store_(std::move(options.store)),
       config_path_(std::move(options.config_path)),
       network_(options.config.chain.network),
-      fleet_id_(std::move(fleet_id)),
       snapshot_every_entries_(options.snapshot_every_entries),
       snapshot_every_bytes_(options.snapshot_every_bytes),
       ticker_enabled_(options.run_ticker),
       metrics_(options.metrics != nullptr ? *options.metrics : NoMetrics()),
-      engine_(std::move(engine)) {
+      engine_(std::move(engine)),
+      fleet_id_(std::move(fleet_id)) {
   snapshot_epoch_ = engine_.current_epoch();
   SetLimits(engine_.config());
 }
@@ -428,6 +430,34 @@ void Fleet::ReloadConfig(ConfigCallback done) {
   });
 }
 
+void Fleet::RenewFleetId(const std::string& node_id, const std::string& fleet_id,
+                         uint64_t held_version) {
+  {
+    std::lock_guard<std::mutex> lock(engine_mu_);
+    if (renewing_fleet_id_ || fleet_id.empty() || fleet_id != fleet_id_ ||
+        held_version <= engine_.policy().version) {
+      return;
+    }
+    renewing_fleet_id_ = true;
+  }
+  // Made here, not in Apply(): a replay of the journal must take the same id.
+  v1::JournalEntry entry;
+  v1::FleetIdRenewal* renewal = entry.mutable_renew_fleet_id();
+  renewal->set_fleet_id(NewFleetId());
+  renewal->set_node_id(node_id);
+  renewal->set_held_version(held_version);
+  Submit(std::move(entry), [this](const absl::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(engine_mu_);
+      renewing_fleet_id_ = false;
+    }
+    if (!status.ok()) {
+      LOG(ERROR) << "a new fleet id could not be stored (the next hello holding a version above "
+                 << "the current one tries again): " << status;
+    }
+  });
+}
+
 core::Slot Fleet::ClockSlot() const {
   std::lock_guard<std::mutex> lock(engine_mu_);
   return core::SlotAt(clock_.Now(), engine_.config().chain);
@@ -522,8 +552,9 @@ void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
     return;
   }
 
-  // 2. Apply in journal order, publishing each new policy version.
+  // 2. Apply in journal order, publishing each new policy version and configuration.
   std::vector<std::shared_ptr<const PublishedPolicy>> published;
+  std::shared_ptr<const PublishedConfig> config;
   bool snapshot_due = false;
   {
     std::lock_guard<std::mutex> lock(engine_mu_);
@@ -532,12 +563,15 @@ void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
     journal_sequence_ = *last_sequence;
     entries_since_snapshot_ += works.size();
     bytes_since_snapshot_ += bytes;
-    if (engine_.policy().version != before) published.push_back(Publish());
+    if (engine_.policy().version != before || republish_) published.push_back(Publish());
+    config = TakeConfigChange();
     snapshot_due = entries_since_snapshot_ >= snapshot_every_entries_ ||
                    bytes_since_snapshot_ >= snapshot_every_bytes_ ||
                    engine_.current_epoch() != snapshot_epoch_;
   }
-  // 3. Tell the streams, then the submitters.
+  // 3. Tell the streams, then the submitters. The configuration first: a node gets the rules
+  // before the policy they made.
+  NotifyConfigListeners(config);
   NotifyListeners(published);
   for (const auto& work : works) {
     if (work->on_done) work->on_done();
@@ -560,6 +594,12 @@ void Fleet::NotifyListeners(const std::vector<std::shared_ptr<const PublishedPol
     std::lock_guard<std::mutex> lock(listeners_mu_);
     for (PolicyListener* listener : listeners_) listener->OnPolicy(policy);
   }
+}
+
+void Fleet::NotifyConfigListeners(const std::shared_ptr<const PublishedConfig>& config) {
+  if (config == nullptr) return;
+  std::lock_guard<std::mutex> lock(listeners_mu_);
+  for (PolicyListener* listener : listeners_) listener->OnConfig(config);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -634,6 +674,7 @@ absl::Status Fleet::RecoverStorage() {
   absl::StatusOr<StoredState> stored = store_->Load();
   if (!stored.ok()) return stored.status();
   std::vector<std::shared_ptr<const PublishedPolicy>> published;
+  std::shared_ptr<const PublishedConfig> config;
   {
     std::lock_guard<std::mutex> lock(engine_mu_);
     // Only this fleet writes the store, and only after the journal_sequence_ it holds.
@@ -665,10 +706,12 @@ absl::Status Fleet::RecoverStorage() {
       for (Work& work : landed) Apply(work);
       journal_sequence_ = stored->last_sequence();
       entries_since_snapshot_ += landed.size();
-      if (engine_.policy().version != before) published.push_back(Publish());
+      if (engine_.policy().version != before || republish_) published.push_back(Publish());
+      config = TakeConfigChange();
     }
   }
   // Durable, so published even if the store fails again below.
+  NotifyConfigListeners(config);
   NotifyListeners(published);
   // Proves that the store writes again, and folds in what landed.
   return WriteSnapshot();
@@ -769,9 +812,32 @@ void Fleet::Apply(Work& work) {
       break;
     case v1::JournalEntry::kReconfigure: {
       absl::StatusOr<core::Config> config = codec::ConfigFromProto(entry.reconfigure());
+      const std::string before = Serialize(codec::ConfigToProto(engine_.config()));
       work.status = config.ok() ? engine_.Reconfigure(*std::move(config)) : config.status();
+      if (work.status.ok() && Serialize(codec::ConfigToProto(engine_.config())) != before) {
+        config_changed_ = true;
+      }
       if (work.status.ok()) SetLimits(engine_.config());
       if (work.status.ok() && !work.replay) LOG(INFO) << "configuration applied";
+      break;
+    }
+    case v1::JournalEntry::kRenewFleetId: {
+      const v1::FleetIdRenewal& renewal = entry.renew_fleet_id();
+      if (renewal.fleet_id().empty()) {
+        work.status = absl::InvalidArgumentError("a fleet id renewal without a fleet id");
+        break;
+      }
+      if (!work.replay) {
+        LOG(WARNING) << "node " << renewal.node_id() << " holds policy version "
+                     << renewal.held_version() << " of fleet id " << fleet_id_
+                     << ", above this state's own version " << engine_.policy().version
+                     << ": the state went back (was an old backup of the state directory "
+                     << "restored?), and its versions since name other policies than the nodes "
+                     << "hold. Taking the new fleet id " << renewal.fleet_id()
+                     << ": every node takes the current policy as new";
+      }
+      fleet_id_ = renewal.fleet_id();
+      republish_ = true;
       break;
     }
     case v1::JournalEntry::CHANGE_NOT_SET:
@@ -795,9 +861,26 @@ std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
   const std::string bytes = message.SerializeAsString();
   published->server_message = grpc::Slice(bytes);
   published->published_at = std::chrono::steady_clock::now();
+  republish_ = false;
   std::lock_guard<std::mutex> lock(policy_mu_);
+  published->generation = policy_ == nullptr ? 1 : policy_->generation + 1;
   policy_ = published;
   return published;
+}
+
+std::shared_ptr<const PublishedConfig> Fleet::PublishConfig() {
+  auto published = std::make_shared<PublishedConfig>();
+  published->proto = codec::ConfigToProto(engine_.config());
+  std::lock_guard<std::mutex> lock(policy_mu_);
+  published->generation = config_ == nullptr ? 1 : config_->generation + 1;
+  config_ = published;
+  return published;
+}
+
+std::shared_ptr<const PublishedConfig> Fleet::TakeConfigChange() {
+  if (!config_changed_) return nullptr;
+  config_changed_ = false;
+  return PublishConfig();
 }
 
 absl::Status Fleet::WriteSnapshot() {
@@ -823,6 +906,11 @@ absl::Status Fleet::WriteSnapshot() {
 std::shared_ptr<const PublishedPolicy> Fleet::policy() const {
   std::lock_guard<std::mutex> lock(policy_mu_);
   return policy_;
+}
+
+std::shared_ptr<const PublishedConfig> Fleet::config() const {
+  std::lock_guard<std::mutex> lock(policy_mu_);
+  return config_;
 }
 
 void Fleet::Subscribe(PolicyListener* listener) {
@@ -1066,6 +1154,12 @@ std::vector<v1::Node> Fleet::AllNodes() const {
     request.set_page_token(page.next_page_token());
   } while (!request.page_token().empty());
   return nodes;
+}
+
+uint64_t Fleet::LastSequence(const std::string& node_id) const {
+  std::lock_guard<std::mutex> lock(engine_mu_);
+  auto it = engine_.node_sequences().find(node_id);
+  return it == engine_.node_sequences().end() ? 0 : it->second;
 }
 
 v1::Config Fleet::EffectiveConfig() const {

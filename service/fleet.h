@@ -5,10 +5,10 @@
 // clock, published to every stream. Adapts the engine to concurrency, storage and time.
 //
 // Every change of state (a batch of observations, a slot passing, an operator action, a new
-// configuration) is a journal entry. One writer thread takes the entries submitted since its
-// last round, appends them to the state store in one durable write (group commit), applies them
-// to the engine in order, publishes the policy if it changed, and only then answers the
-// submitters. A restart loads the latest snapshot and replays the journal after it through the
+// configuration, a new fleet id) is a journal entry. One writer thread takes the entries
+// submitted since its last round, appends them to the state store in one durable write (group
+// commit), applies them to the engine in order, publishes the policy (and the configuration) if
+// it changed, and only then answers the submitters. A restart loads the latest snapshot and replays the journal after it through the
 // same code, so the engine, and the policy version, come back exactly as they were.
 //
 // Storage faults (a full disk, an unwritable state directory). When an append fails, its
@@ -58,13 +58,28 @@ struct PublishedPolicy {
   grpc::Slice server_message;
   // When the fleet published it, in real time, for the fan-out latency metric.
   std::chrono::steady_clock::time_point published_at;
+  // Counts the fleet's publications since it opened, from 1: a later one has a higher number.
+  // Versions alone do not order them: a new fleet id publishes the same version again.
+  uint64_t generation = 0;
 };
 
-// Receives every new policy version. Called on the fleet's writer thread: must not block.
+// The configuration in force as every node receives it (ServerMessage.config).
+struct PublishedConfig {
+  // Counts the configurations the fleet has published since it opened, from 1: a later one
+  // has a higher number.
+  uint64_t generation = 0;
+  breaker::v1::Config proto;
+};
+
+// Receives every new policy version and every new configuration. Called on the fleet's writer
+// thread: must not block.
 class PolicyListener {
  public:
   virtual ~PolicyListener() = default;
   virtual void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) = 0;
+  // A reconfiguration (a reload) changed the configuration in force. Not called for the
+  // configuration in force when the listener subscribed: read config() after subscribing.
+  virtual void OnConfig(std::shared_ptr<const PublishedConfig> /*config*/) {}
 };
 
 // This class is thread-safe.
@@ -136,6 +151,8 @@ class Fleet {
 
   // The current policy. Never blocks on the store.
   std::shared_ptr<const PublishedPolicy> policy() const;
+  // The configuration in force, as the nodes receive it. Never blocks on the store.
+  std::shared_ptr<const PublishedConfig> config() const;
 
   // OK while the store takes writes; otherwise the error of its latest failure, while the
   // fleet refuses changes.
@@ -166,7 +183,18 @@ class Fleet {
   breaker::v1::Config EffectiveConfig() const;
   const std::string& network() const { return network_; }
   // This state's identity (breaker.v1.Policy.fleet_id): policy versions count under it.
-  const std::string& fleet_id() const { return fleet_id_; }
+  std::string fleet_id() const { return policy()->proto.fleet_id(); }
+  // Node `node_id` says at its hello that it holds version `held_version` of fleet id
+  // `fleet_id`. A version above the current one under the current fleet id means the state
+  // went back (an old backup of the state directory was restored), and the versions counted
+  // since the backup name other policies than the ones the nodes hold: the fleet then takes a
+  // new random fleet id (journaled, kept by later snapshots), publishes the current policy
+  // under it to every listener, and logs a warning. Does nothing otherwise, or while a renewal
+  // is under way. Returns at once; the new policy follows on the writer thread.
+  void RenewFleetId(const std::string& node_id, const std::string& fleet_id, uint64_t held_version);
+  // The highest observation sequence number handled from `node_id` (0: none), as the node's
+  // hello is answered (breaker.v1.NodeState).
+  uint64_t LastSequence(const std::string& node_id) const;
   // The configuration's max_connected_nodes, kept by the node service.
   uint32_t max_connected_nodes() const;
   // Makes `node_id` a known node (in the registry, listed by ListNodes) unless it is one
@@ -233,6 +261,13 @@ class Fleet {
   void NotifyStorageWatcher();
   // Tells the listeners about each of `published`, in order.
   void NotifyListeners(const std::vector<std::shared_ptr<const PublishedPolicy>>& published);
+  // Builds the published form of the engine's configuration and makes it current.
+  std::shared_ptr<const PublishedConfig> PublishConfig() ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  // Publishes the configuration when Apply() changed it since the last call; null otherwise.
+  std::shared_ptr<const PublishedConfig> TakeConfigChange()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  // Tells the listeners about `config` (nothing when null).
+  void NotifyConfigListeners(const std::shared_ptr<const PublishedConfig>& config);
   void TickerLoop();
   // Applies one journal entry to the engine and refreshes the policy. Deterministic: the same
   // entries on the same state give the same engine, live or in replay.
@@ -249,7 +284,6 @@ class Fleet {
   const std::unique_ptr<StateStore> store_;
   const std::string config_path_;
   const std::string network_;
-  const std::string fleet_id_;
   const uint64_t snapshot_every_entries_;
   const uint64_t snapshot_every_bytes_;
   const bool ticker_enabled_;
@@ -266,9 +300,18 @@ class Fleet {
   uint64_t entries_since_snapshot_ ABSL_GUARDED_BY(engine_mu_) = 0;
   uint64_t bytes_since_snapshot_ ABSL_GUARDED_BY(engine_mu_) = 0;
   core::Epoch snapshot_epoch_ ABSL_GUARDED_BY(engine_mu_) = 0;
+  // This state's identity; changes only by a journaled renewal (RenewFleetId).
+  std::string fleet_id_ ABSL_GUARDED_BY(engine_mu_);
+  // A renewal of the fleet id is submitted and not yet answered.
+  bool renewing_fleet_id_ ABSL_GUARDED_BY(engine_mu_) = false;
+  // Apply() changed what the policy is published under (the fleet id), not its version.
+  bool republish_ ABSL_GUARDED_BY(engine_mu_) = false;
+  // A reconfiguration applied since the configuration was last published changed it.
+  bool config_changed_ ABSL_GUARDED_BY(engine_mu_) = false;
 
   mutable std::mutex policy_mu_;
   std::shared_ptr<const PublishedPolicy> policy_ ABSL_GUARDED_BY(policy_mu_);
+  std::shared_ptr<const PublishedConfig> config_ ABSL_GUARDED_BY(policy_mu_);
 
   std::mutex listeners_mu_;
   absl::flat_hash_set<PolicyListener*> listeners_ ABSL_GUARDED_BY(listeners_mu_);

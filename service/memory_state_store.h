@@ -49,6 +49,16 @@ class MemoryStateStore : public StateStore {
       return state_;
     }
 
+    // A new backing holding what this one holds now: a backup of the state, which a test
+    // restores by building stores over it.
+    std::shared_ptr<Backing> Copy() const {
+      auto copy = std::make_shared<Backing>();
+      StoredState state = Read();
+      std::lock_guard<std::mutex> lock(copy->mu_);
+      copy->state_ = std::move(state);
+      return copy;
+    }
+
    private:
     friend class MemoryStateStore;
 

@@ -34,12 +34,15 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
                    public PolicyListener,
                    public std::enable_shared_from_this<NodeStream> {
  public:
-  // `caller`: who opened the stream, authorized for Permission::kNodeStream.
-  NodeStream(NodeService* service, grpc::CallbackServerContext* context, Principal caller)
+  // `caller`: who opened the stream, authorized for Permission::kNodeStream, by
+  // `credentials`.
+  NodeStream(NodeService* service, grpc::CallbackServerContext* context, Principal caller,
+             Credentials credentials)
       : service_(service),
         fleet_(service->fleet_),
         peer_(context->peer()),
-        caller_(std::move(caller)) {}
+        caller_(std::move(caller)),
+        credentials_(std::move(credentials)) {}
 
   void Start(std::shared_ptr<NodeStream> self) {
     self_ = std::move(self);
@@ -52,18 +55,51 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     FinishLocked(status);
   }
 
+  // Checks the stream's credential against the access file in force, and its node id once the
+  // hello named it; ends the stream with PERMISSION_DENIED when either no longer holds.
+  // Returns whether it ended the stream.
+  bool Reauthorize(const Authorizer& authorizer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ || pending_finish_.has_value()) return false;
+    absl::StatusOr<Principal> caller = authorizer.Authorize(credentials_, Permission::kNodeStream);
+    absl::Status allowed = caller.status();
+    if (caller.ok() && !node_id_.empty()) allowed = Authorizer::CheckNodeId(*caller, node_id_);
+    if (allowed.ok()) return false;
+    const std::string message = absl::StrCat("breakerd's access file changed: ", allowed.message());
+    LOG(WARNING) << "stream from " << peer_ << (node_id_.empty() ? "" : " (node ") << node_id_
+                 << (node_id_.empty() ? "" : ")") << " ended: " << message;
+    fleet_->metrics().Refused("message", absl::StatusCode::kPermissionDenied);
+    FinishLocked(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message));
+    return true;
+  }
+
   void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
     std::lock_guard<std::mutex> lock(mu_);
-    // OnHello's initial fleet_->policy() can arrive after a newer version the fleet has
-    // already published to this (just subscribed) listener; never step back to it.
-    if (latest_policy_ != nullptr && latest_policy_->policy.version >= policy->policy.version) {
-      return;
-    }
+    // OnHello's initial fleet_->policy() can arrive after a newer publication the fleet has
+    // already made to this (just subscribed) listener; never step back to it. (Publications,
+    // not versions: a new fleet id publishes the current version again.)
+    if (latest_policy_ != nullptr && latest_policy_->generation >= policy->generation) return;
     latest_policy_ = std::move(policy);
     MaybeWriteLocked();
   }
 
+  void OnConfig(std::shared_ptr<const PublishedConfig> config) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    TakeConfigLocked(config);
+    MaybeWriteLocked();
+  }
+
  private:
+  // Makes `config` the one to send next, unless the stream has a newer one (OnHello's read of
+  // fleet_->config() can arrive after a reload published to this listener). A newer one
+  // replaces an unsent one.
+  void TakeConfigLocked(const std::shared_ptr<const PublishedConfig>& config)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (config == nullptr || config->generation <= config_generation_) return;
+    config_generation_ = config->generation;
+    pending_config_ = config->proto;
+  }
+
   void OnReadDone(bool ok) override {
     if (!ok) {
       // The node closed its side or the call broke: end cleanly, it will reconnect.
@@ -125,21 +161,20 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
                                  "' but this breakerd serves '", fleet_->network(),
                                  "'; connect to the right one"));
     }
-    // A version of another fleet id (another state directory), or above the current one, is
-    // none of this service's: the node holds nothing known. Taken as is, it counted as
-    // acknowledged beyond every version to come, or hid the current policy from the node.
-    const uint64_t held = hello.fleet_id() == fleet_->fleet_id() &&
-                                  hello.policy_version() <= fleet_->policy()->policy.version
-                              ? hello.policy_version()
-                              : 0;
+    const uint64_t held = HeldVersion(hello);
     {
       std::lock_guard<std::mutex> lock(mu_);
       node_id_ = hello.node_id();
       // The version the node holds counts as sent and acknowledged.
       sent_version_ = acked_version_ = held;
-      pending_config_ = fleet_->EffectiveConfig();
+      sent_fleet_id_ = hello.fleet_id();
+      pending_node_state_.emplace().set_last_sequence(fleet_->LastSequence(node_id_));
+      TakeConfigLocked(fleet_->config());
       subscribed_at_ = std::chrono::steady_clock::now();
     }
+    // The access file may have been reloaded since the stream opened: a reload from now on
+    // sees the node id, one before is checked here.
+    if (Reauthorize(*service_->authorizer_)) return;
     if (grpc::Status registered = service_->Register(hello, held, peer_, shared_from_this());
         !registered.ok()) {
       // Shutting down is no fault of the node's: no warning for it.
@@ -150,8 +185,38 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
               << core::bounds::ForLog(hello.client_version()) << "), holds policy version "
               << hello.policy_version();
     fleet_->Subscribe(this);
+    // A reload published between the read above and the subscription.
+    OnConfig(fleet_->config());
     OnPolicy(fleet_->policy());
     ReadNext();
+  }
+
+  // The version of the current policy that `hello` says the node holds; 0 when it holds none
+  // this service knows. A version of another fleet id (another state directory) is none of
+  // this service's. Taken as is, it counted as acknowledged beyond every version to come, or
+  // hid the current policy from the node.
+  uint64_t HeldVersion(const v1::Hello& hello) {
+    const std::shared_ptr<const PublishedPolicy> current = fleet_->policy();
+    if (hello.fleet_id() != current->proto.fleet_id()) return 0;
+    if (hello.policy_version() <= current->policy.version) return hello.policy_version();
+    // Above the current version, under the current fleet id: the state went back (a restored
+    // backup), and the versions since count other policies than the node's. The fleet takes
+    // a new fleet id; meanwhile this node gets no policy of the old id below the one it
+    // holds, which it would take for a newer one.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stale_fleet_id_ = hello.fleet_id();
+      stale_below_version_ = hello.policy_version();
+    }
+    fleet_->RenewFleetId(hello.node_id(), hello.fleet_id(), hello.policy_version());
+    return 0;
+  }
+
+  // Whether `policy` is of the fleet id under which the node holds a later version (see
+  // HeldVersion), and must not be sent.
+  bool OlderThanHeldLocked(const PublishedPolicy& policy) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !stale_fleet_id_.empty() && policy.proto.fleet_id() == stale_fleet_id_ &&
+           policy.policy.version < stale_below_version_;
   }
 
   void OnObservations(v1::ObservationBatch batch) {
@@ -240,20 +305,28 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     Kick(grpc::Status(code, message));
   }
 
-  // Sends the newest policy if the node has acknowledged the last one sent, else the pending
-  // acknowledgement.
+  // Sends the node's state (first, once), else the pending configuration, else the newest
+  // policy if the node has acknowledged the last one sent, else the pending acknowledgement.
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || write_in_flight_ || pending_finish_.has_value() || node_id_.empty()) return;
-    if (pending_config_.has_value()) {
+    if (pending_node_state_.has_value()) {
+      v1::ServerMessage message;
+      *message.mutable_node_state() = *std::move(pending_node_state_);
+      pending_node_state_.reset();
+      SerializeLocked(message);
+    } else if (pending_config_.has_value()) {
       v1::ServerMessage message;
       *message.mutable_config() = *std::move(pending_config_);
       pending_config_.reset();
       SerializeLocked(message);
-    } else if (latest_policy_ != nullptr && latest_policy_->policy.version != sent_version_ &&
-               acked_version_ >= sent_version_) {
+    } else if (latest_policy_ != nullptr &&
+               (latest_policy_->policy.version != sent_version_ ||
+                latest_policy_->proto.fleet_id() != sent_fleet_id_) &&
+               acked_version_ >= sent_version_ && !OlderThanHeldLocked(*latest_policy_)) {
       grpc::Slice slice = latest_policy_->server_message;
       write_buffer_ = grpc::ByteBuffer(&slice, 1);
       sent_version_ = latest_policy_->policy.version;
+      sent_fleet_id_ = latest_policy_->proto.fleet_id();
       // Fan-out counts the versions published while the stream was subscribed: the policy a
       // node gets at its hello may be hours old.
       if (latest_policy_->published_at >= subscribed_at_) {
@@ -298,7 +371,9 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   // Read and written by the reactor's read path only (one read in flight).
   grpc::ByteBuffer read_buffer_;
   const Principal caller_;
-  std::string node_id_;  // set once, by the hello, before anything else uses it
+  const Credentials credentials_;
+  // Set once, by the hello (under mu_), before anything else of the read path uses it.
+  std::string node_id_;
 
   // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
   std::mutex mu_;
@@ -308,10 +383,21 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   grpc::ByteBuffer write_buffer_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const PublishedPolicy> latest_policy_ ABSL_GUARDED_BY(mu_);
   uint64_t sent_version_ ABSL_GUARDED_BY(mu_) = 0;
+  // The fleet id of the version sent (or held at the hello): a new fleet id sends the same
+  // version again.
+  std::string sent_fleet_id_ ABSL_GUARDED_BY(mu_);
   uint64_t acked_version_ ABSL_GUARDED_BY(mu_) = 0;
+  // The hello held a version above the current one of this fleet id: no policy of it below
+  // that version is sent (empty: none).
+  std::string stale_fleet_id_ ABSL_GUARDED_BY(mu_);
+  uint64_t stale_below_version_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<v1::ObservationAck> pending_ack_ ABSL_GUARDED_BY(mu_);
-  // The configuration in force, sent once after the hello.
+  // What the service knows of the node, sent first after the hello.
+  std::optional<v1::NodeState> pending_node_state_ ABSL_GUARDED_BY(mu_);
+  // The configuration to send: the one in force after the hello, then each new one.
   std::optional<v1::Config> pending_config_ ABSL_GUARDED_BY(mu_);
+  // The generation (PublishedConfig) of the latest configuration taken for sending.
+  uint64_t config_generation_ ABSL_GUARDED_BY(mu_) = 0;
   // When the stream subscribed to the fleet's policies (its hello).
   std::chrono::steady_clock::time_point subscribed_at_ ABSL_GUARDED_BY(mu_);
   // The publication time of the policy being written, when its fan-out latency counts.
@@ -326,7 +412,9 @@ NodeService::~NodeService() = default;
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connect(
     grpc::CallbackServerContext* context) {
   absl::StatusOr<Principal> caller = authorizer_->Authorize(*context, Permission::kNodeStream);
-  auto stream = std::make_shared<NodeStream>(this, context, caller.value_or(Principal{}));
+  auto stream =
+      std::make_shared<NodeStream>(this, context, caller.value_or(Principal{}),
+                                   Authorizer::CredentialsOf(*context).value_or(Credentials{}));
   NodeStream* raw = stream.get();
   bool shutting_down;
   {
@@ -424,6 +512,19 @@ void NodeService::Shutdown() {
     stream->Kick(
         grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect"));
   }
+}
+
+size_t NodeService::Reauthorize() {
+  std::vector<std::shared_ptr<NodeStream>> streams;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [raw, weak] : open_streams_) {
+      if (std::shared_ptr<NodeStream> stream = weak.lock()) streams.push_back(std::move(stream));
+    }
+  }
+  size_t ended = 0;
+  for (const auto& stream : streams) ended += stream->Reauthorize(*authorizer_) ? 1 : 0;
+  return ended;
 }
 
 grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* context,

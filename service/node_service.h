@@ -40,6 +40,11 @@ class NodeService final
   // refuses new ones.
   void Shutdown();
 
+  // Checks every stream's credential against the access file in force (after a reload) and
+  // ends, with PERMISSION_DENIED, each one that lost Permission::kNodeStream or whose node id
+  // the file no longer binds to it. Returns how many it ended.
+  size_t Reauthorize();
+
  private:
   friend class NodeStream;
 

@@ -183,11 +183,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (!fleet.ok()) return fleet.status();
   server->fleet_ = *std::move(fleet);
   if (server->metrics_ != nullptr) server->metrics_->SetFleet(server->fleet_.get());
-  server->authorizer_ = std::make_unique<Authorizer>(std::move(access));
+  server->authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
   server->node_service_ =
       std::make_unique<NodeService>(server->fleet_.get(), server->authorizer_.get());
   server->admin_service_ =
-      std::make_unique<AdminService>(server->fleet_.get(), server->authorizer_.get());
+      std::make_unique<AdminService>(server->fleet_.get(), server->authorizer_.get(),
+                                     [raw = server.get()] { return raw->ReloadAccess(); });
   restoring->reset();  // releases the port
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -229,6 +230,24 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 }
 
 Server::Server() = default;
+
+absl::StatusOr<breaker::v1::ReloadAccessResponse> Server::ReloadAccess() {
+  absl::StatusOr<size_t> principals = authorizer_->Reload();
+  if (!principals.ok()) {
+    LOG(WARNING) << "access file reload refused, access unchanged: " << principals.status();
+    return principals.status();
+  }
+  // Every call from now on is checked against the new file; the streams open already are
+  // checked here.
+  breaker::v1::ReloadAccessResponse response;
+  response.set_principals(static_cast<uint32_t>(*principals));
+  response.set_streams_ended(
+      static_cast<uint32_t>(node_service_->Reauthorize() + admin_service_->Reauthorize()));
+  LOG(INFO) << "access file " << authorizer_->access_file()
+            << " reloaded: " << response.principals() << " principals; " << response.streams_ended()
+            << " streams ended, their credential no longer allowed";
+  return response;
+}
 
 Server::~Server() { Shutdown(); }
 

@@ -96,6 +96,13 @@ class Server {
 
   Fleet* fleet() { return fleet_.get(); }
 
+  // Re-reads the access file (--access_file) and puts it in force, then ends every node stream
+  // and WatchPolicy call whose credential lost its access, with PERMISSION_DENIED saying that
+  // the access file changed. FAILED_PRECONDITION without an access file; otherwise the file's
+  // errors (NOT_FOUND, INVALID_ARGUMENT naming the principal), and nothing changes. Logs the
+  // outcome. What SIGHUP and Admin.ReloadAccess do.
+  absl::StatusOr<breaker::v1::ReloadAccessResponse> ReloadAccess();
+
   // A channel to this server that bypasses the network (tests, in-process tools).
   // REQUIRES: not shut down.
   std::shared_ptr<grpc::Channel> InProcessChannel() {

@@ -136,6 +136,41 @@ TEST_F(ServerTest, HelloGetsTheCurrentPolicyAtOnce) {
   EXPECT_TRUE(node.Close().ok());
 }
 
+// The first message after the hello says what breakerd knows of the node: the highest
+// sequence number it handled, for a node whose numbering started over.
+TEST_F(ServerTest, HelloGetsTheNodesLastSequenceFirst) {
+  StartServer();
+  {
+    NodeClient node(channel_);
+    ASSERT_TRUE(node.Hello("bn-1"));
+    std::optional<v1::ServerMessage> first = node.ReadAny();
+    ASSERT_TRUE(first.has_value());
+    ASSERT_TRUE(first->has_node_state()) << first->ShortDebugString();
+    EXPECT_EQ(first->node_state().last_sequence(), 0u);
+    std::optional<v1::ServerMessage> second = node.ReadAny();
+    ASSERT_TRUE(second.has_value());
+    EXPECT_TRUE(second->has_config()) << second->ShortDebugString();
+    ASSERT_TRUE(node.AwaitPolicy().has_value());
+    // A refused observation counts as handled too.
+    ASSERT_TRUE(node.ObserveAndAwaitAck({Bid(7, 7, ""), Missing(41, 5, 'a', 1.5)}).has_value());
+    EXPECT_TRUE(node.Close().ok());
+  }
+  NodeClient again(channel_);
+  ASSERT_TRUE(again.Hello("bn-1", GetPolicy().version(), "mainnet", GetPolicy().fleet_id()));
+  std::optional<v1::ServerMessage> first = again.ReadAny();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(first->has_node_state()) << first->ShortDebugString();
+  EXPECT_EQ(first->node_state().last_sequence(), 41u);
+  // Kept across a restart, like every node's numbers.
+  EXPECT_TRUE(again.Close().ok());
+  Restart();
+  NodeClient restarted(channel_);
+  ASSERT_TRUE(restarted.Hello("bn-1"));
+  ASSERT_TRUE(restarted.AwaitPolicy().has_value());
+  ASSERT_TRUE(restarted.node_state().has_value());
+  EXPECT_EQ(restarted.node_state()->last_sequence(), 41u);
+}
+
 TEST_F(ServerTest, HelloOverAnInProcessChannelGetsThePolicy) {
   StartServer();
   NodeClient node(server_->InProcessChannel());
@@ -382,6 +417,43 @@ TEST_F(ServerTest, TheCurrentVersionOfAnotherFleetIdGetsThePolicy) {
     EXPECT_EQ(message->policy().fleet_id(), current.fleet_id());
     EXPECT_TRUE(node.Close().ok());
   }
+}
+
+// breakerd's state went back (an old backup restored): a node holds a version above the
+// current one under the same fleet id. breakerd takes a new fleet id and publishes the policy
+// under it, to that node (which gets nothing of the old fleet id first) and to every other.
+TEST_F(ServerTest, AHelloHoldingAVersionAboveTheCurrentOneTakesANewFleetId) {
+  StartServer();
+  ASSERT_THAT(BanBuilder(9, "test"), IsOk());
+  const v1::Policy current = GetPolicy();
+  std::unique_ptr<NodeClient> other = ConnectedNode("bn-other");
+  ASSERT_EQ(other->latest_policy()->fleet_id(), current.fleet_id());
+
+  NodeClient node(channel_);
+  ASSERT_TRUE(node.Hello("bn-1", current.version() + 5, "mainnet", current.fleet_id()));
+  std::optional<v1::Policy> renewed = node.AwaitPolicy();
+  ASSERT_TRUE(renewed.has_value());
+  EXPECT_NE(renewed->fleet_id(), current.fleet_id());
+  EXPECT_FALSE(renewed->fleet_id().empty());
+  EXPECT_EQ(renewed->version(), current.version());
+  EXPECT_TRUE(Bans(*renewed, 9));
+  EXPECT_EQ(GetPolicy().fleet_id(), renewed->fleet_id());
+  // The node that held the current version gets it again, under the new fleet id.
+  std::optional<v1::Policy> again = other->AwaitPolicy();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->fleet_id(), renewed->fleet_id());
+  EXPECT_EQ(again->version(), current.version());
+
+  // The new fleet id survives a restart, and versions go on under it.
+  Restart();
+  EXPECT_EQ(GetPolicy().fleet_id(), renewed->fleet_id());
+  // A node holding the current version under the old fleet id holds nothing now.
+  NodeClient late(channel_);
+  ASSERT_TRUE(late.Hello("bn-2", current.version(), "mainnet", current.fleet_id()));
+  std::optional<v1::Policy> taken = late.AwaitPolicy();
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(taken->fleet_id(), renewed->fleet_id());
+  EXPECT_EQ(taken->version(), current.version());
 }
 
 TEST_F(ServerTest, ReconnectWithAnOldVersionGetsTheCurrentPolicy) {
@@ -1072,6 +1144,40 @@ TEST_F(ServerTest, ReloadConfigWithoutAFileIsRefused) {
   StartServerWith(options);
   EXPECT_THAT(ReloadConfig(),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("--config")));
+}
+
+// A reload that changes the configuration reaches the nodes already connected, for their
+// local fallback; one that changes nothing sends nothing.
+TEST_F(ServerTest, AReloadedConfigurationReachesConnectedNodes) {
+  StartServer();
+  std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
+  ASSERT_TRUE(node->config().has_value());
+  EXPECT_EQ(node->config()->critical_failures(), 2u);
+  EXPECT_EQ(node->configs_read(), 1);
+
+  WriteConfig("critical_failures: 4\nblacklisted_builders: 3\n");
+  ASSERT_THAT(ReloadConfig(), IsOk());
+  std::optional<v1::Config> reloaded =
+      node->AwaitConfig([](const v1::Config& config) { return config.critical_failures() == 4; });
+  ASSERT_TRUE(reloaded.has_value()) << "the connected node did not get the new configuration";
+  EXPECT_THAT(reloaded->blacklisted_builders(), ElementsAre(3u));
+  EXPECT_EQ(node->configs_read(), 2);
+  // And the policy the new configuration made.
+  std::optional<v1::Policy> policy =
+      node->AwaitPolicy([](const v1::Policy& policy) { return Bans(policy, 3); });
+  ASSERT_TRUE(policy.has_value());
+
+  // The same file again: nothing new to send. Anything sent after the reload comes before the
+  // acknowledgement of a batch sent after it.
+  ASSERT_THAT(ReloadConfig(), IsOk());
+  ASSERT_TRUE(node->ObserveAndAwaitAck({Bid(1, 7, "")}).has_value());
+  EXPECT_EQ(node->configs_read(), 2);
+
+  // A node that connects now gets the new configuration at its hello.
+  std::unique_ptr<NodeClient> late = ConnectedNode("bn-2");
+  ASSERT_TRUE(late->config().has_value());
+  EXPECT_EQ(late->config()->critical_failures(), 4u);
+  EXPECT_EQ(late->configs_read(), 1);
 }
 
 TEST_F(ServerTest, WatchPolicyStreamsNewVersions) {

@@ -154,18 +154,50 @@ class NodeClient {
   }
 
   // The next policy or acknowledgement from the server; nullopt when the stream has ended.
-  // The configuration sent after the hello is kept aside (see config()).
+  // Configurations and the node's state are kept aside (see config() and node_state()).
   std::optional<v1::ServerMessage> Read() {
-    v1::ServerMessage message;
-    while (stream_->Read(&message)) {
-      if (!message.has_config()) return message;
-      config_ = message.config();
+    while (std::optional<v1::ServerMessage> message = ReadAny()) {
+      if (!message->has_config() && !message->has_node_state()) return message;
     }
     return std::nullopt;
   }
 
-  // The configuration the server sent after the hello, once read past.
+  // The next message of any kind; a configuration is also kept as config(), the node's state
+  // as node_state(). Nullopt when the stream has ended.
+  std::optional<v1::ServerMessage> ReadAny() {
+    v1::ServerMessage message;
+    if (!stream_->Read(&message)) return std::nullopt;
+    if (message.has_config()) {
+      config_ = message.config();
+      ++configs_read_;
+    }
+    if (message.has_node_state()) node_state_ = message.node_state();
+    return message;
+  }
+
+  // The node's state the server sent after the hello, once read past.
+  const std::optional<v1::NodeState>& node_state() const { return node_state_; }
+
+  // The latest configuration the server sent, once read past, and how many it sent so far.
   const std::optional<v1::Config>& config() const { return config_; }
+  int configs_read() const { return configs_read_; }
+
+  // Returns the latest configuration read if `accept` holds for it, else reads on until one
+  // for which it holds arrives, acknowledging policies and keeping acknowledgements on the way
+  // (for AwaitPolicy and AwaitAck). Returns nullopt when the stream ends first.
+  std::optional<v1::Config> AwaitConfig(const std::function<bool(const v1::Config&)>& accept) {
+    if (config_.has_value() && accept(*config_)) return config_;
+    while (std::optional<v1::ServerMessage> message = ReadAny()) {
+      if (message->has_config()) {
+        if (accept(*config_)) return config_;
+      } else if (message->has_policy()) {
+        if (!OnPolicy(message->policy())) return std::nullopt;
+      } else if (message->has_observation_ack()) {
+        Merge(message->observation_ack());
+      }
+    }
+    return std::nullopt;
+  }
 
   // Returns the first policy received (and not yet looked at) for which `accept` holds,
   // reading on as needed. Every policy read is acknowledged at once (the server sends the
@@ -255,6 +287,8 @@ class NodeClient {
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>> stream_;
   std::optional<v1::Config> config_;
+  int configs_read_ = 0;
+  std::optional<v1::NodeState> node_state_;
   bool finished_ = false;
   v1::ObservationAck acks_;
   std::optional<v1::Policy> latest_policy_;

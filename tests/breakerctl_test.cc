@@ -370,7 +370,7 @@ TEST_F(BreakerctlTest, HelpListsEveryCommandAndTheExitCodes) {
   ASSERT_EQ(outcome.exit_code, kOk) << outcome;
   for (const char* command :
        {"status", "builders", "builder", "relays", "nodes", "ban", "unban", "trust", "untrust",
-        "reset", "watch", "config", "reload", "simulate", "help"}) {
+        "reset", "watch", "config", "reload", "reload-access", "simulate", "help"}) {
     EXPECT_THAT(outcome.out, HasSubstr(absl::StrCat("\n  ", command, " "))) << command;
   }
   EXPECT_THAT(outcome.out, HasSubstr("--target=HOST:PORT"));
@@ -382,7 +382,7 @@ TEST_F(BreakerctlTest, HelpListsEveryCommandAndTheExitCodes) {
 TEST_F(BreakerctlTest, EveryCommandHasItsOwnHelp) {
   for (const char* command :
        {"status", "builders", "builder", "relays", "nodes", "ban", "unban", "trust", "untrust",
-        "reset", "watch", "config", "reload", "simulate"}) {
+        "reset", "watch", "config", "reload", "reload-access", "simulate"}) {
     const Outcome flag = Run({command, "--help"});
     ASSERT_EQ(flag.exit_code, kOk) << command << "\n" << flag;
     EXPECT_THAT(flag.out, StartsWith(absl::StrCat("Usage: breakerctl ", command))) << command;
@@ -665,6 +665,17 @@ TEST_F(BreakerctlTest, TlsFlagsAndRolesAreCheckedAndExplained) {
             kRefused);
   EXPECT_EQ(Ctl(with(as("admin"), {"unban", "--relay=https://relay.example.com"})).exit_code, kOk);
 
+  // The access file is re-read by an admin only.
+  EXPECT_EQ(CtlOk(with(as("admin"), {"reload-access"})),
+            "access file reloaded: 4 principals in force; 0 streams ended, their credential no "
+            "longer allowed\n");
+  const v1::ReloadAccessResponse reloaded =
+      FromJson<v1::ReloadAccessResponse>(CtlOk(with(as("admin"), {"reload-access", "--json"})));
+  EXPECT_EQ(reloaded.principals(), 4u);
+  const Outcome viewer_reload = Ctl(with(as("viewer"), {"reload-access"}));
+  EXPECT_EQ(viewer_reload.exit_code, kRefused) << viewer_reload;
+  EXPECT_THAT(viewer_reload.err, HasSubstr("PERMISSION_DENIED"));
+
   // A token decides over the certificate: the viewer's connection with the admin's token.
   const std::string token_file = dir_ + "/admin.token";
   WriteFile(token_file, "admin-token\n");
@@ -876,6 +887,13 @@ TEST_F(BreakerctlTest, ReloadAppliesTheEditedFile) {
   WriteFile(config_path_, kConfig);
   const v1::Config reverted = FromJson<v1::Config>(CtlOk({"reload", "--json"}));
   EXPECT_THAT(reverted.blacklisted_builders(), IsEmpty());
+}
+
+TEST_F(BreakerctlTest, ReloadAccessWithoutAnAccessFileSaysSo) {
+  const Outcome outcome = Ctl({"reload-access"});
+  EXPECT_EQ(outcome.exit_code, kRefused) << outcome;
+  EXPECT_THAT(outcome.err, HasSubstr("breakerctl reload-access: FAILED_PRECONDITION: "));
+  EXPECT_THAT(outcome.err, HasSubstr("hint: breakerd runs without --access_file"));
 }
 
 // --- simulate -----------------------------------------------------------------------------------

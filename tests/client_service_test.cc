@@ -531,6 +531,44 @@ TEST_F(ClientServiceTest, RestartedServiceGetsEveryObservationOnce) {
   EXPECT_EQ(GetBuilder(5).failed(), 3 * kPerPhase);
 }
 
+// A node restarts with its clock set back, and numbers its observations from a lower start:
+// breakerd hands it its last sequence number at the hello, and the node's observations are
+// applied, not taken as replays: those reported before it reached breakerd, and after.
+TEST_F(ClientServiceTest, ARestartWithTheClockSetBackLosesNoObservation) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const int port = server_->port();
+  std::unique_ptr<BreakerClient> before = StartClient(ClientOptionsFor("bn-clock"));
+  ASSERT_NE(before, nullptr);
+  ASSERT_TRUE(AwaitFleetPolicy(*before));
+  // Failures of builder 5 in distinct blocks: breakerd's count says how many were applied.
+  uint64_t next_block = 0;
+  for (int i = 0; i < 10; ++i) before->Report(kSlot, Missing(5, next_block++));
+  ASSERT_TRUE(AwaitAllAcknowledged(*before));
+  const uint64_t last = GetNode("bn-clock").last_sequence();
+  before->Stop();
+  before.reset();
+
+  // The node's clock is an hour behind now; breakerd's is not. The node reports while
+  // breakerd is away, then once it is back.
+  FakeClock behind(clock_.Now() - absl::Hours(1));
+  ASSERT_LT(static_cast<uint64_t>(absl::ToUnixMicros(behind.Now())), last);
+  StopServer();
+  ClientOptions options = ClientOptionsFor("bn-clock");
+  options.clock = &behind;
+  std::unique_ptr<BreakerClient> after = StartClient(options);
+  ASSERT_NE(after, nullptr);
+  for (int i = 0; i < 5; ++i) after->Report(kSlot, Missing(5, next_block++));
+  ASSERT_NO_FATAL_FAILURE(StartServer(port));
+  EXPECT_TRUE(AwaitAllAcknowledged(*after));
+  for (int i = 0; i < 5; ++i) after->Report(kSlot, Missing(5, next_block++));
+  EXPECT_TRUE(AwaitAllAcknowledged(*after));
+
+  EXPECT_EQ(GetBuilder(5).failed(), 20u) << "observations of the restarted node were lost";
+  EXPECT_EQ(GetNode("bn-clock").last_sequence(), last + 10);
+  EXPECT_EQ(after->stats().refused, 0u);
+  EXPECT_EQ(after->stats().acknowledged, 10u);
+}
+
 // breakerd is replaced by one on a new state directory whose version count happens to reach
 // the very version the node holds, with other decisions: the node must still get them.
 TEST_F(ClientServiceTest, ANewStateDirectorysPolicyReplacesAnEqualVersion) {

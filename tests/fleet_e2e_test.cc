@@ -14,14 +14,17 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "client/channel_security.h"
 #include "core/types.h"
 #include "gtest/gtest.h"
 #include "tests/fleet_harness.h"
@@ -36,6 +39,7 @@ namespace v1 = ::breaker::v1;
 
 using ::breaker::testing::Bid;
 using ::breaker::testing::Block;
+using ::breaker::testing::CallUnary;
 using ::breaker::testing::FastChain;
 using ::breaker::testing::FleetTest;
 using ::breaker::testing::GloasChain;
@@ -46,6 +50,7 @@ using ::breaker::testing::Node;
 using ::breaker::testing::NodeOptions;
 using ::breaker::testing::PolicyLine;
 using ::breaker::testing::PollUntil;
+using ::breaker::testing::StatusIs;
 using ::breaker::testing::Subprocess;
 using ::breaker::testing::TcpProxy;
 
@@ -295,6 +300,100 @@ TEST_F(FleetTest, BansAndVersionsSurviveBreakerdKilledWhileNodesStream) {
   const v1::Policy after = AwaitFleetPolicy({"ALL_BUILDERS", {5, 6}});
   EXPECT_GT(after.version(), before.version());
   EXPECT_TRUE(PollUntil([&] { return AllNodesConnected(); }));
+}
+
+// breakerd's configuration is reloaded while a node is connected: the node's own engine,
+// which decides beside the fleet's last policy once breakerd is gone, runs the new rules.
+TEST_F(FleetTest, AReloadedConfigurationReachesTheLocalFallbackOfConnectedNodes) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain()));
+  ASSERT_NO_FATAL_FAILURE(StartBreakerd());
+  // The node started with the file as it was (example_node --config): by its rules, one
+  // failed untrusted builder bans only that builder.
+  NodeOptions options;
+  options.staleness_limit_seconds = 2;
+  Node& node = StartNode("bn-1", options);
+  AwaitFleetPolicy({});
+
+  // By the new rules one such builder is enough for TRUSTED_ONLY.
+  ASSERT_NO_FATAL_FAILURE(Configure(chain_, "critical_failed_untrusted_builders: 1\n"));
+  absl::StatusOr<v1::Config> reloaded =
+      Call(&v1::Admin::Stub::async::ReloadConfig, v1::ReloadConfigRequest());
+  ASSERT_THAT(reloaded, IsOk());
+  EXPECT_EQ(reloaded->critical_failed_untrusted_builders(), 1u);
+  // What breakerd sends after the reload, the acknowledgement of a bid among it, comes after
+  // the new configuration.
+  node.Observe(Bid(7, ""));
+  ASSERT_TRUE(node.AwaitHandled());
+
+  StopBreakerd(SIGTERM);
+  const size_t mark = node.Mark();
+  node.Observe(Missing(11, "r11"));
+  std::optional<PolicyLine> local = node.AwaitPolicyLine(
+      [](const PolicyLine& line) {
+        return line.source == "fleet+local" && line.banned == std::vector<core::BuilderIndex>{11};
+      },
+      mark);
+  ASSERT_TRUE(local.has_value()) << "bn-1 never added its own ban of builder 11";
+  EXPECT_EQ(local->mode, "TRUSTED_ONLY") << local->text;
+}
+
+// SIGHUP makes breakerd re-read its access file; a bad file keeps the one in force, and
+// breakerd serves on.
+TEST_F(FleetTest, SighupReloadsTheAccessFile) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain()));
+  const std::string access_file = dir_ + "/access.textproto";
+  // The SHA-256 of "admin-token" and of "viewer-token".
+  const std::string admin =
+      "principal { name: \"ops\" role: ROLE_ADMIN token_sha256: "
+      "\"10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a\" }\n";
+  const std::string viewer =
+      "principal { name: \"dashboard\" role: ROLE_VIEWER token_sha256: "
+      "\"d036bd6d01a1cae081d39a2f8dab751dc042de814fd60df31fcb553170950f29\" }\n";
+  auto write = [&](const std::string& text) {
+    std::ofstream file(access_file, std::ios::trunc);
+    file << text;
+    ASSERT_TRUE(file.good()) << access_file;
+  };
+  ASSERT_NO_FATAL_FAILURE(write(admin));
+  breakerd_flags_ = {absl::StrCat("--access_file=", access_file)};
+  ASSERT_NO_FATAL_FAILURE(StartBreakerd());
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> plaintext =
+      client::MakeChannelCredentials({});
+  ASSERT_THAT(plaintext, IsOk());
+  auto dashboard = v1::Admin::NewStub(client::CreateChannel(
+      absl::StrCat("127.0.0.1:", port_), *plaintext, "viewer-token", grpc::ChannelArguments()));
+  auto get_policy = [&] {
+    return CallUnary(*dashboard, &v1::Admin::Stub::async::GetPolicy, v1::GetPolicyRequest());
+  };
+  EXPECT_THAT(get_policy(), StatusIs(absl::StatusCode::kUnauthenticated));
+
+  ASSERT_NO_FATAL_FAILURE(write(admin + viewer));
+  size_t mark = breakerd_->LineCount(Subprocess::Stream::kStderr);
+  breakerd_->Kill(SIGHUP);
+  EXPECT_TRUE(breakerd_
+                  ->WaitForLine(
+                      Subprocess::Stream::kStderr,
+                      [](absl::string_view line) {
+                        return absl::StrContains(line, "reloaded: 2 principals");
+                      },
+                      ::breaker::testing::Deadline(), mark)
+                  .has_value());
+  EXPECT_THAT(get_policy(), IsOk());
+
+  ASSERT_NO_FATAL_FAILURE(write("principal { name: \"nobody\" }\n"));
+  mark = breakerd_->LineCount(Subprocess::Stream::kStderr);
+  breakerd_->Kill(SIGHUP);
+  EXPECT_TRUE(breakerd_
+                  ->WaitForLine(
+                      Subprocess::Stream::kStderr,
+                      [](absl::string_view line) {
+                        return absl::StrContains(line, "access file reload refused") &&
+                               absl::StrContains(line, "'nobody'");
+                      },
+                      ::breaker::testing::Deadline(), mark)
+                  .has_value());
+  EXPECT_THAT(get_policy(), IsOk());
+  EXPECT_EQ(Health(), "SERVING");
 }
 
 TEST_F(FleetTest, PartitionedNodeKeepsTheFleetPolicyThenAddsItsOwnUntilTheLinkIsBack) {

@@ -257,6 +257,7 @@ void FleetTest::StartBreakerd() {
   options.args = {absl::StrCat("--listen=127.0.0.1:", port_),
                   absl::StrCat("--state_dir=", dir_, "/state"),
                   absl::StrCat("--config=", config_path_)};
+  options.args.insert(options.args.end(), breakerd_flags_.begin(), breakerd_flags_.end());
   absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(options);
   ASSERT_THAT(started, IsOk());
   breakerd_ = *std::move(started);

@@ -248,6 +248,8 @@ class FleetTest : public ::testing::Test {
   core::ChainSpec chain_;
   // breakerd's port: 0 until it first started.
   int port_ = 0;
+  // More flags for breakerd, set before StartBreakerd.
+  std::vector<std::string> breakerd_flags_;
   std::unique_ptr<Subprocess> breakerd_;
   std::unique_ptr<v1::Admin::Stub> admin_;
   std::vector<std::unique_ptr<Node>> nodes_;

@@ -2,6 +2,8 @@
 // roles by client certificate and by bearer token, node ids bound to credentials, and the
 // client library and breakerctl's channel settings against them.
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -39,13 +41,29 @@ struct Credential {
 
 class SecurityTest : public ServerTest {
  protected:
-  // breakerd with TLS, the test access file and, with `mutual`, client certificates required.
-  void StartSecureServer(bool mutual) {
+  // breakerd with TLS, the test access file (or `access_file`) and, with `mutual`, client
+  // certificates required.
+  void StartSecureServer(bool mutual, const std::string& access_file = "") {
     WriteConfig("");
     ServerOptions options = Options();
     options.tls = {Tls("server.pem"), Tls("server.key"), mutual ? Tls("ca.pem") : ""};
-    options.access_file = absl::StrCat(kTestdata, "access.textproto");
+    options.access_file =
+        access_file.empty() ? absl::StrCat(kTestdata, "access.textproto") : access_file;
     StartServerWith(options);
+  }
+
+  // A copy of the test access file in the test's directory, to edit, and the path of it.
+  std::string CopyAccessFile() {
+    const std::string path = dir_ + "/access.textproto";
+    std::filesystem::copy_file(absl::StrCat(kTestdata, "access.textproto"), path,
+                               std::filesystem::copy_options::overwrite_existing);
+    return path;
+  }
+
+  absl::StatusOr<v1::ReloadAccessResponse> ReloadAccessAs(const Credential& credential) {
+    auto admin = v1::Admin::NewStub(Channel(credential));
+    return ::breaker::testing::CallUnary(*admin, &v1::Admin::Stub::async::ReloadAccess,
+                                         v1::ReloadAccessRequest());
   }
 
   std::string Address() const { return absl::StrCat("127.0.0.1:", server_->port()); }
@@ -229,6 +247,111 @@ TEST_F(SecurityTest, TheClientLibraryConnectsWithTlsAndAToken) {
   ASSERT_THAT(BanAs({"", "admin-token"}, 9), IsOk());
   EXPECT_TRUE(WaitFor([&] { return !(*node)->IsAllowed(9, ""); }));
   EXPECT_TRUE(WaitFor([&] { return (*node)->stats().connected; }));
+}
+
+// The access file is reloaded while a node streams under a token: once the token is gone, the
+// stream ends; a bad or missing file changes nothing.
+TEST_F(SecurityTest, AReloadOfTheAccessFileEndsTheStreamsOfCredentialsItNoLongerAllows) {
+  const std::string access_file = CopyAccessFile();
+  StartSecureServer(/*mutual=*/false, access_file);
+  NodeClient node(Channel({"", "node-b-token"}));
+  ASSERT_TRUE(node.Hello("node-b"));
+  ASSERT_TRUE(node.AwaitPolicy().has_value());
+  // A dashboard watching the policy.
+  auto viewer = v1::Admin::NewStub(Channel({"", "viewer-token"}));
+  grpc::ClientContext watch_context;
+  watch_context.set_deadline(test_support::Deadline());
+  std::unique_ptr<grpc::ClientReader<v1::Policy>> watch =
+      viewer->WatchPolicy(&watch_context, v1::WatchPolicyRequest());
+  v1::Policy watched;
+  ASSERT_TRUE(watch->Read(&watched));
+
+  // Only admins reload; without one nothing is read.
+  EXPECT_THAT(ReloadAccessAs({"", "viewer-token"}),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("ROLE_ADMIN")));
+  // A bad file, or none, changes nothing: the node streams on, its token still works.
+  std::ofstream(access_file, std::ios::trunc) << "principal { name: \"nobody\" }\n";
+  EXPECT_THAT(ReloadAccessAs({"", "admin-token"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'nobody'")));
+  std::filesystem::remove(access_file);
+  EXPECT_THAT(ReloadAccessAs({"", "admin-token"}),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("access.textproto")));
+  std::optional<v1::ObservationAck> ack = node.ObserveAndAwaitAck({test_support::Bid(1, 7, "")});
+  ASSERT_TRUE(ack.has_value()) << "the node's stream ended at a refused reload";
+  EXPECT_THAT(ReportAs({"", "node-b-token"}, "node-b"), IsOk());
+
+  // node-b's token is taken out of the file (its certificate stays).
+  CopyAccessFile();
+  std::ifstream in(access_file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string token_line =
+      "  token_sha256: \"7d49769b839b5fb183eb8d87e7d5fc00841dd27dde42d7c754237fa30786836f\"\n";
+  ASSERT_NE(text.find(token_line), std::string::npos);
+  text.erase(text.find(token_line), token_line.size());
+  std::ofstream(access_file, std::ios::trunc) << text;
+  absl::StatusOr<v1::ReloadAccessResponse> reloaded = ReloadAccessAs({"", "admin-token"});
+  ASSERT_THAT(reloaded, IsOk());
+  EXPECT_EQ(reloaded->principals(), 4u);
+  EXPECT_EQ(reloaded->streams_ended(), 1u);
+  EXPECT_THAT(FromGrpc(node.AwaitEnd()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("breakerd's access file changed: the bearer token is not in")));
+  EXPECT_THAT(ConnectAs({"", "node-b-token"}, "node-b"),
+              StatusIs(absl::StatusCode::kUnauthenticated));
+  // The dashboard, still a viewer, watches on.
+  ASSERT_THAT(BanAs({"", "admin-token"}, 5), IsOk());
+  ASSERT_TRUE(watch->Read(&watched));
+  EXPECT_TRUE(test_support::Bans(watched, 5));
+  watch_context.TryCancel();
+  while (watch->Read(&watched)) {
+  }
+  watch->Finish();
+}
+
+// A reload that binds a credential to another node id, or takes a role away, ends the streams
+// it no longer allows, a node's and a dashboard's.
+TEST_F(SecurityTest, AReloadThatMovesACredentialEndsItsStreams) {
+  const std::string access_file = CopyAccessFile();
+  StartSecureServer(/*mutual=*/true, access_file);
+  NodeClient node(Channel({"node_a", ""}));
+  ASSERT_TRUE(node.Hello("node-a"));
+  ASSERT_TRUE(node.AwaitPolicy().has_value());
+  auto viewer = v1::Admin::NewStub(Channel({"viewer", ""}));
+  grpc::ClientContext watch_context;
+  watch_context.set_deadline(test_support::Deadline());
+  std::unique_ptr<grpc::ClientReader<v1::Policy>> watch =
+      viewer->WatchPolicy(&watch_context, v1::WatchPolicyRequest());
+  v1::Policy watched;
+  ASSERT_TRUE(watch->Read(&watched));
+
+  // node-a's certificate now names node "node-z"; the dashboard's certificate is a node's.
+  std::ofstream(access_file, std::ios::trunc)
+      << "principal { name: \"node-z\" role: ROLE_NODE "
+         "certificate_identity: \"node-a.pool.test\" }\n"
+         "principal { name: \"dashboard\" role: ROLE_NODE "
+         "certificate_identity: \"viewer.pool.test\" }\n"
+         "principal { name: \"ops\" role: ROLE_ADMIN certificate_identity: \"admin.pool.test\" }\n";
+  absl::StatusOr<v1::ReloadAccessResponse> reloaded = ReloadAccessAs({"admin", ""});
+  ASSERT_THAT(reloaded, IsOk());
+  EXPECT_EQ(reloaded->principals(), 3u);
+  EXPECT_EQ(reloaded->streams_ended(), 2u);
+  EXPECT_THAT(FromGrpc(node.AwaitEnd()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("access file changed: this credential belongs to node 'node-z'")));
+  while (watch->Read(&watched)) {
+  }
+  EXPECT_THAT(FromGrpc(watch->Finish()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("access file changed: 'dashboard' has the role ROLE_NODE")));
+  EXPECT_THAT(ConnectAs({"node_a", ""}, "node-z"), IsOk());
+}
+
+TEST_F(SecurityTest, WithoutAnAccessFileThereIsNothingToReload) {
+  StartServer();
+  auto admin = v1::Admin::NewStub(channel_);
+  EXPECT_THAT(::breaker::testing::CallUnary(*admin, &v1::Admin::Stub::async::ReloadAccess,
+                                            v1::ReloadAccessRequest()),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("--access_file")));
 }
 
 TEST_F(SecurityTest, PlaintextStaysOnLoopbackUnlessAllowed) {

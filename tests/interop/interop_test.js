@@ -288,10 +288,17 @@ async function openStream(breaker, network, overallDeadline) {
   const call = breaker.Connect({ deadline: overallDeadline });
   const stream = new StreamInbox(call);
   call.write({ hello: { node_id: NODE_ID, client_version: 'interop-grpc-js', network } });
-  // The Config comes first, once, so that a node can run the same rules alone.
+  // The NodeState comes first, once: a node never seen has no sequence number handled.
   const first = await stream.take('first message', () => true);
-  assert.equal(first.kind, 'config', `first message after the hello is ${first.kind}, not config`);
-  const config = first.config;
+  assert.equal(first.kind, 'node_state',
+               `first message after the hello is ${first.kind}, not node_state`);
+  assert.equal(first.node_state.last_sequence, 0,
+               `a new node's last sequence is ${first.node_state.last_sequence}`);
+  // Then the Config, once, so that a node can run the same rules alone.
+  const second = await stream.take('second message', () => true);
+  assert.equal(second.kind, 'config',
+               `second message after the hello is ${second.kind}, not config`);
+  const config = second.config;
   if (network) {
     assert.equal(config.chain.network, network, `config names network ${config.chain.network}`);
   }
@@ -387,7 +394,7 @@ async function run(flags) {
              () => checkReflection(grpc, GrpcReflection, flags.target));
   await step('health is SERVING (overall, Breaker, Admin)', () => checkHealth(health));
   await step('Admin.GetPolicy: version >= 1, MODE_ALL_BUILDERS', () => checkInitialPolicy(admin));
-  const session = await step('Connect: hello, then Config and Policy',
+  const session = await step('Connect: hello, then NodeState, Config and Policy',
                              () => openStream(breaker, flags.network, overallDeadline));
   const n = await step('ObservationBatch acknowledged without refusals',
                        () => reportAndAwaitAck(session));

@@ -1,0 +1,193 @@
+// The client library's stream against a fake breakerd (a gRPC service of the test's own, on a
+// loopback port): how it numbers its observations around the hello's NodeState, and without
+// one, as an older breakerd answers.
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "breaker/v1/breaker.grpc.pb.h"
+#include "client/client.h"
+#include "core/chain_time.h"
+#include "core/observation.h"
+#include "gmock/gmock.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+#include "tests/fake_clock.h"
+#include "tests/status_matchers.h"
+#include "tests/test_util.h"
+
+namespace breaker::client {
+namespace {
+
+namespace v1 = ::breaker::v1;
+using ::breaker::testing::FakeClock;
+using ::breaker::testing::IsOk;
+using ::breaker::testing::WaitFor;
+using ::testing::ElementsAre;
+
+// A breakerd of the test's own: it reads the hello, waits until the test lets it answer, then
+// sends a NodeState (unless it plays a breakerd older than that message) and a configuration,
+// and records the sequence numbers of every observation it reads.
+class FakeBreaker final : public v1::Breaker::Service {
+ public:
+  // `last_sequence`: what its NodeState says; nullopt: it sends none.
+  explicit FakeBreaker(std::optional<uint64_t> last_sequence) : last_sequence_(last_sequence) {}
+
+  grpc::Status Connect(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::ServerMessage, v1::NodeMessage>* stream) override {
+    v1::NodeMessage message;
+    if (!stream->Read(&message) || !message.has_hello()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "hello first");
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++hellos_;
+      changed_.notify_all();
+      while (!answering_ && !context->IsCancelled()) {
+        changed_.wait_for(lock, std::chrono::milliseconds(10));
+      }
+    }
+    if (last_sequence_.has_value()) {
+      v1::ServerMessage state;
+      state.mutable_node_state()->set_last_sequence(*last_sequence_);
+      if (!stream->Write(state)) return grpc::Status::OK;
+    }
+    v1::ServerMessage config;
+    config.mutable_config();  // the defaults
+    if (!stream->Write(config)) return grpc::Status::OK;
+    while (stream->Read(&message)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const v1::Observation& observation : message.observations().observations()) {
+        sequences_.push_back(observation.sequence());
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+  // Lets every hello, now and later, be answered.
+  void Answer() {
+    std::lock_guard<std::mutex> lock(mu_);
+    answering_ = true;
+    changed_.notify_all();
+  }
+
+  int hellos() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return hellos_;
+  }
+
+  std::vector<uint64_t> sequences() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sequences_;
+  }
+
+ private:
+  const std::optional<uint64_t> last_sequence_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  bool answering_ = false;
+  int hellos_ = 0;
+  std::vector<uint64_t> sequences_;
+};
+
+class NodeStateTest : public ::testing::Test {
+ protected:
+  NodeStateTest()
+      : clock_(absl::FromUnixSeconds(1'700'000'000)),
+        first_sequence_(static_cast<uint64_t>(absl::ToUnixMicros(clock_.Now()))) {}
+
+  void TearDown() override {
+    if (client_ != nullptr) client_->Stop();
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  // Serves `breaker` on a loopback port and starts a client of it.
+  void Start(FakeBreaker& breaker) {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&breaker);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_NE(port, 0);
+    ClientOptions options;
+    options.addresses = {absl::StrCat("127.0.0.1:", port)};
+    options.node_id = "bn-1";
+    options.initial_backoff = absl::Milliseconds(10);
+    options.max_backoff = absl::Milliseconds(100);
+    options.evaluation_interval = absl::Milliseconds(10);
+    options.clock = &clock_;
+    absl::StatusOr<std::unique_ptr<BreakerClient>> client = StartGrpcClient(std::move(options));
+    ASSERT_THAT(client, IsOk());
+    client_ = *std::move(client);
+  }
+
+  void Report(core::BuilderIndex builder) {
+    const core::Slot slot =
+        core::SlotAt(clock_.Now(), core::ChainSpecForNetwork("mainnet").value());
+    client_->Report(slot, core::BidSeen{builder, "", ""});
+  }
+
+  FakeClock clock_;
+  // The client numbers its observations from its clock's Unix microseconds at start.
+  const uint64_t first_sequence_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<BreakerClient> client_;
+};
+
+// The node restarted with its clock set back: breakerd has handled numbers above where it
+// starts. What it reports before the NodeState arrives waits for it, and goes renumbered.
+TEST_F(NodeStateTest, ObservationsNotSentAreRenumberedAboveBreakerdsLast) {
+  const uint64_t last = first_sequence_ + 1000;
+  FakeBreaker breaker(last);
+  ASSERT_NO_FATAL_FAILURE(Start(breaker));
+  ASSERT_TRUE(WaitFor([&] { return breaker.hellos() == 1; }));
+  for (core::BuilderIndex builder = 1; builder <= 3; ++builder) Report(builder);
+  breaker.Answer();
+  ASSERT_TRUE(WaitFor([&] { return breaker.sequences().size() == 3; }))
+      << breaker.sequences().size();
+  Report(4);
+  ASSERT_TRUE(WaitFor([&] { return breaker.sequences().size() == 4; }));
+  EXPECT_THAT(breaker.sequences(), ElementsAre(last + 1, last + 2, last + 3, last + 4));
+}
+
+TEST_F(NodeStateTest, NumbersAboveBreakerdsLastStay) {
+  FakeBreaker breaker(first_sequence_ - 1);
+  ASSERT_NO_FATAL_FAILURE(Start(breaker));
+  ASSERT_TRUE(WaitFor([&] { return breaker.hellos() == 1; }));
+  Report(1);
+  Report(2);
+  breaker.Answer();
+  ASSERT_TRUE(WaitFor([&] { return breaker.sequences().size() == 2; }));
+  EXPECT_THAT(breaker.sequences(), ElementsAre(first_sequence_, first_sequence_ + 1));
+}
+
+// A breakerd older than NodeState answers the hello with the configuration: the client sends
+// on as before, under its own numbers.
+TEST_F(NodeStateTest, WithoutANodeStateTheClientSendsUnderItsOwnNumbers) {
+  FakeBreaker breaker(std::nullopt);
+  ASSERT_NO_FATAL_FAILURE(Start(breaker));
+  ASSERT_TRUE(WaitFor([&] { return breaker.hellos() == 1; }));
+  Report(1);
+  Report(2);
+  breaker.Answer();
+  ASSERT_TRUE(WaitFor([&] { return breaker.sequences().size() == 2; }));
+  Report(3);
+  ASSERT_TRUE(WaitFor([&] { return breaker.sequences().size() == 3; }));
+  EXPECT_THAT(breaker.sequences(),
+              ElementsAre(first_sequence_, first_sequence_ + 1, first_sequence_ + 2));
+}
+
+}  // namespace
+}  // namespace breaker::client
