@@ -2,10 +2,10 @@
 # Runs one of the fuzz targets under libFuzzer (README.md, Fuzzing).
 #
 #   tools/fuzz.sh TARGET [SECONDS] [LIBFUZZER_FLAG...]   fuzz TARGET for SECONDS (default 60)
-#   tools/fuzz.sh seeds                                  rewrite service/fuzz_corpus/fleet/
+#   tools/fuzz.sh seeds                                  rewrite service/fuzz_corpus/{fleet,rpc}/
 #
-# TARGET is engine (//core:engine_fuzzer), config (//proto/codec:config_file_fuzzer) or fleet
-# (//service:fleet_fuzzer). The build is --config=fuzz (.bazelrc): clang 14, -fsanitize=fuzzer,
+# TARGET is engine (//core:engine_fuzzer), config (//proto/codec:config_file_fuzzer), fleet
+# (//service:fleet_fuzzer) or rpc (//service:rpc_fuzzer). The build is --config=fuzz (.bazelrc): clang 14, -fsanitize=fuzzer,
 # address. Choosing the compiler re-runs Bazel's toolchain configuration, so the build lives in
 # an output base of its own under $BREAKER_FUZZ_DIR (default ~/.cache/breaker-fuzz), where it
 # neither rebuilds nor disturbs the gcc builds. The inputs libFuzzer finds are kept there too
@@ -34,17 +34,35 @@ message_frame() {  # OP [STREAM] TYPE PROTO TEXT
     stream="$1"
     shift
   fi
-  local encoded
-  encoded="$(mktemp)"
-  printf '%s' "$3" | protoc -Iproto --encode="$1" "$2" >"$encoded"
-  local length
-  length=$(stat -c %s "$encoded")
   printf '%s' "$op"
   if [ -n "$stream" ]; then byte "$stream"; fi
+  encoded "$@"
+}
+
+# The length in two bytes (big-endian), then TEXT encoded by protoc as TYPE of PROTO.
+encoded() {  # TYPE PROTO TEXT
+  local file
+  file="$(mktemp)"
+  printf '%s' "$3" | protoc -Iproto --encode="$1" "$2" >"$file"
+  sized "$file"
+}
+
+# The length in two bytes (big-endian), then the bytes a printf FORMAT writes.
+raw() {  # FORMAT
+  local file
+  file="$(mktemp)"
+  # shellcheck disable=SC2059  # the format is the bytes
+  printf "$1" >"$file"
+  sized "$file"
+}
+
+sized() {  # FILE, removed
+  local length
+  length=$(stat -c %s "$1")
   byte $((length >> 8))
   byte $((length & 255))
-  cat "$encoded"
-  rm -f "$encoded"
+  cat "$1"
+  rm -f "$1"
 }
 
 node() { message_frame n "$1" breaker.v1.NodeMessage proto/breaker/v1/breaker.proto "$2"; }
@@ -186,14 +204,121 @@ write_fleet_seeds() {
   ls -l "$dir"
 }
 
+# --- Seeds of the rpc target: method bytes, then requests or a stream's messages. ---
+
+# A method's byte: its index in rpc_fuzzer.cc's Methods().
+method() {
+  local i=0 name
+  for name in Report GetPolicy ListBuilders GetBuilder ListRelays ListNodes BanBuilder \
+    UnbanBuilder SetBuilderTrust SetRelayTrust Reset GetConfig ReloadConfig Connect; do
+    if [ "$name" = "$1" ]; then
+      byte "$i"
+      return
+    fi
+    i=$((i + 1))
+  done
+  echo "fuzz.sh: no method $1" >&2
+  exit 1
+}
+
+# A unary call with a request written as text: Report's is a ReportRequest, each Admin
+# rpc's the <rpc>Request.
+call() {  # METHOD TEXT
+  method "$1"
+  encoded "breaker.v1.$1Request" proto/breaker/v1/breaker.proto "$2"
+}
+raw_call() { method "$1"; raw "$2"; }  # METHOD FORMAT
+# A Connect stream: its message count, then each message (node_message or raw).
+connect() { method Connect; byte "$1"; }  # COUNT
+node_message() { encoded breaker.v1.NodeMessage proto/breaker/v1/breaker.proto "$1"; }
+
+repeat() { head -c "$2" /dev/zero | tr '\0' "$1"; }  # CHARACTER COUNT
+
+# Observations of the slot before the clock's (rpc_fuzzer.cc: kStartSlot).
+write_rpc_seeds() {
+  local dir=service/fuzz_corpus/rpc
+  mkdir -p "$dir"
+  rm -f "$dir"/*.bin
+  local slot=9999999
+
+  {
+    call Report "node_id: \"rn-1\" observations {
+      observations { sequence: 1 slot: $slot bid_seen { builder_index: 10 relay: \"https://relay.example\" builder_pubkey: \"$(repeat k 48)\" } }
+      observations { sequence: 2 slot: $slot payload_missing { builder_index: 10 block_root: \"$(root_of 1)\" attested_fraction: 0.9 } } }"
+    call Report "node_id: \"rn-1\" observations { observations { sequence: 3 slot: $slot payload_delivered { builder_index: 11 block_root: \"$(root_of 2)\" } } }"
+    call Report "node_id: \"\" observations { observations { sequence: 1 slot: $slot bid_seen { builder_index: 1 } } }"
+    call Report "node_id: \"rn-2\" observations {
+      observations { sequence: 18446744073709551615 slot: $slot bid_seen { builder_index: 1 } }
+      observations { sequence: 1 slot: $slot bid_seen { builder_index: 1 builder_pubkey: \"$(repeat k 47)\" } }
+      observations { sequence: 2 slot: $slot relay_reveal_missing { relay: \"https://$(repeat r 505)\" block_root: \"short\" } }
+      observations { sequence: 3 slot: $slot blocks_seen { block_roots: \"$(root_of 3)\" } }
+      observations { sequence: 4 slot: $slot payload_missing { builder_index: 5 block_root: \"$(root_of 4)\" attested_fraction: nan } }
+      observations { sequence: 5 slot: 1 finalized { epoch: 312400 } } }"
+    raw_call Report '\x0a\x05x'
+  } >"$dir/01_report.bin"
+
+  {
+    connect 4
+    node_message 'hello { node_id: "cn-1" client_version: "fuzz" network: "mainnet" }'
+    node_message "observations {
+      observations { sequence: 1 slot: $slot bid_seen { builder_index: 20 relay: \"relay.example:443\" } }
+      observations { sequence: 2 slot: $slot payload_missing { builder_index: 20 block_root: \"$(root_of 5)\" attested_fraction: 0.95 } } }"
+    node_message 'policy_ack { version: 2 }'
+    raw '\x1a\x00'
+    connect 2
+    node_message "observations { observations { sequence: 1 slot: $slot bid_seen { builder_index: 1 } } }"
+    node_message 'hello { node_id: "cn-2" }'
+    connect 1
+    node_message "hello { node_id: \"$(repeat n 129)\" }"
+    connect 2
+    node_message 'hello { node_id: "cn-3" }'
+    raw '\xff\xff\xff'
+    connect 2
+    node_message 'hello { node_id: "cn-4" network: "hoodi" policy_version: 18446744073709551615 }'
+    node_message 'hello { node_id: "cn-4" }'
+  } >"$dir/02_connect.bin"
+
+  {
+    call GetPolicy ''
+    call ListBuilders 'banned_only: true'
+    call ListBuilders 'page_size: 1'
+    call ListBuilders 'page_token: "0:99999999999999999999999"'
+    call GetBuilder 'builder_index: 10'
+    call GetBuilder 'builder_index: 18446744073709551615'
+    call ListRelays ''
+    call ListNodes 'page_size: 2'
+    call ListNodes "page_token: \"$(repeat t 40)\""
+    call GetConfig ''
+    raw_call GetConfig '\x08'
+  } >"$dir/03_admin_reads.bin"
+
+  {
+    call BanBuilder 'builder_index: 42 reason: "withheld" until_epoch: 312510'
+    call BanBuilder "builder_index: 43 reason: \"$(repeat r 1025)\""
+    call BanBuilder 'builder_index: 44 reason: "x" until_epoch: 18446744073709551615'
+    call UnbanBuilder 'builder_index: 42'
+    call UnbanBuilder 'builder_index: 99'
+    call SetBuilderTrust 'builder_index: 11 trusted: true'
+    call SetRelayTrust 'relay: "https://relay.example" trusted: true'
+    call SetRelayTrust 'relay: "ftp://relay example" trusted: true'
+    call Reset 'reason: "fuzz"'
+    call ReloadConfig ''
+    raw_call BanBuilder '\xff\xff\xff'
+    raw_call Reset '\x0a\x80\x80\x80\x80\x10'
+  } >"$dir/04_admin_actions.bin"
+  ls -l "$dir"
+}
+
 # --- Fuzzing ---
 
 [ $# -ge 1 ] || usage
 target="$1"
+target_flags=()
 shift
 case "$target" in
   seeds)
     write_fleet_seeds
+    write_rpc_seeds
     exit 0
     ;;
   engine)
@@ -210,6 +335,15 @@ case "$target" in
     label=//service:fleet_fuzzer
     seeds=service/fuzz_corpus/fleet
     dict=""
+    ;;
+  rpc)
+    label=//service:rpc_fuzzer
+    seeds=service/fuzz_corpus/rpc
+    dict=""
+    # Its breakerd keeps state from one input to the next, so most inputs allocate more than
+    # they free, and libFuzzer would take each for a leak and scan the whole heap: a fifth of
+    # the speed. Leaks are still looked for at the end, after breakerd's clean shutdown.
+    target_flags=(-detect_leaks=0)
     ;;
   *) usage ;;
 esac
@@ -234,6 +368,7 @@ flags=(
   -timeout=60
 )
 if [ -n "$dict" ]; then flags+=(-dict="$root/$dict"); fi
+flags+=("${target_flags[@]}")
 
 echo "fuzz.sh: $binary for $seconds s; new inputs go to $dir/corpus/$target" >&2
 status=0

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Starts breakerd from the test's runfiles on a free loopback port, with a fresh state
-# directory and a custom chain, runs the Node.js interop client against it, stops breakerd,
-# and exits with the client's status.
+# directory and a custom chain, runs a Node.js client against it, stops breakerd, and exits
+# with the client's status.
+#
+#   run_interop_test.sh [CLIENT]   CLIENT: interop_test.js (the default) or hostile_test.js
 set -euo pipefail
+
+client="${1:-interop_test.js}"
 
 runfiles="${TEST_SRCDIR:-${RUNFILES_DIR:-$0.runfiles}}"
 root="$runfiles/${TEST_WORKSPACE:-breaker}"
@@ -84,7 +88,7 @@ echo "interop: breakerd (pid $breakerd_pid) listening on port $port" >&2
 # not beside the source files the symlinks point to, so that the test uses the node_modules
 # Bazel handed it.
 status=0
-node --preserve-symlinks --preserve-symlinks-main "$here/interop_test.js" \
+node --preserve-symlinks --preserve-symlinks-main "$here/$client" \
   --target="127.0.0.1:$port" --proto_root="$root/proto" --network="$network" \
   --timeout_seconds=45 || status=$?
 
