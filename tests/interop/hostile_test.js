@@ -357,15 +357,10 @@ async function run(flags) {
                const outcome = await call(admin, 'ListNodes', { page_token: token });
                expectRefused(outcome, INVALID_ARGUMENT, 'is not one this breakerd gave out');
              });
-  await step('ListNodes with a short bogus page token: a position among node ids, OK', async () => {
-    // A ListNodes token is the last node id of the page before, which breakerd cannot tell
-    // from any other string within the bound: the page lists the ids after it, nothing else.
-    const token = 'bogus-token';
-    const outcome = await call(admin, 'ListNodes', { page_token: token });
-    assert.equal(outcome.code, OK, `ListNodes: ${outcome.code} ${outcome.details}`);
-    const ids = outcome.response.nodes.map((n) => n.node_id);
-    assert.ok(ids.every((id) => id > token), `listed ${ids.join(', ')} after '${token}'`);
-    assert.ok(ids.includes(NODE_ID), `'${NODE_ID}' sorts after '${token}' but is not listed`);
+  await step('ListNodes with a short bogus page token: INVALID_ARGUMENT', async () => {
+    // breakerd's ListNodes tokens carry a prefix of their own: any other string is refused.
+    const outcome = await call(admin, 'ListNodes', { page_token: 'bogus-token' });
+    expectRefused(outcome, INVALID_ARGUMENT, 'is not one this breakerd gave out');
   });
   await step('garbage bytes as BanBuilder\'s request: INVALID_ARGUMENT', async () => {
     const outcome = await rawCall(raw, '/breaker.v1.Admin/BanBuilder', Buffer.from([0xff, 0xff, 0xff]));
