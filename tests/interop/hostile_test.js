@@ -207,7 +207,8 @@ function noEffect(sequence, slot, root) {
 async function observe(stream, observations, sequence) {
   stream.call.write({ observations: { observations } });
   for (;;) {
-    const message = await stream.take(`acknowledgement of ${sequence}`, (m) => m.kind !== 'config');
+    const message = await stream.take(`acknowledgement of ${sequence}`,
+                                      (m) => m.kind !== 'config' && m.kind !== 'node_state');
     if (message.kind === 'policy') {
       stream.call.write({ policy_ack: { version: message.policy.version } });
       continue;
@@ -291,9 +292,10 @@ async function run(flags) {
   });
 
   // --- Connect: observations refused one by one; the stream survives them ---
-  const stream = await step('Connect: a valid hello, then Config and Policy', async () => {
+  const stream = await step('Connect: a valid hello, then NodeState, Config and Policy', async () => {
     const opened = new Stream(breaker, overallDeadline);
     opened.call.write({ hello: { node_id: NODE_ID, client_version: 'hostile-grpc-js', network: flags.network } });
+    await opened.take('node_state', (m) => m.kind === 'node_state');
     await opened.take('config', (m) => m.kind === 'config');
     const { policy } = await opened.take('policy', (m) => m.kind === 'policy');
     opened.call.write({ policy_ack: { version: policy.version } });
