@@ -308,17 +308,22 @@ std::string BanHint(const CommandContext& context, const absl::Status& status) {
   const bool relay = context.line.Has("relay");
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
-      return absl::StrCat(
-          relay ? "give the relay's endpoint, e.g. https://relay.example.com, and a --reason of "
-                  "at most 1024 bytes; "
-                : "",
-          "'breakerctl status' shows the current epoch: --until_epoch must be after it, or left "
-          "out for a ban until 'breakerctl unban'");
+      // The hint that fits what breakerd refused: the epoch, the reason, or the relay.
+      if (absl::StrContains(status.message(), "epoch")) {
+        return "'breakerctl status' shows the current epoch: --until_epoch must be after it, at "
+               "most 2^20 epochs ahead, or left out for a ban until 'breakerctl unban'";
+      }
+      if (absl::StrContains(status.message(), "reason")) {
+        return "give a --reason of 1 to 1024 bytes, for the other operators to read";
+      }
+      return relay ? "give the relay's endpoint, e.g. https://relay.example.com" : "";
     case absl::StatusCode::kResourceExhausted:
       return relay ? "breakerd holds at most 64 operator bans of relays; lift one with "
                      "'breakerctl unban --relay=URL' ('breakerctl relays' lists them), or list "
                      "long-lived bans in the configuration's blacklisted_relays"
-                   : "";
+                   : "breakerd holds at most 256 operator bans of builders; lift one with "
+                     "'breakerctl unban INDEX' ('breakerctl builders --banned' lists them), or "
+                     "list permanent bans in the configuration's blacklisted_builders";
     default:
       return "";
   }
