@@ -231,6 +231,18 @@ struct Row {
   std::string message;
 };
 
+// Runs each row: its input gets its status and message, and changes neither state nor policy.
+void RunRows(BadInputTest& test, const std::vector<Row>& rows) {
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    const BadInputTest::State before = test.Snapshot();
+    const Outcome outcome = row.input(test);
+    EXPECT_EQ(outcome.code, row.code) << outcome.message;
+    EXPECT_THAT(outcome.message, HasSubstr(row.message));
+    test.ExpectUnchanged(before);
+  }
+}
+
 TEST_F(BadInputTest, EveryBadInputGetsItsErrorAndChangesNothing) {
   StartServer(kLimits);
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -432,14 +444,7 @@ TEST_F(BadInputTest, EveryBadInputGetsItsErrorAndChangesNothing) {
   };
   ASSERT_GE(rows.size(), 25u);
 
-  for (const Row& row : rows) {
-    SCOPED_TRACE(row.name);
-    const State before = Snapshot();
-    const Outcome outcome = row.input(*this);
-    EXPECT_EQ(outcome.code, row.code) << outcome.message;
-    EXPECT_THAT(outcome.message, HasSubstr(row.message));
-    ExpectUnchanged(before);
-  }
+  RunRows(*this, rows);
 }
 
 TEST_F(BadInputTest, TheRateLimitRefillsWithTheFleetClock) {
@@ -793,14 +798,7 @@ TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
   };
   ASSERT_GE(rows.size(), 30u);
 
-  for (const Row& row : rows) {
-    SCOPED_TRACE(row.name);
-    const State before = Snapshot();
-    const Outcome outcome = row.input(*this);
-    EXPECT_EQ(outcome.code, row.code) << outcome.message;
-    EXPECT_THAT(outcome.message, HasSubstr(row.message));
-    ExpectUnchanged(before);
-  }
+  RunRows(*this, rows);
 }
 
 TEST_F(BadInputTest, AcceptedInputsAtTheirBoundsKeepEveryMessageUnderItsBound) {

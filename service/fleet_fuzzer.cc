@@ -60,6 +60,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "service/fleet.h"
 #include "service/memory_state_store.h"
+#include "tests/fuzz_frames.h"
 #include "tests/fake_clock.h"
 
 namespace breaker::service {
@@ -157,27 +158,7 @@ bool Parse(absl::string_view bytes, google::protobuf::Message& message) {
   return message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
 }
 
-// Reads the frames; see the format above.
-class Reader {
- public:
-  Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-
-  bool done() const { return position_ >= size_; }
-  uint8_t Byte() { return position_ < size_ ? data_[position_++] : 0; }
-  // LEN_HI LEN_LO, then that many bytes (fewer at the end of the input).
-  absl::string_view Message() {
-    const size_t length = size_t{Byte()} << 8 | Byte();
-    const size_t take = std::min(length, size_ - position_);
-    absl::string_view bytes(reinterpret_cast<const char*>(data_ + position_), take);
-    position_ += take;
-    return bytes;
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t position_ = 0;
-};
+using Reader = ::breaker::testing::FrameReader;
 
 // Checks that the published versions only go up. Called on the fleet's writer thread.
 class VersionListener : public PolicyListener {
