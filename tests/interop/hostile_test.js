@@ -11,12 +11,13 @@
 // run_interop_test.sh starts breakerd with fresh state and runs this.
 
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const path = require('node:path');
-const { parseArgs } = require('node:util');
+const harness = require('./harness');
+
+const { STEP_TIMEOUT_MS, deadline, currentSlot, runMain } = harness;
+const log = harness.logger('hostile');
+const step = (name, body) => harness.step(log, name, body);
 
 const NODE_ID = 'hostile-node';
-const STEP_TIMEOUT_MS = 10_000;
 // Refusals name the field and its bound and quote at most a short prefix of what was sent.
 const MAX_MESSAGE_BYTES = 1024;
 const UINT64_MAX = '18446744073709551615';  // 2^64-1
@@ -32,60 +33,6 @@ const LOADER_OPTIONS = {
   defaults: true,
   oneofs: true,
 };
-
-function log(line) {
-  process.stderr.write(`hostile: ${line}\n`);
-}
-
-function parseFlags() {
-  const { values } = parseArgs({
-    options: {
-      target: { type: 'string' },
-      proto_root: { type: 'string' },
-      network: { type: 'string', default: '' },
-      timeout_seconds: { type: 'string', default: '60' },
-    },
-  });
-  if (!values.target || !values.proto_root) {
-    throw new Error('usage: hostile_test.js --target=HOST:PORT --proto_root=DIR [--network=NAME]');
-  }
-  return { ...values, timeout_seconds: Number(values.timeout_seconds) };
-}
-
-// As interop_test.js: the packages loaded must be the locked ones (checked with Node's own
-// modules, before any package is loaded).
-function checkNodeModulesMatchLockfile() {
-  const lock = JSON.parse(fs.readFileSync(path.join(__dirname, 'package-lock.json'), 'utf8'));
-  for (const [where, entry] of Object.entries(lock.packages)) {
-    if (where === '') continue;
-    let installed;
-    try {
-      installed = JSON.parse(fs.readFileSync(path.join(__dirname, where, 'package.json'), 'utf8'));
-    } catch {
-      throw new Error(`tests/interop/${where} is missing; run \`bash tools/setup.sh\``);
-    }
-    if (installed.version !== entry.version) {
-      throw new Error(`tests/interop/${where} is ${installed.version}, locked ${entry.version}; ` +
-                      'run `bash tools/setup.sh`');
-    }
-  }
-}
-
-async function step(name, body) {
-  const started = Date.now();
-  try {
-    const result = await body();
-    log(`ok   ${name} (${Date.now() - started} ms)`);
-    return result;
-  } catch (error) {
-    error.message = `${name}: ${error.message}`;
-    throw error;
-  }
-}
-
-function deadline(ms = STEP_TIMEOUT_MS) {
-  return new Date(Date.now() + ms);
-}
 
 // A unary call's outcome, never a rejection: { code, details, response }.
 function call(client, method, request) {
@@ -186,11 +133,6 @@ async function refusedHello(breaker, overallDeadline, hello) {
   const status = await stream.ended();
   stream.call.end();
   return { code: status.code, details: status.details };
-}
-
-function currentSlot(chain) {
-  return Math.floor((Date.now() / 1000 - Number(chain.genesis_time_unix)) /
-                    Number(chain.seconds_per_slot));
 }
 
 // A payload missing that changes nothing: attested below any threshold, the block untimely.
@@ -387,29 +329,4 @@ async function run(flags) {
   for (const client of [admin, breaker, raw]) client.close();
 }
 
-async function main() {
-  let flags;
-  try {
-    flags = parseFlags();
-    checkNodeModulesMatchLockfile();
-  } catch (error) {
-    log(`FAIL ${error.message}`);
-    return 2;
-  }
-  const watchdog = setTimeout(() => {
-    log(`FAIL overall timeout of ${flags.timeout_seconds} s`);
-    process.exit(1);
-  }, flags.timeout_seconds * 1000);
-  try {
-    await run(flags);
-    log('PASS all probes');
-    return 0;
-  } catch (error) {
-    log(`FAIL ${error.message}`);
-    return 1;
-  } finally {
-    clearTimeout(watchdog);
-  }
-}
-
-main().then((code) => process.exit(code));
+runMain('hostile_test.js', log, 'all probes', run);

@@ -10,16 +10,16 @@
 
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
-const fs = require('node:fs');
-const path = require('node:path');
-const { parseArgs } = require('node:util');
+const harness = require('./harness');
+
+const { STEP_TIMEOUT_MS, deadline, currentSlot, runMain } = harness;
+const log = harness.logger('interop');
+const step = (name, body) => harness.step(log, name, body);
 
 const NODE_ID = 'interop-node';
 // Builder indices: one that fails (and must end up banned), one that only bids (must not).
 const BANNED_BUILDER = 7001;
 const BIDDING_BUILDER = 7002;
-// Per-step deadline: a step that hangs fails with its own name rather than the overall timeout.
-const STEP_TIMEOUT_MS = 10_000;
 
 // 64-bit fields come back as JS numbers: every such value this test reads (versions, slots,
 // sequences, genesis time) is far below 2^53.
@@ -50,67 +50,6 @@ const HEALTH_JSON = {
     },
   } } } } } } },
 };
-
-function log(line) {
-  process.stderr.write(`interop: ${line}\n`);
-}
-
-function parseFlags() {
-  const { values } = parseArgs({
-    options: {
-      target: { type: 'string' },
-      proto_root: { type: 'string' },
-      network: { type: 'string', default: '' },
-      timeout_seconds: { type: 'string', default: '60' },
-    },
-  });
-  if (!values.target || !values.proto_root) {
-    throw new Error('usage: interop_test.js --target=HOST:PORT --proto_root=DIR [--network=NAME]');
-  }
-  return { ...values, timeout_seconds: Number(values.timeout_seconds) };
-}
-
-// The installed packages must be the locked ones: a node_modules left from an older lockfile
-// would test other versions than the ones the lockfile promises. Checked with Node's own modules
-// before any package is loaded, so that a missing one gets this message, not a stack trace.
-function checkNodeModulesMatchLockfile() {
-  const lock = JSON.parse(fs.readFileSync(path.join(__dirname, 'package-lock.json'), 'utf8'));
-  const stale = [];
-  for (const [where, entry] of Object.entries(lock.packages)) {
-    if (where === '') continue;
-    let installed;
-    try {
-      installed = JSON.parse(fs.readFileSync(path.join(__dirname, where, 'package.json'), 'utf8'));
-    } catch {
-      stale.push(`${where} is missing`);
-      continue;
-    }
-    if (installed.version !== entry.version) {
-      stale.push(`${where} is ${installed.version}, locked ${entry.version}`);
-    }
-  }
-  if (stale.length > 0) {
-    throw new Error(`tests/interop/node_modules does not match package-lock.json ` +
-                    `(${stale.slice(0, 3).join('; ')}); run \`bash tools/setup.sh\``);
-  }
-}
-
-// Runs one named step, logging its outcome; a failure names the step it happened in.
-async function step(name, body) {
-  const started = Date.now();
-  try {
-    const result = await body();
-    log(`ok   ${name} (${Date.now() - started} ms)`);
-    return result;
-  } catch (error) {
-    error.message = `${name}: ${error.message}`;
-    throw error;
-  }
-}
-
-function deadline(ms = STEP_TIMEOUT_MS) {
-  return new Date(Date.now() + ms);
-}
 
 // Promise form of a unary call, with a per-call deadline.
 function unary(client, method, request) {
@@ -262,11 +201,6 @@ class StreamInbox {
   }
 }
 
-function currentSlot(chain) {
-  const now = Date.now() / 1000;
-  return Math.floor((now - chain.genesis_time_unix) / chain.seconds_per_slot);
-}
-
 // Observations 1..n of one slot's story: two bids, the block, then its payload missing,
 // attested well above the default 0.6 threshold: the failing builder's first failure.
 function makeObservations(slot) {
@@ -411,32 +345,4 @@ async function run(flags) {
   for (const client of [admin, breaker, health]) client.close();
 }
 
-async function main() {
-  let flags;
-  try {
-    flags = parseFlags();
-    checkNodeModulesMatchLockfile();
-  } catch (error) {
-    log(`FAIL ${error.message}`);
-    return 2;
-  }
-  // The whole run is bounded even if a step's own deadline does not fire.
-  const watchdog = setTimeout(() => {
-    log(`FAIL overall timeout of ${flags.timeout_seconds} s`);
-    process.exit(1);
-  }, flags.timeout_seconds * 1000);
-  try {
-    await run(flags);
-    log('PASS all steps');
-    return 0;
-  } catch (error) {
-    log(`FAIL ${error.message}`);
-    return 1;
-  } finally {
-    clearTimeout(watchdog);
-  }
-}
-
-// process.exit rather than a natural end: the reflection client keeps a channel open and
-// offers no way to close it.
-main().then((code) => process.exit(code));
+runMain('interop_test.js', log, 'all steps', run);
