@@ -94,6 +94,7 @@ absl::StatusOr<SidecarSettings> SettingsFromProto(const breaker::v1::SidecarConf
   settings.network = proto.network();
   if (settings.network.size() > 64) return Invalid("network", "longer than 64 bytes");
 
+  settings.fallback_config_file = proto.fallback_config_file();
   if (!proto.listen_host().empty()) settings.listen_host = proto.listen_host();
   if (proto.upstream_timeout_ms() != 0) {
     if (proto.upstream_timeout_ms() > kMaxTimeoutMs) {

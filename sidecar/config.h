@@ -36,6 +36,7 @@ struct SidecarSettings {
   std::string token_file;
   std::string node_id;
   std::string network;
+  std::string fallback_config_file;
   std::string listen_host = "127.0.0.1";
   absl::Duration upstream_timeout = absl::Seconds(10);
   size_t max_body_bytes = 16 << 20;
