@@ -7,6 +7,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "glog/logging.h"
 #include "sidecar/config.h"
 #include "sidecar/sidecar.h"
@@ -25,6 +27,12 @@ int main(int argc, char** argv) {
       "the upstream untrusted); everything else is forwarded unchanged. A failed reveal of a\n"
       "header the upstream signed is reported to breakerd. Stops at SIGTERM or SIGINT.\n"
       "Prints 'sidecar ready' on stdout once every port listens.");
+  absl::FlagsUsageConfig usage;
+  // --help lists this file's flags (absl matches files named after the program otherwise).
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "sidecar_main.cc");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
