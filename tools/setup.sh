@@ -18,6 +18,8 @@ packages=(
   libsqlite3-dev            # the state store
   libssl-dev                # libcrypto: bearer-token digests, TLS key checks (gRPC uses it too)
   prometheus-cpp-dev        # breakerd's /metrics endpoint (prometheus-cpp 1.0: core and pull)
+  libcpp-httplib-dev        # breaker-sidecar: the builder API's HTTP server and client (cpp-httplib 0.11)
+  nlohmann-json3-dev        # breaker-sidecar: JSON of the builder API (header-only)
   python3-yaml              # checks the example Prometheus alert rules (examples/prometheus)
   clang-14                  # the fuzz targets under libFuzzer (tools/fuzz.sh; README: Fuzzing)
   libclang-rt-14-dev        # libFuzzer and the sanitizers' runtimes for clang 14

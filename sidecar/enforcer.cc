@@ -1,0 +1,256 @@
+#include "sidecar/enforcer.h"
+
+#include <openssl/sha.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "nlohmann/json.hpp"
+
+namespace breaker::sidecar {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr int kMaxJsonDepth = 32;
+
+// Parses `body` as JSON, refusing one nested too deep; a discarded value when it is not JSON.
+Json ParseJson(absl::string_view body) {
+  if (JsonTooDeep(body, kMaxJsonDepth)) return Json::value_t::discarded;
+  return Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+}
+
+const Json* Member(const Json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::string StringMember(const Json& object, const char* key) {
+  const Json* value = Member(object, key);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+core::BlockRoot Key(core::Slot slot, absl::string_view proposer, absl::string_view parent_root,
+                    absl::string_view state_root) {
+  const std::string text = absl::StrCat(slot, "|", proposer, "|", absl::AsciiStrToLower(parent_root),
+                                        "|", absl::AsciiStrToLower(state_root));
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  return core::BlockRootFromBytes(
+      absl::string_view(reinterpret_cast<const char*>(digest), sizeof digest));
+}
+
+uint64_t LittleEndian64(const char* p) {
+  uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(p[i]);
+  return value;
+}
+
+std::string Hex(absl::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out = "0x";
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+std::optional<BlindedBlock> ParseSsz(absl::string_view body) {
+  // SignedBlindedBeaconBlock: offset of `message` (4 bytes), signature (96), then message:
+  // slot (8), proposer_index (8), parent_root (32), state_root (32), ...
+  if (body.size() < 4) return std::nullopt;
+  uint32_t offset = 0;
+  for (int i = 3; i >= 0; --i) offset = (offset << 8) | static_cast<unsigned char>(body[i]);
+  if (offset != 100 || body.size() < offset + 80) return std::nullopt;
+  const char* message = body.data() + offset;
+  BlindedBlock block;
+  block.slot = LittleEndian64(message);
+  block.key = Key(block.slot, absl::StrCat(LittleEndian64(message + 8)),
+                  Hex(absl::string_view(message + 16, 32)), Hex(absl::string_view(message + 48, 32)));
+  return block;
+}
+
+}  // namespace
+
+absl::string_view EndpointName(Endpoint endpoint) {
+  switch (endpoint) {
+    case Endpoint::kStatus:
+      return "status";
+    case Endpoint::kRegisterValidators:
+      return "register_validators";
+    case Endpoint::kGetHeader:
+      return "get_header";
+    case Endpoint::kSubmitBlindedBlock:
+      return "submit_blinded_block";
+    case Endpoint::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+Route ClassifyRoute(absl::string_view method, absl::string_view path) {
+  Route route;
+  const std::vector<absl::string_view> parts = absl::StrSplit(path, '/');
+  // "", "eth", "v1", "builder", ...
+  if (parts.size() < 5 || !parts[0].empty() || parts[1] != "eth" || parts[3] != "builder") {
+    return route;
+  }
+  const absl::string_view version = parts[2];
+  const absl::string_view name = parts[4];
+  if (method == "GET" && version == "v1" && name == "status" && parts.size() == 5) {
+    route.endpoint = Endpoint::kStatus;
+  } else if (method == "POST" && version == "v1" && name == "validators" && parts.size() == 5) {
+    route.endpoint = Endpoint::kRegisterValidators;
+  } else if (method == "GET" && version == "v1" && name == "header" && parts.size() == 8) {
+    core::Slot slot = 0;
+    if (absl::SimpleAtoi(parts[5], &slot)) {
+      route.endpoint = Endpoint::kGetHeader;
+      route.slot = slot;
+    }
+  } else if (method == "POST" && (version == "v1" || version == "v2") &&
+             name == "blinded_blocks" && parts.size() == 5) {
+    route.endpoint = Endpoint::kSubmitBlindedBlock;
+  }
+  return route;
+}
+
+std::optional<std::string> RefusalReason(const core::Policy& policy,
+                                         const UpstreamIdentity& upstream) {
+  if (policy.mode == core::Mode::kSelfBuild) {
+    return absl::StrCat("mode SELF_BUILD: ", policy.mode_reason);
+  }
+  if (auto it = policy.banned_relays.find(upstream.relay_id); it != policy.banned_relays.end()) {
+    return absl::StrCat("relay ", upstream.relay_id, " is banned (",
+                        core::BanKindName(it->second.kind), "): ", it->second.reason);
+  }
+  if (policy.mode == core::Mode::kTrustedOnly && !upstream.trusted &&
+      !policy.trusted_relays.contains(upstream.relay_id)) {
+    return absl::StrCat("mode TRUSTED_ONLY and relay ", upstream.relay_id, " is not trusted");
+  }
+  return std::nullopt;
+}
+
+bool JsonTooDeep(absl::string_view json, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : json) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+std::optional<BlindedBlock> ParseBlindedBlock(absl::string_view body,
+                                              absl::string_view content_type) {
+  if (absl::StartsWithIgnoreCase(content_type, "application/octet-stream")) return ParseSsz(body);
+  const Json json = ParseJson(body);
+  if (json.is_discarded()) return std::nullopt;
+  const Json* signed_block = &json;
+  if (const Json* data = Member(json, "data"); data != nullptr) signed_block = data;
+  const Json* message = Member(*signed_block, "message");
+  if (message == nullptr) return std::nullopt;
+  BlindedBlock block;
+  if (!absl::SimpleAtoi(StringMember(*message, "slot"), &block.slot)) return std::nullopt;
+  const std::string proposer = StringMember(*message, "proposer_index");
+  const std::string parent_root = StringMember(*message, "parent_root");
+  const std::string state_root = StringMember(*message, "state_root");
+  if (proposer.empty() || parent_root.empty() || state_root.empty()) return std::nullopt;
+  block.key = Key(block.slot, proposer, parent_root, state_root);
+  if (const Json* body_json = Member(*message, "body"); body_json != nullptr) {
+    if (const Json* header = Member(*body_json, "execution_payload_header"); header != nullptr) {
+      block.block_hash = absl::AsciiStrToLower(StringMember(*header, "block_hash"));
+    }
+  }
+  return block;
+}
+
+std::string HeaderBlockHash(absl::string_view body) {
+  const Json json = ParseJson(body);
+  if (json.is_discarded()) return "";
+  const Json* data = Member(json, "data");
+  const Json* message = data == nullptr ? nullptr : Member(*data, "message");
+  const Json* header = message == nullptr ? nullptr : Member(*message, "header");
+  return header == nullptr ? "" : absl::AsciiStrToLower(StringMember(*header, "block_hash"));
+}
+
+Enforcer::Enforcer(client::BreakerClient& client, std::vector<UpstreamIdentity> upstreams)
+    : client_(client), upstreams_(std::move(upstreams)), state_(upstreams_.size()) {}
+
+std::optional<std::string> Enforcer::Refuse(size_t index, const Route& route) {
+  std::optional<std::string> reason;
+  if (route.endpoint == Endpoint::kGetHeader) {
+    const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
+    reason = RefusalReason(snapshot->policy, upstreams_.at(index));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Counters& counters = state_.at(index).counters;
+  ++(reason ? counters.refused : counters.forwarded);
+  return reason;
+}
+
+void Enforcer::OnHeaderAnswered(size_t index, core::Slot slot, int status,
+                                absl::string_view body) {
+  if (status != 200) return;
+  Header header{slot, HeaderBlockHash(body)};
+  std::lock_guard<std::mutex> lock(mu_);
+  PerUpstream& upstream = state_.at(index);
+  ++upstream.counters.headers_seen;
+  upstream.headers.push_back(std::move(header));
+  while (upstream.headers.size() > kMaxRememberedHeaders) upstream.headers.pop_front();
+}
+
+bool Enforcer::OnBlindedBlockAnswered(size_t index, absl::string_view request_body,
+                                      absl::string_view content_type, bool failed) {
+  if (!failed) return false;
+  const std::optional<BlindedBlock> block = ParseBlindedBlock(request_body, content_type);
+  if (!block) return false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    PerUpstream& upstream = state_.at(index);
+    bool signed_for_it = false;
+    for (const Header& header : upstream.headers) {
+      if (header.slot != block->slot) continue;
+      // Unknown on either side (SSZ): the slot alone matches.
+      if (header.block_hash.empty() || block->block_hash.empty() ||
+          header.block_hash == block->block_hash) {
+        signed_for_it = true;
+        break;
+      }
+    }
+    if (!signed_for_it) return false;
+    ++upstream.counters.reveal_failures;
+  }
+  client_.Report(block->slot, core::RelayRevealMissing{upstreams_.at(index).relay_id, block->key});
+  return true;
+}
+
+Enforcer::Counters Enforcer::counters(size_t index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_.at(index).counters;
+}
+
+}  // namespace breaker::sidecar

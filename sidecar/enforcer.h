@@ -1,0 +1,141 @@
+#ifndef SIDECAR_ENFORCER_H_
+#define SIDECAR_ENFORCER_H_
+
+// The sidecar's decisions at the builder API (ethereum/builder-specs), apart from the HTTP
+// plumbing: which requests are answered 204 without contacting the upstream, and what is
+// reported to breakerd through the client library.
+//
+//   - A getHeader (GET /eth/v1/builder/header/{slot}/{parent_hash}/{pubkey}) is refused (204)
+//     when the policy in force refuses the upstream: the mode is SELF_BUILD, the upstream's
+//     relay identifier is banned, or the mode is TRUSTED_ONLY and the upstream is trusted
+//     neither by the sidecar's configuration nor by the policy. A pre-Gloas header names no
+//     builder index, so a ban of a builder (not of its relay) cannot be applied here.
+//   - Every other request is forwarded.
+//   - A header answered 200 is remembered (slot, block hash) for its upstream, bounded. It is
+//     not reported as a BidSeen: a BidSeen needs a builder index, which a pre-Gloas header
+//     does not carry.
+//   - A submitBlindedBlock (POST /eth/v{1,2}/builder/blinded_blocks) that fails (transport
+//     error, timeout, or a 5xx status) for a block whose header that upstream answered is a
+//     RelayRevealMissing. A 4xx answer is not: the upstream judged the request invalid.
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "client/client.h"
+#include "core/policy.h"
+#include "core/types.h"
+
+namespace breaker::sidecar {
+
+enum class Endpoint {
+  kStatus,
+  kRegisterValidators,
+  kGetHeader,
+  kSubmitBlindedBlock,
+  kOther,
+};
+
+absl::string_view EndpointName(Endpoint endpoint);
+
+struct Route {
+  Endpoint endpoint = Endpoint::kOther;
+  // The header's slot (kGetHeader only).
+  core::Slot slot = 0;
+};
+
+// Classifies a request by its method and path (without the query).
+Route ClassifyRoute(absl::string_view method, absl::string_view path);
+
+struct UpstreamIdentity {
+  // Normalized relay identifier (core::NormalizeRelayId of the upstream URL).
+  std::string relay_id;
+  // Trusted by the sidecar's configuration.
+  bool trusted = false;
+};
+
+// Why `policy` refuses headers through `upstream`; nullopt when it allows them.
+std::optional<std::string> RefusalReason(const core::Policy& policy,
+                                         const UpstreamIdentity& upstream);
+
+// What the sidecar reads of a signed blinded block (a submitBlindedBlock body).
+struct BlindedBlock {
+  core::Slot slot = 0;
+  // Stands in for the block root, which the sidecar cannot compute (it would take the SSZ
+  // hash tree root of the whole block body): SHA-256 of the block's slot, proposer index,
+  // parent root and state root. The same block gives the same value, however it is encoded.
+  core::BlockRoot key;
+  // The execution payload header's block hash, lower-case hex with 0x; empty when unknown.
+  std::string block_hash;
+};
+
+// Parses a SignedBlindedBeaconBlock in JSON (optionally inside a {"data": ...} envelope) or,
+// when `content_type` is application/octet-stream, in SSZ (slot, proposer index, parent and
+// state roots only). nullopt when the body is neither.
+std::optional<BlindedBlock> ParseBlindedBlock(absl::string_view body,
+                                              absl::string_view content_type);
+
+// The block hash of a getHeader answer in JSON (data.message.header.block_hash), lower-case;
+// empty when the body has none (e.g. SSZ).
+std::string HeaderBlockHash(absl::string_view body);
+
+// True when `json` nests arrays and objects deeper than `max_depth`: such a body is not
+// parsed.
+bool JsonTooDeep(absl::string_view json, int max_depth);
+
+// Headers remembered per upstream, to match reveal failures with.
+inline constexpr size_t kMaxRememberedHeaders = 64;
+
+// Thread-safe.
+class Enforcer {
+ public:
+  // REQUIRES: `client` outlives the enforcer.
+  Enforcer(client::BreakerClient& client, std::vector<UpstreamIdentity> upstreams);
+
+  struct Counters {
+    uint64_t forwarded = 0;
+    uint64_t refused = 0;
+    uint64_t headers_seen = 0;
+    uint64_t reveal_failures = 0;
+  };
+
+  const UpstreamIdentity& upstream(size_t index) const { return upstreams_.at(index); }
+  size_t upstream_count() const { return upstreams_.size(); }
+
+  // Before contacting upstream `index` for `route`: the reason to answer 204 without
+  // contacting it, or nullopt to forward.
+  std::optional<std::string> Refuse(size_t index, const Route& route);
+
+  // The upstream answered a getHeader of `slot` with `status` and `body`.
+  void OnHeaderAnswered(size_t index, core::Slot slot, int status, absl::string_view body);
+
+  // The upstream answered a submitBlindedBlock (`failed`: error, timeout or 5xx). Returns
+  // whether a RelayRevealMissing was reported.
+  bool OnBlindedBlockAnswered(size_t index, absl::string_view request_body,
+                              absl::string_view content_type, bool failed);
+
+  Counters counters(size_t index) const;
+
+ private:
+  struct Header {
+    core::Slot slot = 0;
+    std::string block_hash;
+  };
+  struct PerUpstream {
+    std::deque<Header> headers;
+    Counters counters;
+  };
+
+  client::BreakerClient& client_;
+  const std::vector<UpstreamIdentity> upstreams_;
+  mutable std::mutex mu_;
+  std::vector<PerUpstream> state_;  // Guarded by mu_.
+};
+
+}  // namespace breaker::sidecar
+
+#endif  // SIDECAR_ENFORCER_H_

@@ -1,0 +1,61 @@
+#include "sidecar/sidecar.h"
+
+#include <utility>
+#include <vector>
+
+#include "client/channel_security.h"
+#include "proto/codec/config_file.h"
+
+namespace breaker::sidecar {
+
+absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& settings) {
+  client::ClientOptions options;
+  options.addresses = settings.breakerd_addresses;
+  client::ChannelSecurityFiles files;
+  files.tls_ca_file = settings.tls_ca_file;
+  files.tls_cert_file = settings.tls_cert_file;
+  files.tls_key_file = settings.tls_key_file;
+  if (files.tls()) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+        client::MakeChannelCredentials(files);
+    if (!credentials.ok()) return credentials.status();
+    options.credentials = *std::move(credentials);
+  }
+  if (!settings.token_file.empty()) {
+    absl::StatusOr<std::string> token = client::ReadTokenFile(settings.token_file);
+    if (!token.ok()) return token.status();
+    options.bearer_token = *std::move(token);
+  }
+  options.node_id = settings.node_id;
+  options.network = settings.network;
+  if (!settings.fallback_config_file.empty()) {
+    absl::StatusOr<core::Config> fallback = codec::LoadConfigFile(settings.fallback_config_file);
+    if (!fallback.ok()) return fallback.status();
+    options.fallback_config = *std::move(fallback);
+  }
+  options.client_version = "breaker-sidecar/1";
+
+  std::unique_ptr<Sidecar> sidecar(new Sidecar());
+  absl::StatusOr<std::unique_ptr<client::BreakerClient>> client =
+      client::StartGrpcClient(std::move(options));
+  if (!client.ok()) return client.status();
+  sidecar->client_ = *std::move(client);
+
+  std::vector<UpstreamIdentity> identities;
+  for (const UpstreamSettings& upstream : settings.upstreams) {
+    identities.push_back(UpstreamIdentity{upstream.relay_id, upstream.trusted});
+  }
+  sidecar->enforcer_ = std::make_unique<Enforcer>(*sidecar->client_, std::move(identities));
+  sidecar->proxy_ = std::make_unique<Proxy>(settings, *sidecar->enforcer_);
+  if (absl::Status started = sidecar->proxy_->Start(); !started.ok()) return started;
+  return sidecar;
+}
+
+Sidecar::~Sidecar() { Stop(); }
+
+void Sidecar::Stop() {
+  if (proxy_ != nullptr) proxy_->Stop();
+  if (client_ != nullptr) client_->Stop();
+}
+
+}  // namespace breaker::sidecar

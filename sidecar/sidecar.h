@@ -1,0 +1,41 @@
+#ifndef SIDECAR_SIDECAR_H_
+#define SIDECAR_SIDECAR_H_
+
+// breaker-sidecar as a whole: the client library towards breakerd, the enforcer, and the
+// upstreams' ports.
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "client/client.h"
+#include "sidecar/config.h"
+#include "sidecar/enforcer.h"
+#include "sidecar/proxy.h"
+
+namespace breaker::sidecar {
+
+class Sidecar {
+ public:
+  // Starts the client library with `settings`' breakerd addresses, TLS, token, node id and
+  // network, then serves every upstream's port. INVALID_ARGUMENT / NOT_FOUND naming the file
+  // for bad TLS or token files, UNAVAILABLE for a port that cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Sidecar>> Start(const SidecarSettings& settings);
+
+  ~Sidecar();
+
+  // Closes the ports, then stops the client library. Idempotent.
+  void Stop();
+
+  client::BreakerClient& client() { return *client_; }
+
+ private:
+  Sidecar() = default;
+
+  std::unique_ptr<client::BreakerClient> client_;
+  std::unique_ptr<Enforcer> enforcer_;
+  std::unique_ptr<Proxy> proxy_;
+};
+
+}  // namespace breaker::sidecar
+
+#endif  // SIDECAR_SIDECAR_H_

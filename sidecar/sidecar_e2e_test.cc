@@ -1,0 +1,175 @@
+// breakerd, breaker-sidecar and a fake relay, each over real loopback HTTP or gRPC, breakerd
+// and the sidecar as child processes: a header is forwarded while the policy allows its relay,
+// and answered 204 without reaching the relay once an operator bans it.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "breaker/v1/breaker.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "tests/fleet_harness.h"
+#include "tests/status_matchers.h"
+#include "tests/subprocess.h"
+
+namespace breaker::testing {
+namespace {
+
+constexpr char kSidecar[] = "sidecar/breaker-sidecar";
+constexpr char kHeaderPath[] =
+    "/eth/v1/builder/header/100/0x1111111111111111111111111111111111111111111111111111111111111111/"
+    "0xaaaa";
+constexpr char kHeaderBody[] =
+    R"({"version":"deneb","data":{"message":{"header":{"block_hash":"0x22"},"value":"1"},"signature":"0x00"}})";
+
+// A port no one listens on now (the kernel's pick, released).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// A relay serving one header, counting what it is asked.
+class FakeRelay {
+ public:
+  FakeRelay() {
+    server_.Get("/eth/v1/builder/header/.*", [this](const httplib::Request& request,
+                                                   httplib::Response& response) {
+      ++headers_;
+      last_timeout_ = request.get_header_value("X-Timeout-Ms");
+      response.set_content(kHeaderBody, "application/json");
+    });
+    server_.Get("/eth/v1/builder/status", [this](const httplib::Request&, httplib::Response& response) {
+      ++statuses_;
+      response.status = 200;
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeRelay() {
+    server_.stop();
+    thread_.join();
+  }
+
+  int port() const { return port_; }
+  std::string url() const { return absl::StrCat("http://127.0.0.1:", port_); }
+  int headers() const { return headers_; }
+  int statuses() const { return statuses_; }
+  std::string last_timeout() const {
+    return last_timeout_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::atomic<int> headers_{0};
+  std::atomic<int> statuses_{0};
+  std::string last_timeout_;
+};
+
+class SidecarE2eTest : public FleetTest {
+ protected:
+  void TearDown() override {
+    if (sidecar_ != nullptr) {
+      sidecar_->Kill(SIGTERM);
+      ExpectCleanExit(*sidecar_);
+      sidecar_.reset();
+    }
+    FleetTest::TearDown();
+  }
+
+  void StartSidecar(const std::string& relay_url) {
+    sidecar_port_ = FreePort();
+    const std::string config_path = dir_ + "/sidecar.textproto";
+    std::ofstream(config_path) << "breakerd_addresses: \"127.0.0.1:" << port_ << "\"\n"
+                               << "node_id: \"sidecar-1\"\n"
+                               << "network: \"" << kNetwork << "\"\n"
+                               << "upstream_timeout_ms: 5000\n"
+                               << "fallback_config_file: \"" << config_path_ << "\"\n"
+                               << "upstreams { listen_port: " << sidecar_port_ << " url: \""
+                               << relay_url << "\" }\n";
+    Subprocess::Options options;
+    options.binary = kSidecar;
+    options.name = "sidecar";
+    options.args = {absl::StrCat("--config=", config_path)};
+    absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(options);
+    ASSERT_THAT(started, IsOk());
+    sidecar_ = *std::move(started);
+    ASSERT_TRUE(sidecar_->WaitForLine(
+        Subprocess::Stream::kStdout,
+        [](absl::string_view line) { return absl::StrContains(line, "sidecar ready"); },
+        Deadline()));
+  }
+
+  httplib::Result GetThroughSidecar(const std::string& path) {
+    httplib::Client client("127.0.0.1", sidecar_port_);
+    client.set_connection_timeout(10);
+    client.set_read_timeout(30);
+    return client.Get(path.c_str(), httplib::Headers{{"X-Timeout-Ms", "950"}});
+  }
+
+  std::unique_ptr<Subprocess> sidecar_;
+  int sidecar_port_ = 0;
+};
+
+TEST_F(SidecarE2eTest, AHeaderIsForwardedThenRefusedOnceItsRelayIsBanned) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain()));
+  ASSERT_NO_FATAL_FAILURE(StartBreakerd());
+  FakeRelay relay;
+  ASSERT_GT(relay.port(), 0);
+  ASSERT_NO_FATAL_FAILURE(StartSidecar(relay.url()));
+
+  // Allowed: forwarded, byte for byte, with the request's timeout header.
+  httplib::Result forwarded = GetThroughSidecar(kHeaderPath);
+  ASSERT_TRUE(forwarded) << httplib::to_string(forwarded.error());
+  EXPECT_EQ(forwarded->status, 200);
+  EXPECT_EQ(forwarded->body, kHeaderBody);
+  EXPECT_EQ(relay.headers(), 1);
+  EXPECT_EQ(relay.last_timeout(), "950");
+
+  // The operator bans the relay, spelled another way.
+  v1::BanRelayRequest ban;
+  ban.set_relay(absl::StrCat("HTTP://127.0.0.1:", relay.port(), "/"));
+  ban.set_reason("withheld payloads");
+  ASSERT_THAT(Call(&v1::Admin::Stub::async::BanRelay, ban), IsOk());
+
+  // The sidecar answers 204 once the policy reaches it.
+  ASSERT_TRUE(PollUntil([&] {
+    httplib::Result result = GetThroughSidecar(kHeaderPath);
+    return result && result->status == 204;
+  }));
+  const int seen = relay.headers();
+  httplib::Result refused = GetThroughSidecar(kHeaderPath);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 204);
+  EXPECT_TRUE(refused->body.empty());
+  EXPECT_EQ(relay.headers(), seen) << "a refused header reached the relay";
+
+  // Everything else is still forwarded.
+  httplib::Result status = GetThroughSidecar("/eth/v1/builder/status");
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->status, 200);
+  EXPECT_EQ(relay.statuses(), 1);
+}
+
+}  // namespace
+}  // namespace breaker::testing

@@ -1,0 +1,71 @@
+// breaker-sidecar: takes an unmodified beacon node into the fleet's breaker by enforcing the
+// fleet's policy at the builder API, one local port per relay (README.md, "Sidecar").
+
+#include <csignal>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "glog/logging.h"
+#include "sidecar/config.h"
+#include "sidecar/sidecar.h"
+
+ABSL_FLAG(std::string, config, "",
+          "the sidecar's configuration, a text-format breaker.v1.SidecarConfig "
+          "(proto/breaker/v1/sidecar.proto; example: examples/sidecar.textproto). Required.");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "breaker-sidecar --config=FILE\n\n"
+      "Serves the builder API of each configured upstream (relay or builder) on a local port\n"
+      "of its own, for mev-boost or the beacon node to use in place of the relay's URL.\n"
+      "Header requests are answered 204 No Content, without contacting the upstream, while\n"
+      "breakerd's policy refuses that upstream (banned relay, SELF_BUILD, or TRUSTED_ONLY and\n"
+      "the upstream untrusted); everything else is forwarded unchanged. A failed reveal of a\n"
+      "header the upstream signed is reported to breakerd. Stops at SIGTERM or SIGINT.\n"
+      "Prints 'sidecar ready' on stdout once every port listens.");
+  absl::FlagsUsageConfig usage;
+  // --help lists this file's flags (absl matches files named after the program otherwise).
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "sidecar_main.cc");
+  };
+  absl::SetFlagsUsageConfig(usage);
+  absl::ParseCommandLine(argc, argv);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+
+  const std::string path = absl::GetFlag(FLAGS_config);
+  if (path.empty()) {
+    std::cerr << "breaker-sidecar: --config is required (see --help)\n";
+    return 2;
+  }
+  absl::StatusOr<breaker::sidecar::SidecarSettings> settings =
+      breaker::sidecar::LoadSidecarConfig(path);
+  if (!settings.ok()) {
+    std::cerr << "breaker-sidecar: " << settings.status().message() << "\n";
+    return 2;
+  }
+
+  // Blocked before any thread starts, so that only sigwait below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<breaker::sidecar::Sidecar>> sidecar =
+      breaker::sidecar::Sidecar::Start(*settings);
+  if (!sidecar.ok()) {
+    std::cerr << "breaker-sidecar: " << sidecar.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "sidecar ready" << std::endl;
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  LOG(INFO) << "stopping at signal " << signal;
+  (*sidecar)->Stop();
+  return 0;
+}
