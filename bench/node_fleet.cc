@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "bench/workload.h"
+#include "client/backoff.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/security/credentials.h"
@@ -41,35 +42,6 @@ bool PollUntil(const std::function<bool()>& done, absl::Duration timeout) {
   return true;
 }
 
-// client/backoff.cc's schedule: initial, times the multiplier up to the cap, +/- jitter.
-class Backoff {
- public:
-  Backoff(const FleetOptions& options, uint64_t seed)
-      : initial_(options.initial_backoff),
-        multiplier_(options.backoff_multiplier),
-        max_(options.max_backoff),
-        jitter_(options.backoff_jitter),
-        random_(seed),
-        base_(initial_) {}
-
-  absl::Duration Next() {
-    const absl::Duration base = base_;
-    base_ = std::min(base_ * multiplier_, max_);
-    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(random_);
-    return base * (1.0 + jitter_ * (2.0 * u - 1.0));
-  }
-
-  void Reset() { base_ = initial_; }
-
- private:
-  const absl::Duration initial_;
-  const double multiplier_;
-  const absl::Duration max_;
-  const double jitter_;
-  std::mt19937_64 random_;
-  absl::Duration base_;
-};
-
 constexpr char kConnectMethod[] = "/breaker.v1.Breaker/Connect";
 
 std::shared_ptr<grpc::Channel> NewChannel(const FleetOptions& options, int index) {
@@ -98,7 +70,8 @@ struct Node {
       : index(index),
         id(absl::StrFormat("node-%05d", index)),
         stub(stub),
-        backoff(options, static_cast<uint64_t>(index) + 1) {}
+        backoff(options.initial_backoff, options.backoff_multiplier, options.max_backoff,
+                options.backoff_jitter, static_cast<uint64_t>(index) + 1) {}
 
   const int index;
   const std::string id;
@@ -106,7 +79,8 @@ struct Node {
 
   std::mutex mu;
   std::shared_ptr<NodeStream> stream ABSL_GUARDED_BY(mu);
-  Backoff backoff ABSL_GUARDED_BY(mu);
+  // The library's own schedule, as a node would reconnect.
+  client::Backoff backoff ABSL_GUARDED_BY(mu);
   std::string fleet_id ABSL_GUARDED_BY(mu);
   uint64_t next_sequence ABSL_GUARDED_BY(mu) = 1;
   uint64_t acked_sequence ABSL_GUARDED_BY(mu) = 0;
