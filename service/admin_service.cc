@@ -28,7 +28,7 @@ absl::Status AdminService::Authorize(grpc::CallbackServerContext* context,
                                      Permission permission) const {
   absl::StatusOr<Principal> caller = authorizer_->Authorize(*context, permission);
   if (caller.ok()) return absl::OkStatus();
-  fleet_->metrics().Refused("admin", caller.status().code());
+  fleet_->metrics().Refused(RefusedInput::kAdmin, caller.status().code());
   LOG(WARNING) << "admin call from " << context->peer() << " refused: " << caller.status();
   return caller.status();
 }
@@ -65,7 +65,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
     const std::string message =
         absl::StrCat("breakerd's access file changed: ", caller.status().message());
     LOG(WARNING) << "policy watch ended: " << message;
-    fleet_->metrics().Refused("admin", absl::StatusCode::kPermissionDenied);
+    fleet_->metrics().Refused(RefusedInput::kAdmin, absl::StatusCode::kPermissionDenied);
     End(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message));
     return true;
   }
@@ -208,7 +208,7 @@ grpc::ServerUnaryReactor* AdminService::Steer(grpc::CallbackServerContext* conte
     return Answer(context, ToGrpcStatus(allowed));
   }
   if (absl::Status bounded = codec::CheckAdminAction(action); !bounded.ok()) {
-    fleet_->metrics().Refused("admin", bounded.code());
+    fleet_->metrics().Refused(RefusedInput::kAdmin, bounded.code());
     return Answer(context, ToGrpcStatus(bounded));
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

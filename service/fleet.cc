@@ -82,16 +82,16 @@ absl::string_view EventKind(const breaker::v1::Observation& observation) {
   return "none";
 }
 
-absl::string_view OutcomeName(core::ObserveOutcome outcome) {
+ObservationOutcome OutcomeOf(core::ObserveOutcome outcome) {
   switch (outcome) {
     case core::ObserveOutcome::kApplied:
-      return "applied";
+      return ObservationOutcome::kApplied;
     case core::ObserveOutcome::kNoEffect:
-      return "no_effect";
+      return ObservationOutcome::kNoEffect;
     case core::ObserveOutcome::kDuplicate:
-      return "duplicate";
+      return ObservationOutcome::kDuplicate;
   }
-  return "unknown";
+  return ObservationOutcome::kApplied;
 }
 
 // The latest failure the engine recorded against what a failure report names ("" when none),
@@ -116,7 +116,7 @@ std::optional<std::string> LastFailure(const core::Engine& engine,
 // Times a store operation for the metrics.
 class StoreTimer {
  public:
-  StoreTimer(MetricsSink& metrics, absl::string_view operation)
+  StoreTimer(MetricsSink& metrics, StoreOperation operation)
       : metrics_(metrics), operation_(operation), start_(std::chrono::steady_clock::now()) {}
   ~StoreTimer() {
     metrics_.StoreWrite(operation_, absl::FromChrono(std::chrono::steady_clock::now() - start_));
@@ -124,7 +124,7 @@ class StoreTimer {
 
  private:
   MetricsSink& metrics_;
-  const absl::string_view operation_;
+  const StoreOperation operation_;
   const std::chrono::steady_clock::time_point start_;
 };
 
@@ -537,7 +537,7 @@ void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
   }
   absl::StatusOr<uint64_t> last_sequence;
   {
-    StoreTimer timer(metrics_, "append");
+    StoreTimer timer(metrics_, StoreOperation::kAppend);
     last_sequence = store_->Append(entries);
   }
   if (!last_sequence.ok()) {
@@ -770,12 +770,13 @@ void Fleet::Apply(Work& work) {
           absl::StatusOr<core::ObserveOutcome> outcome = engine_.Observe(*observation);
           status = outcome.status();
           if (!work.replay && outcome.ok()) {
-            metrics_.ObservationHandled(EventKind(proto), OutcomeName(*outcome));
+            metrics_.ObservationHandled(EventKind(proto), OutcomeOf(*outcome));
             if (failure_before.has_value() &&
                 LastFailure(engine_, *observation) != failure_before) {
               metrics_.FailureRecorded(
-                  std::holds_alternative<core::PayloadMissing>(observation->event) ? "builder"
-                                                                                   : "relay");
+                  std::holds_alternative<core::PayloadMissing>(observation->event)
+                      ? FailureTarget::kBuilder
+                      : FailureTarget::kRelay);
             }
           }
         } else {
@@ -783,8 +784,8 @@ void Fleet::Apply(Work& work) {
         }
         if (status.ok()) continue;
         if (!work.replay) {
-          metrics_.ObservationHandled(EventKind(proto), "refused");
-          metrics_.Refused("observation", status.code());
+          metrics_.ObservationHandled(EventKind(proto), ObservationOutcome::kRefused);
+          metrics_.Refused(RefusedInput::kObservation, status.code());
         }
         if (++refused <= kMaxRefusalsPerAck) {
           v1::ObservationRefusal* refusal = work.ack.add_refused();
@@ -896,7 +897,7 @@ absl::Status Fleet::WriteSnapshot() {
     snapshot_epoch_ = engine_.current_epoch();
   }
   const std::string bytes = Serialize(snapshot);
-  StoreTimer timer(metrics_, "snapshot");
+  StoreTimer timer(metrics_, StoreOperation::kSnapshot);
   return store_->WriteSnapshot(bytes, snapshot.journal_sequence());
 }
 

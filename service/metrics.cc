@@ -18,12 +18,6 @@ namespace {
 
 namespace v1 = ::breaker::v1;
 
-// The label values, as the sink's callers pass them (see metrics_sink.h).
-constexpr absl::string_view kOutcomes[] = {"applied", "no_effect", "duplicate", "refused"};
-constexpr absl::string_view kRefusedInputs[] = {"observation", "message", "report"};
-constexpr absl::string_view kFailureTargets[] = {"builder", "relay"};
-constexpr absl::string_view kStoreOperations[] = {"append", "snapshot"};
-
 // "out_of_range" for OUT_OF_RANGE: Prometheus label values are conventionally lower case.
 std::string CodeLabel(absl::StatusCode code) {
   return absl::AsciiStrToLower(absl::StatusCodeToString(code));
@@ -219,24 +213,24 @@ Metrics::Metrics()
   std::vector<std::string> kinds = {"none"};
   for (int i = 0; i < events->field_count(); ++i) kinds.push_back(events->field(i)->name());
   for (const std::string& kind : kinds) {
-    for (absl::string_view outcome : kOutcomes) {
-      observations_[{kind, std::string(outcome)}] =
-          &observations_family_.Add({{"kind", kind}, {"outcome", std::string(outcome)}});
+    for (ObservationOutcome outcome : kObservationOutcomes) {
+      observations_[{kind, outcome}] =
+          &observations_family_.Add({{"kind", kind}, {"outcome", std::string(Label(outcome))}});
     }
   }
-  for (absl::string_view input : kRefusedInputs) {
+  for (RefusedInput input : kRefusedInputs) {
     for (int code = 1; code <= static_cast<int>(absl::StatusCode::kUnauthenticated); ++code) {
       const auto status_code = static_cast<absl::StatusCode>(code);
-      refused_[{std::string(input), status_code}] =
-          &refused_family_.Add({{"input", std::string(input)}, {"code", CodeLabel(status_code)}});
+      refused_[{input, status_code}] = &refused_family_.Add(
+          {{"input", std::string(Label(input))}, {"code", CodeLabel(status_code)}});
     }
   }
-  for (absl::string_view target : kFailureTargets) {
-    failures_[std::string(target)] = &failures_family_.Add({{"target", std::string(target)}});
+  for (FailureTarget target : kFailureTargets) {
+    failures_[target] = &failures_family_.Add({{"target", std::string(Label(target))}});
   }
-  for (absl::string_view operation : kStoreOperations) {
-    store_writes_[std::string(operation)] =
-        &store_write_family_.Add({{"operation", std::string(operation)}}, StoreBuckets());
+  for (StoreOperation operation : kStoreOperations) {
+    store_writes_[operation] =
+        &store_write_family_.Add({{"operation", std::string(Label(operation))}}, StoreBuckets());
   }
   fan_out_ = &prometheus::BuildHistogram()
                   .Name("breakerd_policy_fanout_seconds")
@@ -281,41 +275,34 @@ Metrics::~Metrics() {
 
 void Metrics::SetFleet(const Fleet* fleet) { state_->SetFleet(fleet); }
 
-void Metrics::ObservationHandled(absl::string_view kind, absl::string_view outcome) {
-  auto it = observations_.find(std::make_pair(std::string(kind), std::string(outcome)));
+void Metrics::ObservationHandled(absl::string_view kind, ObservationOutcome outcome) {
+  auto it = observations_.find(std::make_pair(std::string(kind), outcome));
   if (it != observations_.end()) {
     it->second->Increment();
   } else {
-    observations_family_.Add({{"kind", std::string(kind)}, {"outcome", std::string(outcome)}})
+    // A kind newer than the descriptor the series were made from.
+    observations_family_
+        .Add({{"kind", std::string(kind)}, {"outcome", std::string(Label(outcome))}})
         .Increment();
   }
 }
 
-void Metrics::Refused(absl::string_view input, absl::StatusCode code) {
-  auto it = refused_.find(std::make_pair(std::string(input), code));
+void Metrics::Refused(RefusedInput input, absl::StatusCode code) {
+  auto it = refused_.find(std::make_pair(input, code));
   if (it != refused_.end()) {
     it->second->Increment();
   } else {
-    refused_family_.Add({{"input", std::string(input)}, {"code", CodeLabel(code)}}).Increment();
+    // Only OK and codes above UNAUTHENTICATED are not made up front.
+    refused_family_.Add({{"input", std::string(Label(input))}, {"code", CodeLabel(code)}})
+        .Increment();
   }
 }
 
-void Metrics::FailureRecorded(absl::string_view target) {
-  auto it = failures_.find(std::string(target));
-  if (it != failures_.end()) {
-    it->second->Increment();
-  } else {
-    failures_family_.Add({{"target", std::string(target)}}).Increment();
-  }
-}
+// Every target and operation has its series from the start.
+void Metrics::FailureRecorded(FailureTarget target) { failures_.at(target)->Increment(); }
 
-void Metrics::StoreWrite(absl::string_view operation, absl::Duration duration) {
-  auto it = store_writes_.find(std::string(operation));
-  prometheus::Histogram& histogram =
-      it != store_writes_.end()
-          ? *it->second
-          : store_write_family_.Add({{"operation", std::string(operation)}}, StoreBuckets());
-  histogram.Observe(absl::ToDoubleSeconds(duration));
+void Metrics::StoreWrite(StoreOperation operation, absl::Duration duration) {
+  store_writes_.at(operation)->Observe(absl::ToDoubleSeconds(duration));
 }
 
 void Metrics::FanOut(absl::Duration latency) { fan_out_->Observe(absl::ToDoubleSeconds(latency)); }

@@ -43,10 +43,10 @@ class Metrics final : public MetricsSink {
   void SetFleet(const Fleet* fleet);
 
   // MetricsSink.
-  void ObservationHandled(absl::string_view kind, absl::string_view outcome) override;
-  void Refused(absl::string_view input, absl::StatusCode code) override;
-  void FailureRecorded(absl::string_view target) override;
-  void StoreWrite(absl::string_view operation, absl::Duration duration) override;
+  void ObservationHandled(absl::string_view kind, ObservationOutcome outcome) override;
+  void Refused(RefusedInput input, absl::StatusCode code) override;
+  void FailureRecorded(FailureTarget target) override;
+  void StoreWrite(StoreOperation operation, absl::Duration duration) override;
   void FanOut(absl::Duration latency) override;
 
  private:
@@ -65,10 +65,11 @@ class Metrics final : public MetricsSink {
   // Every known label combination is made at construction, so that each series exists (at 0)
   // from the first scrape, and the hot paths look up an immutable map without the family's
   // lock. A combination not made up front is added to its family on first use.
-  absl::flat_hash_map<std::pair<std::string, std::string>, prometheus::Counter*> observations_;
-  absl::flat_hash_map<std::pair<std::string, absl::StatusCode>, prometheus::Counter*> refused_;
-  absl::flat_hash_map<std::string, prometheus::Counter*> failures_;
-  absl::flat_hash_map<std::string, prometheus::Histogram*> store_writes_;
+  absl::flat_hash_map<std::pair<std::string, ObservationOutcome>, prometheus::Counter*>
+      observations_;
+  absl::flat_hash_map<std::pair<RefusedInput, absl::StatusCode>, prometheus::Counter*> refused_;
+  absl::flat_hash_map<FailureTarget, prometheus::Counter*> failures_;
+  absl::flat_hash_map<StoreOperation, prometheus::Histogram*> store_writes_;
   prometheus::Histogram* fan_out_ = nullptr;
 
   std::unique_ptr<prometheus::Exposer> exposer_;

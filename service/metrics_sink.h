@@ -12,6 +12,37 @@
 
 namespace breaker::service {
 
+// What an observation came to, and its label value.
+enum class ObservationOutcome { kApplied, kNoEffect, kDuplicate, kRefused };
+// Where refused input came in.
+enum class RefusedInput {
+  kObservation,  // one observation of a batch; the rest are kept
+  kMessage,      // a Connect stream's message: the stream ends
+  kConnect,      // a Connect stream, before its first message
+  kReport,       // a Report call
+  kAdmin,        // an Admin call
+};
+// What a recorded failure is held against.
+enum class FailureTarget { kBuilder, kRelay };
+// What the state store wrote.
+enum class StoreOperation { kAppend, kSnapshot };
+
+// Each enum's values, and their Prometheus label values ("no_effect", "message", ...).
+inline constexpr ObservationOutcome kObservationOutcomes[] = {
+    ObservationOutcome::kApplied, ObservationOutcome::kNoEffect, ObservationOutcome::kDuplicate,
+    ObservationOutcome::kRefused};
+inline constexpr RefusedInput kRefusedInputs[] = {RefusedInput::kObservation,
+                                                  RefusedInput::kMessage, RefusedInput::kConnect,
+                                                  RefusedInput::kReport, RefusedInput::kAdmin};
+inline constexpr FailureTarget kFailureTargets[] = {FailureTarget::kBuilder,
+                                                    FailureTarget::kRelay};
+inline constexpr StoreOperation kStoreOperations[] = {StoreOperation::kAppend,
+                                                      StoreOperation::kSnapshot};
+absl::string_view Label(ObservationOutcome outcome);
+absl::string_view Label(RefusedInput input);
+absl::string_view Label(FailureTarget target);
+absl::string_view Label(StoreOperation operation);
+
 // Implementations are thread-safe and never block: they are called on the fleet's writer
 // thread and on gRPC's threads, some under the fleet's engine lock.
 class MetricsSink {
@@ -19,21 +50,18 @@ class MetricsSink {
   virtual ~MetricsSink() = default;
 
   // A node's observation was handled. `kind` is its event's field name in
-  // breaker.v1.Observation ("payload_missing", ...; "none" when unset); `outcome` is one of
-  // "applied", "no_effect", "duplicate", "refused".
-  virtual void ObservationHandled(absl::string_view /*kind*/, absl::string_view /*outcome*/) {}
+  // breaker.v1.Observation ("payload_missing", ...; "none" when unset).
+  virtual void ObservationHandled(absl::string_view /*kind*/, ObservationOutcome /*outcome*/) {}
 
-  // Input refused with `code`. `input` says what was refused: "observation" (one observation
-  // of a batch, the rest kept), "message" (a Connect stream, ended), "report" (a Report call).
-  virtual void Refused(absl::string_view /*input*/, absl::StatusCode /*code*/) {}
+  // Input refused with `code`.
+  virtual void Refused(RefusedInput /*input*/, absl::StatusCode /*code*/) {}
 
-  // A failure report completed its vote and the engine recorded a failure against a
-  // "builder" or (pre-Gloas) a "relay".
-  virtual void FailureRecorded(absl::string_view /*target*/) {}
+  // A failure report completed its vote and the engine recorded a failure against a builder
+  // or (pre-Gloas) a relay.
+  virtual void FailureRecorded(FailureTarget /*target*/) {}
 
-  // The state store wrote: `operation` is "append" (a group commit of journal entries) or
-  // "snapshot".
-  virtual void StoreWrite(absl::string_view /*operation*/, absl::Duration /*duration*/) {}
+  // The state store wrote: a group commit of journal entries, or a snapshot.
+  virtual void StoreWrite(StoreOperation /*operation*/, absl::Duration /*duration*/) {}
 
   // A node stream finished writing a policy version `latency` after the fleet published it.
   virtual void FanOut(absl::Duration /*latency*/) {}

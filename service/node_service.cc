@@ -68,7 +68,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     const std::string message = absl::StrCat("breakerd's access file changed: ", allowed.message());
     LOG(WARNING) << "stream from " << peer_ << (node_id_.empty() ? "" : " (node ") << node_id_
                  << (node_id_.empty() ? "" : ")") << " ended: " << message;
-    fleet_->metrics().Refused("message", absl::StatusCode::kPermissionDenied);
+    fleet_->metrics().Refused(RefusedInput::kMessage, absl::StatusCode::kPermissionDenied);
     FinishLocked(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message));
     return true;
   }
@@ -237,7 +237,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   // again, after reconnecting, everything not acknowledged; an acknowledgement would have
   // dropped it.
   void OnRefused(const absl::Status& status) {
-    fleet_->metrics().Refused("message", status.code());
+    fleet_->metrics().Refused(RefusedInput::kMessage, status.code());
     Kick(ToGrpcStatus(status));
   }
 
@@ -301,7 +301,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   void Refuse(grpc::StatusCode code, const std::string& message) {
     LOG(WARNING) << "stream from " << peer_ << (node_id_.empty() ? "" : " (node ") << node_id_
                  << (node_id_.empty() ? "" : ")") << " refused: " << message;
-    fleet_->metrics().Refused("message", static_cast<absl::StatusCode>(code));
+    fleet_->metrics().Refused(RefusedInput::kMessage, static_cast<absl::StatusCode>(code));
     Kick(grpc::Status(code, message));
   }
 
@@ -425,7 +425,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connec
   raw->Start(std::move(stream));
   if (!caller.ok()) {
     LOG(WARNING) << "stream from " << context->peer() << " refused: " << caller.status();
-    fleet_->metrics().Refused("connect", caller.status().code());
+    fleet_->metrics().Refused(RefusedInput::kConnect, caller.status().code());
     raw->Kick(ToGrpcStatus(caller.status()));
   } else if (shutting_down) {
     raw->Kick(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect"));
@@ -536,19 +536,19 @@ grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* conte
                                      : caller.status();
   if (!allowed.ok()) {
     LOG(WARNING) << "report from " << context->peer() << " refused: " << allowed;
-    fleet_->metrics().Refused("report", allowed.code());
+    fleet_->metrics().Refused(RefusedInput::kReport, allowed.code());
     reactor->Finish(ToGrpcStatus(allowed));
     return reactor;
   }
   if (absl::Status bounded = codec::CheckReportRequest(*request); !bounded.ok()) {
-    fleet_->metrics().Refused("report", bounded.code());
+    fleet_->metrics().Refused(RefusedInput::kReport, bounded.code());
     reactor->Finish(ToGrpcStatus(bounded));
     return reactor;
   }
   fleet_->SubmitObservations(request->node_id(), request->observations().observations(),
                              [this, reactor, response](absl::StatusOr<v1::ObservationAck> ack) {
                                if (!ack.ok()) {
-                                 fleet_->metrics().Refused("report", ack.status().code());
+                                 fleet_->metrics().Refused(RefusedInput::kReport, ack.status().code());
                                  reactor->Finish(ToGrpcStatus(ack.status()));
                                  return;
                                }
