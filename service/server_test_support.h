@@ -420,13 +420,20 @@ class ServerTest : public ::testing::Test {
     return Call(&v1::Admin::Stub::async::GetBuilder, request);
   }
 
+  // Every page, merged.
   v1::ListBuildersResponse ListBuilders(bool banned_only = false) {
     v1::ListBuildersRequest request;
     request.set_banned_only(banned_only);
-    absl::StatusOr<v1::ListBuildersResponse> response =
-        Call(&v1::Admin::Stub::async::ListBuilders, request);
-    EXPECT_THAT(response, ::breaker::testing::IsOk());
-    return response.value_or(v1::ListBuildersResponse());
+    v1::ListBuildersResponse all;
+    do {
+      absl::StatusOr<v1::ListBuildersResponse> page =
+          Call(&v1::Admin::Stub::async::ListBuilders, request);
+      EXPECT_THAT(page, ::breaker::testing::IsOk());
+      if (!page.ok()) break;
+      all.mutable_builders()->MergeFrom(page->builders());
+      request.set_page_token(page->next_page_token());
+    } while (!request.page_token().empty());
+    return all;
   }
 
   v1::ListRelaysResponse ListRelays() {
@@ -436,11 +443,20 @@ class ServerTest : public ::testing::Test {
     return response.value_or(v1::ListRelaysResponse());
   }
 
+  // Every page, merged.
   v1::ListNodesResponse ListNodes() {
-    absl::StatusOr<v1::ListNodesResponse> response =
-        Call(&v1::Admin::Stub::async::ListNodes, v1::ListNodesRequest());
-    EXPECT_THAT(response, ::breaker::testing::IsOk());
-    return response.value_or(v1::ListNodesResponse());
+    v1::ListNodesRequest request;
+    v1::ListNodesResponse all;
+    do {
+      absl::StatusOr<v1::ListNodesResponse> page =
+          Call(&v1::Admin::Stub::async::ListNodes, request);
+      EXPECT_THAT(page, ::breaker::testing::IsOk());
+      if (!page.ok()) break;
+      all.mutable_nodes()->MergeFrom(page->nodes());
+      all.set_policy_version(page->policy_version());
+      request.set_page_token(page->next_page_token());
+    } while (!request.page_token().empty());
+    return all;
   }
 
   std::optional<v1::Node> FindNode(const std::string& node_id) {

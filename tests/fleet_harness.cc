@@ -336,7 +336,15 @@ absl::StatusOr<v1::Builder> FleetTest::GetBuilder(core::BuilderIndex builder) {
 absl::StatusOr<v1::ListBuildersResponse> FleetTest::ListBuilders(bool banned_only) {
   v1::ListBuildersRequest request;
   request.set_banned_only(banned_only);
-  return Call(&v1::Admin::Stub::async::ListBuilders, request);
+  v1::ListBuildersResponse all;
+  do {
+    absl::StatusOr<v1::ListBuildersResponse> page =
+        Call(&v1::Admin::Stub::async::ListBuilders, request);
+    if (!page.ok()) return page.status();
+    all.mutable_builders()->MergeFrom(page->builders());
+    request.set_page_token(page->next_page_token());
+  } while (!request.page_token().empty());
+  return all;
 }
 
 absl::StatusOr<v1::ListRelaysResponse> FleetTest::ListRelays() {

@@ -217,6 +217,7 @@ class FleetTest : public ::testing::Test {
 
   absl::StatusOr<v1::Policy> GetPolicy();
   absl::StatusOr<v1::Builder> GetBuilder(core::BuilderIndex builder);
+  // Every page, merged.
   absl::StatusOr<v1::ListBuildersResponse> ListBuilders(bool banned_only);
   absl::StatusOr<v1::ListRelaysResponse> ListRelays();
 
