@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "bench/baseline_service.h"
 #include "bench/server_messages.h"
+#include "common/mutex.h"
 #include "service/server_settings.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "bench/workload.h"
+#include "common/mutex.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 
@@ -47,12 +48,12 @@ class BaselineStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::By
   }
 
   void Kick(const grpc::Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     FinishLocked(status);
   }
 
   void OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (latest_ != nullptr && latest_->version >= snapshot->version) return;
     latest_ = std::move(snapshot);
     MaybeWriteLocked();
@@ -61,7 +62,7 @@ class BaselineStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::By
  private:
   void OnReadDone(bool ok) override {
     if (!ok) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       FinishLocked(grpc::Status::OK);
       return;
     }
@@ -82,14 +83,14 @@ class BaselineStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::By
       case v1::NodeMessage::KIND_NOT_SET:
         return Kick(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "empty NodeMessage"));
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!finished_ && !pending_finish_.has_value()) StartRead(&read_buffer_);
   }
 
   void OnHello(const v1::Hello& hello) {
     std::shared_ptr<const Snapshot> current = service_->current();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       hello_done_ = true;
       const bool holds_current =
           hello.fleet_id() == current->fleet_id && hello.policy_version() == current->version;
@@ -105,7 +106,7 @@ class BaselineStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::By
       highest = std::max(highest, observation.sequence());
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       pending_ack_ = std::max(pending_ack_.value_or(0), highest);
       MaybeWriteLocked();
     }
@@ -113,13 +114,13 @@ class BaselineStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::By
   }
 
   void OnPolicyAck(uint64_t version) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     acked_version_ = std::max(acked_version_, version);
     MaybeWriteLocked();
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     write_in_flight_ = false;
     if (!ok) return FinishLocked(grpc::Status::OK);
     if (pending_finish_.has_value()) return FinishLocked(*pending_finish_);
@@ -170,7 +171,7 @@ class BaselineStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::By
   std::shared_ptr<BaselineStream> self_;
   grpc::ByteBuffer read_buffer_;
 
-  std::mutex mu_;
+  Mutex mu_;
   bool hello_done_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
@@ -185,7 +186,7 @@ class BaselineStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::By
 
 BaselineService::BaselineService(ServerMessages messages, uint64_t start_version)
     : config_message_(messages.config), policies_(std::move(messages.policies)) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (size_t i = 0; i < policies_.size(); ++i) {
     std::shared_ptr<const Snapshot> snapshot = SnapshotOf(policies_[i]);
     if (current_ == nullptr || snapshot->version == start_version) {
@@ -198,10 +199,10 @@ BaselineService::BaselineService(ServerMessages messages, uint64_t start_version
 
 BaselineService::~BaselineService() {
   {
-    std::lock_guard<std::mutex> lock(fan_out_mu_);
+    MutexLock lock(&fan_out_mu_);
     stopping_ = true;
   }
-  fan_out_requested_.notify_all();
+  fan_out_requested_.SignalAll();
   fan_out_thread_.join();
 }
 
@@ -218,27 +219,27 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* BaselineService::Co
 }
 
 std::shared_ptr<const Snapshot> BaselineService::current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return current_;
 }
 
 void BaselineService::RequestFanOut() {
   {
-    std::lock_guard<std::mutex> lock(fan_out_mu_);
+    MutexLock lock(&fan_out_mu_);
     ++pending_fan_outs_;
   }
-  fan_out_requested_.notify_all();
+  fan_out_requested_.SignalAll();
 }
 
 void BaselineService::FanOutLoop() {
-  std::unique_lock<std::mutex> lock(fan_out_mu_);
+  MutexLock lock(&fan_out_mu_);
   while (true) {
-    fan_out_requested_.wait(lock, [this] { return pending_fan_outs_ > 0 || stopping_; });
+    while (pending_fan_outs_ == 0 && !stopping_) fan_out_requested_.Wait(&fan_out_mu_);
     if (stopping_) return;
     --pending_fan_outs_;
-    lock.unlock();
+    fan_out_mu_.Unlock();
     FanOut();
-    lock.lock();
+    fan_out_mu_.Lock();
   }
 }
 
@@ -246,7 +247,7 @@ void BaselineService::FanOut() {
   std::vector<std::shared_ptr<BaselineStream>> streams;
   std::shared_ptr<const Snapshot> snapshot;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (next_policy_ < policies_.size()) {
       current_ = SnapshotOf(policies_[next_policy_++]);
     } else {
@@ -265,21 +266,21 @@ void BaselineService::FanOut() {
 }
 
 bool BaselineService::Register(const std::shared_ptr<BaselineStream>& stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (shutting_down_) return false;
   streams_.emplace(stream.get(), stream);
   return true;
 }
 
 void BaselineService::Closed(const BaselineStream* stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   streams_.erase(stream);
 }
 
 void BaselineService::Shutdown() {
   std::vector<std::shared_ptr<BaselineStream>> streams;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     shutting_down_ = true;
     for (const auto& [raw, weak] : streams_) {
       if (std::shared_ptr<BaselineStream> stream = weak.lock()) streams.push_back(stream);

@@ -8,10 +8,8 @@
 // acknowledges every batch as soon as it has parsed it, and a decisive failure makes it send the
 // next snapshot to every stream at once: no validation, engine, journal or disk.
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "bench/server_messages.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "common/mutex.h"
 #include "grpcpp/support/slice.h"
 
 namespace breaker::bench {
@@ -71,15 +70,15 @@ class BaselineService final
   // version counted up.
   const std::vector<std::string> policies_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   size_t next_policy_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<const Snapshot> current_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<const BaselineStream*, std::weak_ptr<BaselineStream>> streams_
       ABSL_GUARDED_BY(mu_);
 
-  std::mutex fan_out_mu_;
-  std::condition_variable fan_out_requested_;
+  Mutex fan_out_mu_;
+  CondVar fan_out_requested_;
   int pending_fan_outs_ ABSL_GUARDED_BY(fan_out_mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(fan_out_mu_) = false;
   std::thread fan_out_thread_;

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "bench/workload.h"
 #include "client/backoff.h"
+#include "common/mutex.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/security/credentials.h"
@@ -77,7 +78,7 @@ struct Node {
   const std::string id;
   ConnectStub* const stub;
 
-  std::mutex mu;
+  Mutex mu;
   std::shared_ptr<NodeStream> stream ABSL_GUARDED_BY(mu);
   // The library's own schedule, as a node would reconnect.
   client::Backoff backoff ABSL_GUARDED_BY(mu);
@@ -111,7 +112,7 @@ class NodeStream : public grpc::ClientBidiReactor<v1::NodeMessage, grpc::ByteBuf
   }
 
   void Send(v1::NodeMessage message) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (finished_) return;
     writes_.push_back(std::move(message));
     if (!write_in_flight_) WriteFrontLocked();
@@ -124,7 +125,7 @@ class NodeStream : public grpc::ClientBidiReactor<v1::NodeMessage, grpc::ByteBuf
  private:
   void OnReadDone(bool ok) override {
     if (!ok) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       finished_ = true;
       return;
     }
@@ -137,7 +138,7 @@ class NodeStream : public grpc::ClientBidiReactor<v1::NodeMessage, grpc::ByteBuf
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     write_in_flight_ = false;
     writes_.pop_front();
     if (!ok) {
@@ -166,7 +167,7 @@ class NodeStream : public grpc::ClientBidiReactor<v1::NodeMessage, grpc::ByteBuf
   grpc::ByteBuffer read_;
   bool up_ = false;
 
-  std::mutex mu_;
+  Mutex mu_;
   // The front is the write in flight, if any; a deque keeps it in place while others queue.
   std::deque<v1::NodeMessage> writes_ ABSL_GUARDED_BY(mu_);
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
@@ -193,7 +194,7 @@ void NodeFleet::ConnectAll() {
 }
 
 void NodeFleet::Open(Node& node) {
-  std::lock_guard<std::mutex> lock(node.mu);
+  MutexLock lock(&node.mu);
   if (node.stream != nullptr) return;
   // What the library says: who it is, and the policy it holds.
   v1::NodeMessage hello;
@@ -210,32 +211,32 @@ void NodeFleet::Open(Node& node) {
 void NodeFleet::ScheduleReconnect(Node& node) {
   absl::Duration wait;
   {
-    std::lock_guard<std::mutex> lock(node.mu);
+    MutexLock lock(&node.mu);
     wait = node.backoff.Next();
   }
-  std::lock_guard<std::mutex> lock(scheduler_mu_);
+  MutexLock lock(&scheduler_mu_);
   if (!reconnecting_) return;
   due_.emplace(Clock::now() + absl::ToChronoNanoseconds(wait), &node);
-  scheduler_changed_.notify_all();
+  scheduler_changed_.SignalAll();
 }
 
 void NodeFleet::SchedulerLoop() {
-  std::unique_lock<std::mutex> lock(scheduler_mu_);
+  MutexLock lock(&scheduler_mu_);
   while (reconnecting_) {
     if (due_.empty()) {
-      scheduler_changed_.wait(lock);
+      scheduler_changed_.Wait(&scheduler_mu_);
       continue;
     }
     const Clock::time_point next = due_.begin()->first;
     if (Clock::now() < next) {
-      scheduler_changed_.wait_until(lock, next);
+      scheduler_changed_.WaitUntil(&scheduler_mu_, next);
       continue;
     }
     Node* node = due_.begin()->second;
     due_.erase(due_.begin());
-    lock.unlock();
+    scheduler_mu_.Unlock();
     Open(*node);
-    lock.lock();
+    scheduler_mu_.Lock();
   }
 }
 
@@ -264,7 +265,7 @@ std::vector<double> NodeFleet::FanOutTrial(int sender, uint64_t builder, absl::D
   Node& node = *nodes_[sender];
   int64_t sent_ns = 0;
   {
-    std::lock_guard<std::mutex> lock(node.mu);
+    MutexLock lock(&node.mu);
     v1::NodeMessage failure = DecisiveFailure(builder, node.next_sequence++, CurrentMainnetSlot());
     sent_ns = NowNs();
     if (node.stream != nullptr) node.stream->Send(std::move(failure));
@@ -292,7 +293,7 @@ void NodeFleet::StartIngestion(int senders, int batch) {
 }
 
 void NodeFleet::SendBatch(Node& node) {
-  std::lock_guard<std::mutex> lock(node.mu);
+  MutexLock lock(&node.mu);
   if (node.stream == nullptr || node.batch_last_sequence != 0) return;
   const int count = ingest_batch_.load();
   const uint64_t first = node.next_sequence;
@@ -307,7 +308,7 @@ absl::StatusOr<std::vector<double>> NodeFleet::StopIngestion(absl::Duration time
   ingesting_ = false;
   auto drained = [this] {
     return std::all_of(nodes_.begin(), nodes_.end(), [](const auto& node) {
-      std::lock_guard<std::mutex> lock(node->mu);
+      MutexLock lock(&node->mu);
       return node->batch_last_sequence == 0;
     });
   };
@@ -315,12 +316,12 @@ absl::StatusOr<std::vector<double>> NodeFleet::StopIngestion(absl::Duration time
     return absl::DeadlineExceededError(
         absl::StrCat("batches still unacknowledged after ", absl::FormatDuration(timeout)));
   }
-  std::lock_guard<std::mutex> lock(latencies_mu_);
+  MutexLock lock(&latencies_mu_);
   return std::exchange(batch_latencies_ms_, {});
 }
 
 void NodeFleet::ClearBatchLatencies() {
-  std::lock_guard<std::mutex> lock(latencies_mu_);
+  MutexLock lock(&latencies_mu_);
   batch_latencies_ms_.clear();
 }
 
@@ -347,7 +348,7 @@ std::vector<double> NodeFleet::WaitAllBack(Clock::time_point since, absl::Durati
 }
 
 ServerMessages NodeFleet::Captured() const {
-  std::lock_guard<std::mutex> lock(capture_mu_);
+  MutexLock lock(&capture_mu_);
   ServerMessages messages;
   messages.config = captured_config_;
   for (const auto& [version, bytes] : captured_policies_) messages.policies.push_back(bytes);
@@ -356,15 +357,15 @@ ServerMessages NodeFleet::Captured() const {
 
 void NodeFleet::Disconnect() {
   {
-    std::lock_guard<std::mutex> lock(scheduler_mu_);
+    MutexLock lock(&scheduler_mu_);
     reconnecting_ = false;
     due_.clear();
-    scheduler_changed_.notify_all();
+    scheduler_changed_.SignalAll();
   }
   if (scheduler_.joinable()) scheduler_.join();
   ingesting_ = false;
   for (auto& node : nodes_) {
-    std::lock_guard<std::mutex> lock(node->mu);
+    MutexLock lock(&node->mu);
     if (node->stream != nullptr) node->stream->Cancel();
   }
   // Every stream's OnDone uses this object.
@@ -375,7 +376,7 @@ void NodeFleet::Disconnect() {
 
 void NodeFleet::OnUp(Node& node) {
   {
-    std::lock_guard<std::mutex> lock(node.mu);
+    MutexLock lock(&node.mu);
     node.backoff.Reset();  // as the library does once breakerd answers
   }
   ++up_nodes_;
@@ -395,7 +396,7 @@ void NodeFleet::OnMessage(Node& node, const NodeStream& stream, grpc::ByteBuffer
       break;
     case ServerMessageView::Kind::kConfig:
       if (node.index == 0) {
-        std::lock_guard<std::mutex> lock(capture_mu_);
+        MutexLock lock(&capture_mu_);
         captured_config_ = BytesOf(message);
       }
       break;
@@ -415,7 +416,7 @@ void NodeFleet::OnPolicy(Node& node, const ServerMessageView& policy, grpc::Byte
   const uint64_t version = policy.version;
   uint64_t held = 0;
   {
-    std::lock_guard<std::mutex> lock(node.mu);
+    MutexLock lock(&node.mu);
     held = node.held_version.load();
     const bool newer = version > held || policy.fleet_id != node.fleet_id;
     if (!newer) return;
@@ -426,7 +427,7 @@ void NodeFleet::OnPolicy(Node& node, const ServerMessageView& policy, grpc::Byte
     if (node.stream != nullptr) node.stream->Send(std::move(ack));
   }
   if (node.index == 0) {
-    std::lock_guard<std::mutex> lock(capture_mu_);
+    MutexLock lock(&capture_mu_);
     captured_policies_[version] = BytesOf(message);
   }
   const uint64_t base = trial_base_.load();
@@ -439,7 +440,7 @@ void NodeFleet::OnPolicy(Node& node, const ServerMessageView& policy, grpc::Byte
 void NodeFleet::OnObservationAck(Node& node, uint64_t sequence, int64_t now_ns) {
   bool batch_done = false;
   {
-    std::lock_guard<std::mutex> lock(node.mu);
+    MutexLock lock(&node.mu);
     if (sequence > node.acked_sequence) {
       acked_observations_ += sequence - node.acked_sequence;
       node.acked_sequence = sequence;
@@ -447,7 +448,7 @@ void NodeFleet::OnObservationAck(Node& node, uint64_t sequence, int64_t now_ns) 
     if (node.batch_last_sequence != 0 && sequence >= node.batch_last_sequence) {
       batch_done = true;
       node.batch_last_sequence = 0;
-      std::lock_guard<std::mutex> latencies_lock(latencies_mu_);
+      MutexLock latencies_lock(&latencies_mu_);
       batch_latencies_ms_.push_back(static_cast<double>(now_ns - node.batch_sent_ns) / 1e6);
     }
   }
@@ -456,7 +457,7 @@ void NodeFleet::OnObservationAck(Node& node, uint64_t sequence, int64_t now_ns) 
 
 void NodeFleet::OnStreamDone(Node& node, const NodeStream* stream, bool was_up) {
   {
-    std::lock_guard<std::mutex> lock(node.mu);
+    MutexLock lock(&node.mu);
     if (node.stream.get() == stream) node.stream.reset();
     // A batch sent on this stream is lost with it: the library would resend it; the harness
     // only stops waiting for it.

@@ -11,11 +11,9 @@
 // harness's thread only polls for completion.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +24,7 @@
 #include "bench/server_message_view.h"
 #include "bench/server_messages.h"
 #include "breaker/v1/breaker.pb.h"
+#include "common/mutex.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/generic/generic_stub.h"
 
@@ -143,19 +142,19 @@ class NodeFleet {
   std::atomic<int> ingest_batch_{0};
   std::atomic<uint64_t> acked_observations_{0};
   std::atomic<uint64_t> refused_observations_{0};
-  std::mutex latencies_mu_;
+  Mutex latencies_mu_;
   std::vector<double> batch_latencies_ms_ ABSL_GUARDED_BY(latencies_mu_);
 
   std::atomic<uint64_t> storm_version_{0};
   std::atomic<int64_t> storm_armed_ns_{0};
   std::atomic<int> back_nodes_{0};
 
-  mutable std::mutex capture_mu_;
+  mutable Mutex capture_mu_;
   std::string captured_config_ ABSL_GUARDED_BY(capture_mu_);
   std::map<uint64_t, std::string> captured_policies_ ABSL_GUARDED_BY(capture_mu_);
 
-  std::mutex scheduler_mu_;
-  std::condition_variable scheduler_changed_;
+  Mutex scheduler_mu_;
+  CondVar scheduler_changed_;
   bool reconnecting_ ABSL_GUARDED_BY(scheduler_mu_) = true;
   std::multimap<std::chrono::steady_clock::time_point, Node*> due_ ABSL_GUARDED_BY(scheduler_mu_);
   std::thread scheduler_;

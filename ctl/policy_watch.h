@@ -5,15 +5,14 @@
 // unary_call.h for why not the blocking one): the reactor queues what arrives on gRPC's
 // threads, and Next() hands it over.
 
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "common/mutex.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/client_callback.h"
 
@@ -44,10 +43,9 @@ class PolicyWatch : public grpc::ClientReadReactor<breaker::v1::Policy> {
   // Filled by gRPC between StartRead and OnReadDone; only the reactor touches it.
   breaker::v1::Policy incoming_;
 
-  // std::mutex, not absl::Mutex: ThreadSanitizer cannot see into the system's Abseil.
-  std::mutex mu_;
+  Mutex mu_;
   // Signalled when received_ or done_ change.
-  std::condition_variable changed_;
+  CondVar changed_;
   std::deque<breaker::v1::Policy> received_ ABSL_GUARDED_BY(mu_);
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);

@@ -31,11 +31,13 @@ inline absl::Status FromGrpcStatus(const grpc::Status& status) {
 // Calls `method` of `stub` (e.g. &breaker::v1::Admin::Stub::async::GetPolicy) with `request`
 // and a deadline `timeout` from now, and waits for the answer. Returns the service's error, or
 // UNAVAILABLE / DEADLINE_EXCEEDED from gRPC itself when the service cannot be reached in time.
-template <typename Stub, typename Request, typename Response>
+// (`Async` is the stub's nested `async` class, deduced from `method`: clang does not name it
+// as `Stub::async` in a template, where the stub's member function async() hides it.)
+template <typename Stub, typename Async, typename Request, typename Response>
 absl::StatusOr<Response> CallUnary(Stub& stub,
-                                   void (Stub::async::*method)(grpc::ClientContext*, const Request*,
-                                                               Response*,
-                                                               std::function<void(grpc::Status)>),
+                                   void (Async::*method)(grpc::ClientContext*, const Request*,
+                                                         Response*,
+                                                         std::function<void(grpc::Status)>),
                                    const Request& request, absl::Duration timeout) {
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));

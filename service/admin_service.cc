@@ -1,11 +1,11 @@
 #include "service/admin_service.h"
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/mutex.h"
 #include "glog/logging.h"
 #include "proto/codec/request_checks.h"
 #include "service/grpc_status.h"
@@ -45,7 +45,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
   }
 
   void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // The constructor's fleet_->policy() can arrive after a newer publication to this (just
     // subscribed) listener; never step back to it. (A new fleet id publishes a version again.)
     if (latest_ != nullptr && latest_->generation >= policy->generation) return;
@@ -59,7 +59,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
     absl::StatusOr<Principal> caller = authorizer.Authorize(credentials_, Permission::kView);
     if (caller.ok()) return false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (finished_ || pending_finish_.has_value()) return false;
     }
     const std::string message =
@@ -72,7 +72,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
 
   // Ends the call with `status` (shutting down), after the write in flight.
   void End(const grpc::Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (finished_) return;
     if (writing_) {
       if (!pending_finish_.has_value()) pending_finish_ = status;
@@ -84,7 +84,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
 
  private:
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     writing_ = false;
     if (!ok || pending_finish_.has_value()) {
       finished_ = true;
@@ -95,7 +95,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
   }
 
   void OnCancel() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (finished_ || writing_) return;  // OnWriteDone(false) finishes a write in flight
     finished_ = true;
     Finish(grpc::Status::CANCELLED);
@@ -121,8 +121,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
   AdminService* const service_;
   Fleet* const fleet_;
   const Credentials credentials_;
-  // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
-  std::mutex mu_;
+  Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
@@ -319,7 +318,7 @@ grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(
   }
   auto* watch =
       new PolicyWatch(this, fleet_, Authorizer::CredentialsOf(*context).value_or(Credentials{}));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (shutting_down_) {
     watch->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down"));
   } else {
@@ -346,20 +345,20 @@ grpc::ServerUnaryReactor* AdminService::ReloadAccess(grpc::CallbackServerContext
 
 size_t AdminService::Reauthorize() {
   // Under mu_: a watch is deleted only after Forget, which waits for it.
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   size_t ended = 0;
   for (PolicyWatch* watch : watches_) ended += watch->Reauthorize(*authorizer_) ? 1 : 0;
   return ended;
 }
 
 void AdminService::Forget(PolicyWatch* watch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   watches_.erase(watch);
 }
 
 void AdminService::Shutdown() {
   // Under mu_: a watch is deleted only after Forget, which waits for it.
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   shutting_down_ = true;
   for (PolicyWatch* watch : watches_) {
     watch->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down"));

@@ -5,12 +5,12 @@
 
 #include <cstddef>
 #include <functional>
-#include <mutex>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "common/mutex.h"
 #include "service/authorizer.h"
 #include "service/fleet.h"
 
@@ -104,8 +104,7 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   Fleet* const fleet_;
   const Authorizer* const authorizer_;
   const AccessReloader reload_access_;
-  // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
-  std::mutex mu_;
+  Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<PolicyWatch*> watches_ ABSL_GUARDED_BY(mu_);
 };

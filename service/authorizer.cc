@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/mutex.h"
 #include "core/input_bounds.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/security/auth_context.h"
@@ -79,7 +80,7 @@ absl::StatusOr<Credentials> Authorizer::CredentialsOf(const grpc::ServerContextB
 absl::StatusOr<Principal> Authorizer::Authorize(const grpc::ServerContextBase& context,
                                                 Permission permission) const {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (policy_ == nullptr) return Principal{"anyone", breaker::v1::ROLE_ADMIN};
   }
   absl::StatusOr<Credentials> credentials = CredentialsOf(context);
@@ -91,7 +92,7 @@ absl::StatusOr<Principal> Authorizer::Authorize(const Credentials& credentials,
                                                 Permission permission) const {
   std::shared_ptr<const AccessPolicy> policy;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     policy = policy_;
   }
   if (policy == nullptr) return Principal{"anyone", breaker::v1::ROLE_ADMIN};
@@ -145,7 +146,7 @@ absl::StatusOr<size_t> Authorizer::Reload() {
   if (!loaded.ok()) return loaded.status();
   const size_t principals = loaded->size();
   auto policy = std::make_shared<const AccessPolicy>(*std::move(loaded));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   policy_ = std::move(policy);
   return principals;
 }

@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/mutex.h"
 #include "grpcpp/server_context.h"
 #include "service/access_policy.h"
 
@@ -69,8 +69,7 @@ class Authorizer {
 
  private:
   const std::string access_file_;
-  // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   // Null without an access policy. Each one is immutable; a reload replaces it.
   std::shared_ptr<const AccessPolicy> policy_ ABSL_GUARDED_BY(mu_);
 };

@@ -12,6 +12,7 @@
 #include "absl/flags/usage.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 #include "glog/logging.h"
 #include "service/server.h"
 
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
   google::InitGoogleLogging(argv[0]);
   // Debian's Abseil is built with deadlock detection on, and gRPC's locks are absl::Mutex: the
   // graph bookkeeping took about 8% of breakerd's instructions under load (BENCHMARKS.md).
-  // breakerd's own locks are std::mutex, which it never covered.
+  // breakerd's own locks (common/mutex.h) are std::mutex underneath, which it never covered.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   // Under `bazel run`, resolve relative paths (--state_dir) against the directory the

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <iterator>
 #include <cmath>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <utility>
@@ -14,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/input_bounds.h"
 #include "core/relay_id.h"
@@ -221,7 +221,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   std::unique_ptr<Fleet> fleet(
       new Fleet(std::move(options), *std::move(engine), std::move(fleet_id)));
   {
-    std::lock_guard<std::mutex> lock(fleet->engine_mu_);
+    MutexLock lock(&fleet->engine_mu_);
     fleet->journal_sequence_ = journal_sequence;
     for (const auto& [sequence, bytes] : stored->journal) {
       Work work;
@@ -238,7 +238,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
     fleet->PublishConfig();
     fleet->config_changed_ = false;
     // The nodes the engine remembers count toward max_known_nodes from the start.
-    std::lock_guard<std::mutex> nodes_lock(fleet->nodes_mu_);
+    MutexLock nodes_lock(&fleet->nodes_mu_);
     for (const auto& [node, sequence] : fleet->engine_.node_sequences()) {
       fleet->nodes_.try_emplace(node);
     }
@@ -288,9 +288,9 @@ Fleet::Fleet(Options options, core::Engine engine, std::string fleet_id)
 
 Fleet::~Fleet() {
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     stopping_ = true;
-    queue_changed_.notify_all();
+    queue_changed_.SignalAll();
   }
   if (ticker_.joinable()) ticker_.join();
   if (writer_.joinable()) writer_.join();
@@ -304,10 +304,10 @@ Fleet::~Fleet() {
 
 void Fleet::Enqueue(std::unique_ptr<Work> work) {
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     if (storage_fault_.ok()) {
       queue_.push_back(std::move(work));
-      queue_changed_.notify_all();
+      queue_changed_.SignalAll();
       return;
     }
     work->status = Unstored(work->entry.has_observations(), storage_fault_, /*written=*/false);
@@ -411,7 +411,7 @@ void Fleet::ReloadConfig(ConfigCallback done) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(engine_mu_);
+    MutexLock lock(&engine_mu_);
     if (!(config->chain == engine_.config().chain)) {
       done(absl::FailedPreconditionError(
           "the chain settings differ from those in force; they cannot change while breakerd "
@@ -433,7 +433,7 @@ void Fleet::ReloadConfig(ConfigCallback done) {
 void Fleet::RenewFleetId(const std::string& node_id, const std::string& fleet_id,
                          uint64_t held_version) {
   {
-    std::lock_guard<std::mutex> lock(engine_mu_);
+    MutexLock lock(&engine_mu_);
     if (renewing_fleet_id_ || fleet_id.empty() || fleet_id != fleet_id_ ||
         held_version <= engine_.policy().version) {
       return;
@@ -448,7 +448,7 @@ void Fleet::RenewFleetId(const std::string& node_id, const std::string& fleet_id
   renewal->set_held_version(held_version);
   Submit(std::move(entry), [this](const absl::Status& status) {
     {
-      std::lock_guard<std::mutex> lock(engine_mu_);
+      MutexLock lock(&engine_mu_);
       renewing_fleet_id_ = false;
     }
     if (!status.ok()) {
@@ -459,14 +459,14 @@ void Fleet::RenewFleetId(const std::string& node_id, const std::string& fleet_id
 }
 
 core::Slot Fleet::ClockSlot() const {
-  std::lock_guard<std::mutex> lock(engine_mu_);
+  MutexLock lock(&engine_mu_);
   return core::SlotAt(clock_.Now(), engine_.config().chain);
 }
 
 void Fleet::Tick() {
   const core::Slot slot = ClockSlot();
   const absl::Time now = clock_.Now();
-  std::lock_guard<std::mutex> lock(queue_mu_);
+  MutexLock lock(&queue_mu_);
   if (!storage_fault_.ok()) {
     // No advance while nothing can be stored: the first Tick() after recovery submits it.
     if (storage_retry_queued_ || now < storage_retry_at_) return;
@@ -474,7 +474,7 @@ void Fleet::Tick() {
     auto work = std::make_unique<Work>();
     work->retry_storage = true;
     queue_.push_back(std::move(work));
-    queue_changed_.notify_all();
+    queue_changed_.SignalAll();
     return;
   }
   if (slot <= submitted_slot_) return;
@@ -482,12 +482,12 @@ void Fleet::Tick() {
   auto work = std::make_unique<Work>();
   work->entry.set_advance_to_slot(slot);
   queue_.push_back(std::move(work));
-  queue_changed_.notify_all();
+  queue_changed_.SignalAll();
 }
 
 void Fleet::Sync() {
-  std::unique_lock<std::mutex> lock(queue_mu_);
-  queue_changed_.wait(lock, [this] { return queue_.empty() && in_flight_ == 0; });
+  MutexLock lock(&queue_mu_);
+  while (!queue_.empty() || in_flight_ != 0) queue_changed_.Wait(&queue_mu_);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -497,8 +497,8 @@ void Fleet::WriterLoop() {
   while (true) {
     std::vector<std::unique_ptr<Work>> works;
     {
-      std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_changed_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+      MutexLock lock(&queue_mu_);
+      while (queue_.empty() && !stopping_) queue_changed_.Wait(&queue_mu_);
       if (queue_.empty()) return;  // stopping, and everything submitted is done
       works.swap(queue_);
       in_flight_ = works.size();
@@ -512,9 +512,9 @@ void Fleet::WriterLoop() {
       RetryStorage();
     }
     if (!works.empty()) WriteRound(works);
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     in_flight_ = 0;
-    queue_changed_.notify_all();
+    queue_changed_.SignalAll();
   }
 }
 
@@ -557,7 +557,7 @@ void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
   std::shared_ptr<const PublishedConfig> config;
   bool snapshot_due = false;
   {
-    std::lock_guard<std::mutex> lock(engine_mu_);
+    MutexLock lock(&engine_mu_);
     const uint64_t before = engine_.policy().version;
     for (auto& work : works) Apply(*work);
     journal_sequence_ = *last_sequence;
@@ -591,14 +591,14 @@ void Fleet::Refuse(std::vector<std::unique_ptr<Work>>& works) {
 
 void Fleet::NotifyListeners(const std::vector<std::shared_ptr<const PublishedPolicy>>& published) {
   for (const auto& policy : published) {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
+    MutexLock lock(&listeners_mu_);
     for (PolicyListener* listener : listeners_) listener->OnPolicy(policy);
   }
 }
 
 void Fleet::NotifyConfigListeners(const std::shared_ptr<const PublishedConfig>& config) {
   if (config == nullptr) return;
-  std::lock_guard<std::mutex> lock(listeners_mu_);
+  MutexLock lock(&listeners_mu_);
   for (PolicyListener* listener : listeners_) listener->OnConfig(config);
 }
 
@@ -606,19 +606,19 @@ void Fleet::NotifyConfigListeners(const std::shared_ptr<const PublishedConfig>& 
 // Storage faults
 
 absl::Status Fleet::storage_status() const {
-  std::lock_guard<std::mutex> lock(queue_mu_);
+  MutexLock lock(&queue_mu_);
   return storage_fault_;
 }
 
 void Fleet::WatchStorage(std::function<void(bool writable)> watcher) {
-  std::lock_guard<std::mutex> lock(storage_watcher_mu_);
+  MutexLock lock(&storage_watcher_mu_);
   storage_watcher_ = std::move(watcher);
   if (storage_watcher_) storage_watcher_(storage_status().ok());
 }
 
 void Fleet::NotifyStorageWatcher() {
   // The state now, not the one that caused the call: a watcher set meanwhile has heard it.
-  std::lock_guard<std::mutex> lock(storage_watcher_mu_);
+  MutexLock lock(&storage_watcher_mu_);
   if (storage_watcher_) storage_watcher_(storage_status().ok());
 }
 
@@ -627,14 +627,14 @@ void Fleet::EnterStorageFault(const absl::Status& fault) {
              << "(health NOT_SERVING) until it takes writes again, trying again in "
              << kFirstStorageRetry << ": " << fault;
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     storage_fault_ = fault;
     // The failed round, or one queued meanwhile, may have held an advance: the first Tick()
     // after recovery submits the clock's slot again (a slot already reached changes nothing).
     submitted_slot_ = 0;
     storage_retry_wait_ = kFirstStorageRetry;
     ScheduleStorageRetryLocked();
-    queue_changed_.notify_all();  // the ticker wakes for the retry
+    queue_changed_.SignalAll();  // the ticker wakes for the retry
   }
   NotifyStorageWatcher();
 }
@@ -650,7 +650,7 @@ void Fleet::RetryStorage() {
   const absl::Status status = RecoverStorage();
   absl::Duration next_wait;
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(&queue_mu_);
     storage_retry_queued_ = false;
     if (status.ok()) {
       storage_fault_ = absl::OkStatus();
@@ -659,7 +659,7 @@ void Fleet::RetryStorage() {
       storage_fault_ = status;
       next_wait = ScheduleStorageRetryLocked();
     }
-    queue_changed_.notify_all();
+    queue_changed_.SignalAll();
   }
   if (!status.ok()) {
     LOG(WARNING) << "the state store still fails, trying again in " << next_wait << ": " << status;
@@ -676,7 +676,7 @@ absl::Status Fleet::RecoverStorage() {
   std::vector<std::shared_ptr<const PublishedPolicy>> published;
   std::shared_ptr<const PublishedConfig> config;
   {
-    std::lock_guard<std::mutex> lock(engine_mu_);
+    MutexLock lock(&engine_mu_);
     // Only this fleet writes the store, and only after the journal_sequence_ it holds.
     if (stored->snapshot_sequence > journal_sequence_ ||
         stored->last_sequence() < journal_sequence_) {
@@ -724,27 +724,28 @@ void Fleet::TickerLoop() {
   while (true) {
     absl::Time next_slot;
     {
-      std::lock_guard<std::mutex> lock(engine_mu_);
+      MutexLock lock(&engine_mu_);
       const core::ChainSpec& chain = engine_.config().chain;
       next_slot = core::StartOf(core::SlotAt(clock_.Now(), chain) + 1, chain);
     }
     {
       // Wake at the slot boundary or when the store is due to be tried again (whichever comes
       // first), at once when stopping, and to wait again when the retry's time changes.
-      std::unique_lock<std::mutex> lock(queue_mu_);
+      MutexLock lock(&queue_mu_);
       const absl::Time retry_at = storage_retry_at_;
       const bool retry_queued = storage_retry_queued_;
       const absl::Time wake = retry_queued ? next_slot : std::min(next_slot, retry_at);
       // At most kMaxTickerWait at a time: a wait near the largest duration (a genesis far
       // ahead) overflows the condition variable's deadline, which then never blocks.
       const absl::Duration wait = std::min(wake - clock_.Now(), kMaxTickerWait);
-      if (queue_changed_.wait_for(lock, absl::ToChronoNanoseconds(wait), [&] {
-            return stopping_ || storage_retry_at_ != retry_at ||
-                   storage_retry_queued_ != retry_queued;
-          })) {
-        if (stopping_) return;
-        continue;
+      const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
+      bool timed_out = false;
+      while (!timed_out && !stopping_ && storage_retry_at_ == retry_at &&
+             storage_retry_queued_ == retry_queued) {
+        timed_out = queue_changed_.WaitUntil(&queue_mu_, deadline);
       }
+      if (stopping_) return;
+      if (storage_retry_at_ != retry_at || storage_retry_queued_ != retry_queued) continue;
       if (clock_.Now() < wake) continue;  // a capped wait ended early
     }
     Tick();
@@ -801,7 +802,7 @@ void Fleet::Apply(Work& work) {
                      << " observations refused, first: " << work.ack.refused(0).message();
       }
       work.ack.set_sequence(highest);
-      std::lock_guard<std::mutex> lock(nodes_mu_);
+      MutexLock lock(&nodes_mu_);
       nodes_[batch.node_id()].last_observation = clock_.Now();
       break;
     }
@@ -863,7 +864,7 @@ std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
   published->server_message = grpc::Slice(bytes);
   published->published_at = std::chrono::steady_clock::now();
   republish_ = false;
-  std::lock_guard<std::mutex> lock(policy_mu_);
+  MutexLock lock(&policy_mu_);
   published->generation = policy_ == nullptr ? 1 : policy_->generation + 1;
   policy_ = published;
   return published;
@@ -872,7 +873,7 @@ std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
 std::shared_ptr<const PublishedConfig> Fleet::PublishConfig() {
   auto published = std::make_shared<PublishedConfig>();
   published->proto = codec::ConfigToProto(engine_.config());
-  std::lock_guard<std::mutex> lock(policy_mu_);
+  MutexLock lock(&policy_mu_);
   published->generation = config_ == nullptr ? 1 : config_->generation + 1;
   config_ = published;
   return published;
@@ -887,7 +888,7 @@ std::shared_ptr<const PublishedConfig> Fleet::TakeConfigChange() {
 absl::Status Fleet::WriteSnapshot() {
   v1::EngineSnapshot snapshot;
   {
-    std::lock_guard<std::mutex> lock(engine_mu_);
+    MutexLock lock(&engine_mu_);
     snapshot = codec::SnapshotToProto(engine_.Export());
     *snapshot.mutable_config() = codec::ConfigToProto(engine_.config());
     snapshot.set_journal_sequence(journal_sequence_);
@@ -905,22 +906,22 @@ absl::Status Fleet::WriteSnapshot() {
 // Reads
 
 std::shared_ptr<const PublishedPolicy> Fleet::policy() const {
-  std::lock_guard<std::mutex> lock(policy_mu_);
+  MutexLock lock(&policy_mu_);
   return policy_;
 }
 
 std::shared_ptr<const PublishedConfig> Fleet::config() const {
-  std::lock_guard<std::mutex> lock(policy_mu_);
+  MutexLock lock(&policy_mu_);
   return config_;
 }
 
 void Fleet::Subscribe(PolicyListener* listener) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
+  MutexLock lock(&listeners_mu_);
   listeners_.insert(listener);
 }
 
 void Fleet::Unsubscribe(PolicyListener* listener) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
+  MutexLock lock(&listeners_mu_);
   listeners_.erase(listener);
 }
 
@@ -999,7 +1000,7 @@ absl::StatusOr<v1::ListBuildersResponse> Fleet::ListBuilders(
   {
     // One lock for the whole listing, so that it is one consistent snapshot (it used to
     // describe each builder under a lock of its own).
-    std::lock_guard<std::mutex> lock(engine_mu_);
+    MutexLock lock(&engine_mu_);
     const core::Policy& policy = engine_.policy();
     absl::flat_hash_set<core::BuilderIndex> indices;
     for (const auto& [builder, record] : engine_.builders()) indices.insert(builder);
@@ -1031,7 +1032,7 @@ absl::StatusOr<v1::Builder> Fleet::GetBuilder(core::BuilderIndex builder) const 
     return absl::InvalidArgumentError(
         "builder_index is the self-build index (2^64-1), which is never tracked");
   }
-  std::lock_guard<std::mutex> lock(engine_mu_);
+  MutexLock lock(&engine_mu_);
   return DescribeBuilder(builder);
 }
 
@@ -1061,7 +1062,7 @@ v1::Builder Fleet::DescribeBuilder(core::BuilderIndex builder) const {
 
 v1::ListRelaysResponse Fleet::ListRelays() const {
   v1::ListRelaysResponse response;
-  std::lock_guard<std::mutex> lock(engine_mu_);
+  MutexLock lock(&engine_mu_);
   const core::Policy& policy = engine_.policy();
   std::vector<std::string> ids;
   for (const auto& [id, relay] : engine_.relays()) ids.push_back(id);
@@ -1098,11 +1099,11 @@ absl::StatusOr<v1::ListNodesResponse> Fleet::ListNodes(const v1::ListNodesReques
   v1::ListNodesResponse response;
   absl::flat_hash_map<std::string, uint64_t> sequences;
   {
-    std::lock_guard<std::mutex> lock(engine_mu_);
+    MutexLock lock(&engine_mu_);
     sequences = engine_.node_sequences();
     response.set_policy_version(engine_.policy().version);
   }
-  std::lock_guard<std::mutex> lock(nodes_mu_);
+  MutexLock lock(&nodes_mu_);
   std::vector<std::string> ids;
   for (const auto& [id, sequence] : sequences) ids.push_back(id);
   for (const auto& [id, info] : nodes_) {
@@ -1158,13 +1159,13 @@ std::vector<v1::Node> Fleet::AllNodes() const {
 }
 
 uint64_t Fleet::LastSequence(const std::string& node_id) const {
-  std::lock_guard<std::mutex> lock(engine_mu_);
+  MutexLock lock(&engine_mu_);
   auto it = engine_.node_sequences().find(node_id);
   return it == engine_.node_sequences().end() ? 0 : it->second;
 }
 
 v1::Config Fleet::EffectiveConfig() const {
-  std::lock_guard<std::mutex> lock(engine_mu_);
+  MutexLock lock(&engine_mu_);
   return codec::ConfigToProto(engine_.config());
 }
 
@@ -1173,7 +1174,7 @@ void Fleet::NodeConnected(const std::string& node_id, const std::string& peer,
   // The injected clock, like last_observation: the streams used to pass absl::Now(), which
   // put connected_since on another time line than everything else under a test clock.
   const absl::Time now = clock_.Now();
-  std::lock_guard<std::mutex> lock(nodes_mu_);
+  MutexLock lock(&nodes_mu_);
   NodeInfo& info = nodes_[node_id];
   info.connected = true;
   info.peer = peer;
@@ -1185,12 +1186,12 @@ void Fleet::NodeConnected(const std::string& node_id, const std::string& peer,
 }
 
 void Fleet::NodeDisconnected(const std::string& node_id) {
-  std::lock_guard<std::mutex> lock(nodes_mu_);
+  MutexLock lock(&nodes_mu_);
   nodes_[node_id].connected = false;
 }
 
 void Fleet::NodeAckedPolicy(const std::string& node_id, uint64_t version) {
-  std::lock_guard<std::mutex> lock(nodes_mu_);
+  MutexLock lock(&nodes_mu_);
   NodeInfo& info = nodes_[node_id];
   info.policy_version_acked = std::max(info.policy_version_acked, version);
 }
@@ -1199,12 +1200,12 @@ void Fleet::NodeAckedPolicy(const std::string& node_id, uint64_t version) {
 // Service limits
 
 uint32_t Fleet::max_connected_nodes() const {
-  std::lock_guard<std::mutex> lock(limits_mu_);
+  MutexLock lock(&limits_mu_);
   return max_connected_nodes_;
 }
 
 void Fleet::SetLimits(const core::Config& config) {
-  std::lock_guard<std::mutex> lock(limits_mu_);
+  MutexLock lock(&limits_mu_);
   max_connected_nodes_ = config.max_connected_nodes;
   node_observation_rate_ = config.node_observation_rate;
   node_observation_burst_ = config.node_observation_burst;
@@ -1214,10 +1215,10 @@ void Fleet::SetLimits(const core::Config& config) {
 absl::Status Fleet::AdmitNode(const std::string& node_id) {
   uint32_t limit;
   {
-    std::lock_guard<std::mutex> lock(limits_mu_);
+    MutexLock lock(&limits_mu_);
     limit = max_known_nodes_;
   }
-  std::lock_guard<std::mutex> lock(nodes_mu_);
+  MutexLock lock(&nodes_mu_);
   if (nodes_.contains(node_id)) return absl::OkStatus();
   if (nodes_.size() >= limit) {
     return absl::ResourceExhaustedError(
@@ -1235,7 +1236,7 @@ absl::Status Fleet::AdmitNode(const std::string& node_id) {
 int Fleet::TakeObservationTokens(const std::string& node_id, int wanted, std::string* refusal) {
   if (wanted <= 0) return 0;
   const absl::Time now = clock_.Now();
-  std::lock_guard<std::mutex> lock(limits_mu_);
+  MutexLock lock(&limits_mu_);
   const double rate = node_observation_rate_;
   const double burst = node_observation_burst_;
   auto refilled = [&](const TokenBucket& bucket) {

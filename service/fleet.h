@@ -23,11 +23,9 @@
 // counted once). Once a snapshot write succeeds too, the fleet takes changes again.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +38,7 @@
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.pb.h"
 #include "breaker/v1/state.pb.h"
+#include "common/mutex.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/engine.h"
@@ -289,11 +288,7 @@ class Fleet {
   const bool ticker_enabled_;
   MetricsSink& metrics_;
 
-  // The mutexes are std::mutex, not absl::Mutex: Debian's Abseil is not built with
-  // ThreadSanitizer, which then cannot see absl::Mutex synchronize and reports races on what
-  // it guards (as in the state stores).
-
-  mutable std::mutex engine_mu_;
+  mutable Mutex engine_mu_;
   core::Engine engine_ ABSL_GUARDED_BY(engine_mu_);
   // The last journal sequence applied to engine_.
   uint64_t journal_sequence_ ABSL_GUARDED_BY(engine_mu_) = 0;
@@ -309,21 +304,21 @@ class Fleet {
   // A reconfiguration applied since the configuration was last published changed it.
   bool config_changed_ ABSL_GUARDED_BY(engine_mu_) = false;
 
-  mutable std::mutex policy_mu_;
+  mutable Mutex policy_mu_;
   std::shared_ptr<const PublishedPolicy> policy_ ABSL_GUARDED_BY(policy_mu_);
   std::shared_ptr<const PublishedConfig> config_ ABSL_GUARDED_BY(policy_mu_);
 
-  std::mutex listeners_mu_;
+  Mutex listeners_mu_;
   absl::flat_hash_set<PolicyListener*> listeners_ ABSL_GUARDED_BY(listeners_mu_);
 
-  mutable std::mutex nodes_mu_;
+  mutable Mutex nodes_mu_;
   // Every known node: each one that said hello or sent observations, and each one whose
   // sequence numbers the engine remembers (at start, from the stored state).
   absl::flat_hash_map<std::string, NodeInfo> nodes_ ABSL_GUARDED_BY(nodes_mu_);
 
-  mutable std::mutex queue_mu_;
+  mutable Mutex queue_mu_;
   // Signalled when queue_, in_flight_, stopping_ or the storage retry change.
-  std::condition_variable queue_changed_;
+  CondVar queue_changed_;
   std::vector<std::unique_ptr<Work>> queue_ ABSL_GUARDED_BY(queue_mu_);
   // Works taken by the writer and not yet answered; Sync() waits for both to drain.
   size_t in_flight_ ABSL_GUARDED_BY(queue_mu_) = 0;
@@ -340,7 +335,7 @@ class Fleet {
   bool storage_retry_queued_ ABSL_GUARDED_BY(queue_mu_) = false;
 
   // Taken before queue_mu_, never the other way round.
-  std::mutex storage_watcher_mu_;
+  Mutex storage_watcher_mu_;
   std::function<void(bool writable)> storage_watcher_ ABSL_GUARDED_BY(storage_watcher_mu_);
 
   // --- Service limits (the configuration's; the engine ignores them) ---
@@ -356,7 +351,7 @@ class Fleet {
   void SetLimits(const core::Config& config);
 
   // Taken under engine_mu_ (by Apply), never the other way round.
-  mutable std::mutex limits_mu_;
+  mutable Mutex limits_mu_;
   uint32_t max_connected_nodes_ ABSL_GUARDED_BY(limits_mu_) = 0;
   uint32_t node_observation_rate_ ABSL_GUARDED_BY(limits_mu_) = 0;
   uint32_t node_observation_burst_ ABSL_GUARDED_BY(limits_mu_) = 0;

@@ -35,7 +35,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -50,6 +49,7 @@
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.pb.h"
 #include "breaker/v1/state.pb.h"
+#include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/config.h"
 #include "core/engine_invariants.h"
@@ -164,7 +164,7 @@ using Reader = ::breaker::testing::FrameReader;
 class VersionListener : public PolicyListener {
  public:
   void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (policy == nullptr) Fail("a listener got no policy");
     if (policy->policy.version <= last_) {
       Fail(absl::StrCat("version ", policy->policy.version, " published after ", last_));
@@ -173,7 +173,7 @@ class VersionListener : public PolicyListener {
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   uint64_t last_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -5,7 +5,6 @@
 
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "breaker/v1/breaker.pb.h"
+#include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/config.h"
 #include "gtest/gtest.h"
@@ -42,20 +42,20 @@ core::Config TestConfig() {
 class Publications : public PolicyListener {
  public:
   void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     published_.emplace_back(policy->policy.version, policy->proto.fleet_id());
   }
   std::vector<std::pair<uint64_t, std::string>> published() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return published_;
   }
   void Clear() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     published_.clear();
   }
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::vector<std::pair<uint64_t, std::string>> published_;
 };
 

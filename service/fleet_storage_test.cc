@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -16,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.pb.h"
+#include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/config.h"
 #include "gtest/gtest.h"
@@ -63,16 +63,16 @@ v1::Observation Missing(uint64_t sequence, uint64_t builder, char root) {
 class VersionRecorder : public PolicyListener {
  public:
   void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     versions_.push_back(policy->policy.version);
   }
   std::vector<uint64_t> versions() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return versions_;
   }
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::vector<uint64_t> versions_;
 };
 
@@ -110,7 +110,7 @@ class FleetStorageTest : public ::testing::Test {
     fleet_ = *std::move(fleet);
     fleet_->Subscribe(&versions_);
     fleet_->WatchStorage([this](bool writable) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       writable_.push_back(writable);
     });
   }
@@ -157,7 +157,7 @@ class FleetStorageTest : public ::testing::Test {
   }
 
   std::vector<bool> Writable() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return writable_;
   }
 
@@ -168,7 +168,7 @@ class FleetStorageTest : public ::testing::Test {
   MemoryStateStore* store_ = nullptr;  // owned by fleet_
   VersionRecorder versions_;
   std::unique_ptr<Fleet> fleet_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::vector<bool> writable_;
 };
 

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,13 +28,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/mutex.h"
 #include "service/state_store.h"
 
 namespace breaker::service {
-
-// The mutexes here are std::mutex rather than absl::Mutex: Debian's Abseil is not built with
-// ThreadSanitizer, which then cannot see absl::Mutex synchronize and reports races on the
-// data it guards. pthread mutexes are intercepted by ThreadSanitizer.
 
 // This class is thread-safe.
 class MemoryStateStore : public StateStore {
@@ -45,7 +41,7 @@ class MemoryStateStore : public StateStore {
    public:
     // A copy of the committed state, to inspect without going through a store.
     StoredState Read() const {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       return state_;
     }
 
@@ -54,7 +50,7 @@ class MemoryStateStore : public StateStore {
     std::shared_ptr<Backing> Copy() const {
       auto copy = std::make_shared<Backing>();
       StoredState state = Read();
-      std::lock_guard<std::mutex> lock(copy->mu_);
+      MutexLock lock(&copy->mu_);
       copy->state_ = std::move(state);
       return copy;
     }
@@ -62,7 +58,7 @@ class MemoryStateStore : public StateStore {
    private:
     friend class MemoryStateStore;
 
-    mutable std::mutex mu_;
+    mutable Mutex mu_;
     StoredState state_ ABSL_GUARDED_BY(mu_);
   };
 
@@ -105,21 +101,21 @@ class MemoryStateStore : public StateStore {
   // and holding no lock of the store. A test blocks in it to hold an Append in flight (and
   // see how the caller batches meanwhile), or records the batches. Empty: no hook.
   void SetAppendHook(std::function<void(const std::vector<std::string>&)> hook) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     append_hook_ = std::move(hook);
   }
 
   // --- Counters of calls on this store, whatever their outcome. ---
   int load_calls() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return load_calls_;
   }
   int append_calls() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return append_calls_;
   }
   int write_snapshot_calls() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return write_snapshot_calls_;
   }
 
@@ -127,7 +123,7 @@ class MemoryStateStore : public StateStore {
 
   absl::StatusOr<StoredState> Load() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++load_calls_;
       if (absl::Status status = TakeFault(load_fault_); !status.ok()) return status;
     }
@@ -137,20 +133,20 @@ class MemoryStateStore : public StateStore {
   absl::StatusOr<uint64_t> Append(const std::vector<std::string>& entries) override {
     std::function<void(const std::vector<std::string>&)> hook;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++append_calls_;
       hook = append_hook_;
     }
     if (hook) hook(entries);
     absl::Status after_commit;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (absl::Status status = TakeFault(append_fault_); !status.ok()) return status;
       after_commit = TakeFault(append_after_commit_fault_);
     }
     uint64_t last;
     {
-      std::lock_guard<std::mutex> lock(backing_->mu_);
+      MutexLock lock(&backing_->mu_);
       StoredState& state = backing_->state_;
       last = state.last_sequence();
       for (const std::string& entry : entries) state.journal.emplace_back(++last, entry);
@@ -161,11 +157,11 @@ class MemoryStateStore : public StateStore {
 
   absl::Status WriteSnapshot(absl::string_view snapshot, uint64_t through_sequence) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++write_snapshot_calls_;
       if (absl::Status status = TakeFault(snapshot_fault_); !status.ok()) return status;
     }
-    std::lock_guard<std::mutex> lock(backing_->mu_);
+    MutexLock lock(&backing_->mu_);
     StoredState& state = backing_->state_;
     if (through_sequence > state.last_sequence() || through_sequence < state.snapshot_sequence) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -188,7 +184,7 @@ class MemoryStateStore : public StateStore {
 
   void SetFault(Fault& fault, int n, absl::Status status) {
     assert(!status.ok());
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     fault.remaining = n;
     fault.status = std::move(status);
   }
@@ -203,7 +199,7 @@ class MemoryStateStore : public StateStore {
   const std::shared_ptr<Backing> backing_;
 
   // Guards this store's fault injection and counters; never held while taking backing_->mu_.
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   Fault load_fault_ ABSL_GUARDED_BY(mu_);
   Fault append_fault_ ABSL_GUARDED_BY(mu_);
   Fault append_after_commit_fault_ ABSL_GUARDED_BY(mu_);

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "breaker/v1/breaker.pb.h"
+#include "common/mutex.h"
 #include "core/policy.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
@@ -102,12 +103,12 @@ class Metrics::StateCollector final : public prometheus::Collectable {
  public:
   void SetFleet(const Fleet* fleet) {
     // Waits for a scrape in progress, so that the fleet can go once this returns.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     fleet_ = fleet;
   }
 
   std::vector<prometheus::MetricFamily> Collect() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (fleet_ == nullptr) return {};
     const std::shared_ptr<const PublishedPolicy> published = fleet_->policy();
     const core::Policy& policy = published->policy;
@@ -178,7 +179,7 @@ class Metrics::StateCollector final : public prometheus::Collectable {
   }
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   const Fleet* fleet_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 

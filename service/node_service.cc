@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/mutex.h"
 #include "core/input_bounds.h"
 #include "glog/logging.h"
 #include "grpcpp/support/proto_buffer_reader.h"
@@ -51,7 +51,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
 
   // Ends the stream with `status` (replaced, or shutting down).
   void Kick(const grpc::Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     FinishLocked(status);
   }
 
@@ -59,7 +59,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   // hello named it; ends the stream with PERMISSION_DENIED when either no longer holds.
   // Returns whether it ended the stream.
   bool Reauthorize(const Authorizer& authorizer) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (finished_ || pending_finish_.has_value()) return false;
     absl::StatusOr<Principal> caller = authorizer.Authorize(credentials_, Permission::kNodeStream);
     absl::Status allowed = caller.status();
@@ -74,7 +74,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   }
 
   void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // OnHello's initial fleet_->policy() can arrive after a newer publication the fleet has
     // already made to this (just subscribed) listener; never step back to it. (Publications,
     // not versions: a new fleet id publishes the current version again.)
@@ -84,7 +84,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   }
 
   void OnConfig(std::shared_ptr<const PublishedConfig> config) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     TakeConfigLocked(config);
     MaybeWriteLocked();
   }
@@ -103,7 +103,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   void OnReadDone(bool ok) override {
     if (!ok) {
       // The node closed its side or the call broke: end cleanly, it will reconnect.
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       FinishLocked(grpc::Status::OK);
       return;
     }
@@ -139,7 +139,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
 
   // Reads the next message unless the stream is ending.
   void ReadNext() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!finished_ && !pending_finish_.has_value()) StartRead(&read_buffer_);
   }
 
@@ -163,7 +163,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     }
     const uint64_t held = HeldVersion(hello);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       node_id_ = hello.node_id();
       // The version the node holds counts as sent and acknowledged.
       sent_version_ = acked_version_ = held;
@@ -204,7 +204,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     // a new fleet id; meanwhile this node gets no policy of the old id below the one it
     // holds, which it would take for a newer one.
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stale_fleet_id_ = hello.fleet_id();
       stale_below_version_ = hello.policy_version();
     }
@@ -243,7 +243,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
 
   // The fleet made a batch durable.
   void OnDurable(v1::ObservationAck ack) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!pending_ack_.has_value()) pending_ack_.emplace();
     pending_ack_->set_sequence(std::max(pending_ack_->sequence(), ack.sequence()));
     pending_ack_->set_policy_version(
@@ -259,7 +259,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   void OnPolicyAck(uint64_t version) {
     uint64_t acked;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       // Only a version sent on this stream can be acknowledged: one above it would hide the
       // node's lag in ListNodes, and count as applied a policy the node never received.
       acked_version_ = std::max(acked_version_, std::min(version, sent_version_));
@@ -270,7 +270,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     write_in_flight_ = false;
     if (ok && writing_published_at_.has_value()) {
       fleet_->metrics().FanOut(
@@ -375,8 +375,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   // Set once, by the hello (under mu_), before anything else of the read path uses it.
   std::string node_id_;
 
-  // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
-  std::mutex mu_;
+  Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
@@ -418,7 +417,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connec
   NodeStream* raw = stream.get();
   bool shutting_down;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     shutting_down = shutting_down_;
     if (!shutting_down) open_streams_.emplace(raw, stream);
   }
@@ -434,7 +433,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connec
 }
 
 void NodeService::Closed(const NodeStream* stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   open_streams_.erase(stream);
 }
 
@@ -448,7 +447,7 @@ grpc::Status NodeService::Register(const v1::Hello& hello, uint64_t held_version
     // The fleet's registry is updated under mu_, with the stream table: a replaced stream
     // ending late must not mark the node disconnected while its newer stream is up (it did,
     // when the streams updated the registry themselves, unconditionally, in OnDone).
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (shutting_down_) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect");
     }
@@ -488,7 +487,7 @@ grpc::Status NodeService::Register(const v1::Hello& hello, uint64_t held_version
 }
 
 void NodeService::Unregister(const std::string& node_id, const NodeStream* stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = streams_.find(node_id);
   if (it == streams_.end()) return;
   std::shared_ptr<NodeStream> current = it->second.lock();
@@ -500,7 +499,7 @@ void NodeService::Unregister(const std::string& node_id, const NodeStream* strea
 void NodeService::Shutdown() {
   std::vector<std::shared_ptr<NodeStream>> streams;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     shutting_down_ = true;
     // Every open stream, also those still waiting for their hello: Server::Shutdown would
     // otherwise wait its whole grace period for them (they were not ended before).
@@ -517,7 +516,7 @@ void NodeService::Shutdown() {
 size_t NodeService::Reauthorize() {
   std::vector<std::shared_ptr<NodeStream>> streams;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [raw, weak] : open_streams_) {
       if (std::shared_ptr<NodeStream> stream = weak.lock()) streams.push_back(std::move(stream));
     }

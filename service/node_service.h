@@ -4,12 +4,12 @@
 // breaker.v1.Breaker: the beacon nodes' Connect streams and unary Report.
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "common/mutex.h"
 #include "service/authorizer.h"
 #include "service/fleet.h"
 
@@ -62,8 +62,7 @@ class NodeService final
 
   Fleet* const fleet_;
   const Authorizer* const authorizer_;
-  // std::mutex: ThreadSanitizer cannot see Debian's absl::Mutex (see fleet.h).
-  std::mutex mu_;
+  Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   // The stream of each node that said hello.
   absl::flat_hash_map<std::string, std::weak_ptr<NodeStream>> streams_ ABSL_GUARDED_BY(mu_);

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/mutex.h"
 
 namespace breaker::service {
 namespace {
@@ -424,7 +424,7 @@ absl::Status SqliteStateStore::ReadSequences(absl::string_view action, uint64_t&
 
 absl::StatusOr<StoredState> SqliteStateStore::Load() {
   constexpr absl::string_view kAction = "loading";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // One read transaction: the snapshot and the journal from the same moment, even if another
   // process writes in between.
   if (absl::Status status = Begin(statements_->begin_read.get(), kAction); !status.ok()) {
@@ -471,7 +471,7 @@ absl::StatusOr<StoredState> SqliteStateStore::Load() {
 
 absl::StatusOr<uint64_t> SqliteStateStore::Append(const std::vector<std::string>& entries) {
   constexpr absl::string_view kAction = "appending to";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // IMMEDIATE takes the write lock now: the sequences read below stay the last ones.
   if (absl::Status status = Begin(statements_->begin_write.get(), kAction); !status.ok()) {
     return status;
@@ -510,7 +510,7 @@ absl::StatusOr<uint64_t> SqliteStateStore::Append(const std::vector<std::string>
 absl::Status SqliteStateStore::WriteSnapshot(absl::string_view snapshot,
                                              uint64_t through_sequence) {
   constexpr absl::string_view kAction = "writing a snapshot to";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (absl::Status status = Begin(statements_->begin_write.get(), kAction); !status.ok()) {
     return status;
   }

@@ -14,7 +14,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/mutex.h"
 #include "service/state_store.h"
 
 struct sqlite3;
@@ -89,9 +89,7 @@ class SqliteStateStore : public StateStore {
 
   const std::string path_;
 
-  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with ThreadSanitizer,
-  // which then cannot see absl::Mutex synchronize and reports races on what it guards.
-  std::mutex mu_;
+  Mutex mu_;
   // Created by Open, destroyed with the store (the statements first); mu_ serializes their use.
   const std::unique_ptr<sqlite3, ConnectionCloser> db_ ABSL_PT_GUARDED_BY(mu_);
   const std::unique_ptr<Statements> statements_ ABSL_PT_GUARDED_BY(mu_);

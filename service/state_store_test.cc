@@ -1,6 +1,7 @@
 // One conformance suite for every StateStore (in the manner of ml-metadata's
 // metadata_store_test_suite), then the tests particular to each implementation.
 
+#include "common/mutex.h"
 #include "service/state_store.h"
 
 #include <signal.h>
@@ -10,14 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <ostream>
 #include <random>
@@ -396,26 +395,26 @@ TEST(MemoryStateStoreTest, ARestartedStoreSeesCommitsButNotFaults) {
 
 TEST(MemoryStateStoreTest, AppendHookCanHoldAnAppendInFlight) {
   MemoryStateStore store;
-  std::mutex mu;
-  std::condition_variable changed;
+  Mutex mu;
+  CondVar changed;
   bool entered = false;
   bool released = false;
   std::vector<std::vector<std::string>> batches;
   store.SetAppendHook([&](const std::vector<std::string>& entries) {
-    std::unique_lock<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     batches.push_back(entries);
     entered = true;
-    changed.notify_all();
-    changed.wait(lock, [&] { return released; });
+    changed.SignalAll();
+    while (!released) changed.Wait(&mu);
   });
   std::thread appender([&] { EXPECT_THAT(store.Append({"a", "b"}), IsOk()); });
   {
-    std::unique_lock<std::mutex> lock(mu);
-    changed.wait(lock, [&] { return entered; });
+    MutexLock lock(&mu);
+    while (!entered) changed.Wait(&mu);
     // Held in the hook: nothing committed yet.
     EXPECT_EQ(store.backing()->Read(), State(std::nullopt, 0, {}));
     released = true;
-    changed.notify_all();
+    changed.SignalAll();
   }
   appender.join();
   EXPECT_EQ(batches, (std::vector<std::vector<std::string>>{{"a", "b"}}));

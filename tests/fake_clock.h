@@ -1,9 +1,9 @@
 #ifndef TESTS_FAKE_CLOCK_H_
 #define TESTS_FAKE_CLOCK_H_
 
-#include <mutex>
 
 #include "absl/time/time.h"
+#include "common/mutex.h"
 #include "core/clock.h"
 
 namespace breaker::testing {
@@ -14,23 +14,22 @@ class FakeClock : public core::Clock {
   explicit FakeClock(absl::Time start) : now_(start) {}
 
   absl::Time Now() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return now_;
   }
 
   void Set(absl::Time now) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     now_ = now;
   }
 
   void Advance(absl::Duration duration) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     now_ += duration;
   }
 
  private:
-  // std::mutex, not absl::Mutex: ThreadSanitizer cannot see into the system's Abseil.
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_);
 };
 

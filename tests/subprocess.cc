@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/mutex.h"
 
 extern char** environ;
 
@@ -159,7 +159,7 @@ Subprocess::~Subprocess() {
 }
 
 bool Subprocess::WriteLine(absl::string_view line) {
-  std::lock_guard<std::mutex> lock(process_mu_);
+  MutexLock lock(&process_mu_);
   if (stdin_fd_ < 0) return false;
   const std::string data = absl::StrCat(line, "\n");
   size_t written = 0;
@@ -173,7 +173,7 @@ bool Subprocess::WriteLine(absl::string_view line) {
 }
 
 void Subprocess::CloseStdin() {
-  std::lock_guard<std::mutex> lock(process_mu_);
+  MutexLock lock(&process_mu_);
   CloseIfOpen(stdin_fd_);
 }
 
@@ -192,25 +192,25 @@ void Subprocess::ReadLoop(Stream stream, int fd) {
       std::string line = pending.substr(0, newline);
       pending.erase(0, newline + 1);
       if (echo_) std::fprintf(stderr, "[%s %s] %s\n", name_.c_str(), label, line.c_str());
-      std::lock_guard<std::mutex> lock(lines_mu_);
+      MutexLock lock(&lines_mu_);
       lines_[index].push_back(std::move(line));
-      lines_changed_.notify_all();
+      lines_changed_.SignalAll();
     }
   }
   close(fd);
-  std::lock_guard<std::mutex> lock(lines_mu_);
+  MutexLock lock(&lines_mu_);
   if (!pending.empty()) lines_[index].push_back(std::move(pending));  // no final newline
   ended_[index] = true;
-  lines_changed_.notify_all();
+  lines_changed_.SignalAll();
 }
 
 std::vector<std::string> Subprocess::Lines(Stream stream) const {
-  std::lock_guard<std::mutex> lock(lines_mu_);
+  MutexLock lock(&lines_mu_);
   return lines_[static_cast<int>(stream)];
 }
 
 size_t Subprocess::LineCount(Stream stream) const {
-  std::lock_guard<std::mutex> lock(lines_mu_);
+  MutexLock lock(&lines_mu_);
   return lines_[static_cast<int>(stream)].size();
 }
 
@@ -218,13 +218,13 @@ bool Subprocess::WaitUntil(Stream stream,
                            const std::function<bool(const std::vector<std::string>&)>& condition,
                            absl::Time deadline) const {
   const int index = static_cast<int>(stream);
-  std::unique_lock<std::mutex> lock(lines_mu_);
+  MutexLock lock(&lines_mu_);
   while (true) {
     if (condition(lines_[index])) return true;
     if (ended_[index]) return false;
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) return false;
-    lines_changed_.wait_for(lock, absl::ToChronoNanoseconds(left));
+    lines_changed_.WaitFor(&lines_mu_, left);
   }
 }
 
@@ -250,7 +250,7 @@ std::optional<size_t> Subprocess::WaitForLine(
 }
 
 void Subprocess::Kill(int signal) {
-  std::lock_guard<std::mutex> lock(process_mu_);
+  MutexLock lock(&process_mu_);
   if (!wait_status_.has_value()) kill(pid_, signal);
 }
 
@@ -259,7 +259,7 @@ int Subprocess::Wait() { return *WaitUntilExit(absl::InfiniteFuture()); }
 std::optional<int> Subprocess::WaitUntilExit(absl::Time deadline) {
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(process_mu_);
+      MutexLock lock(&process_mu_);
       if (wait_status_.has_value()) return wait_status_;
       int status = 0;
       const pid_t reaped = waitpid(pid_, &status, WNOHANG);

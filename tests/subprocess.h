@@ -8,11 +8,9 @@
 
 #include <sys/types.h>
 
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -22,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 
 namespace breaker::testing {
 
@@ -105,13 +104,13 @@ class Subprocess {
   const pid_t pid_;
 
   // The process's state: only the test's thread calls Kill, Wait and the stdin methods.
-  std::mutex process_mu_;
+  Mutex process_mu_;
   std::optional<int> wait_status_;
   int stdin_fd_;
 
   // What the readers captured, per stream, and whether each stream has ended.
-  mutable std::mutex lines_mu_;
-  mutable std::condition_variable lines_changed_;
+  mutable Mutex lines_mu_;
+  mutable CondVar lines_changed_;
   std::vector<std::string> lines_[2];
   bool ended_[2] = {false, false};
 

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/mutex.h"
 
 namespace breaker::testing {
 namespace {
@@ -150,7 +151,7 @@ TcpProxy::TcpProxy(int listen_fd, int wake_fd, int port, int target_port)
 
 TcpProxy::~TcpProxy() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   const uint64_t one = 1;
@@ -165,12 +166,12 @@ void TcpProxy::Cut() { SetCut(true); }
 void TcpProxy::Restore() { SetCut(false); }
 
 void TcpProxy::SetCut(bool cut) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   cut_ = cut;
   const uint64_t request = ++requested_;
   const uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
-  applied_.wait(lock, [&] { return applied_requests_ >= request; });
+  while (applied_requests_ < request) applied_.Wait(&mu_);
 }
 
 void TcpProxy::Accept(std::vector<std::unique_ptr<Connection>>& connections, bool cut) {
@@ -199,13 +200,13 @@ void TcpProxy::Loop() {
   while (true) {
     bool cut = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_) return;  // connections close as the vector goes
       cut = cut_;
       if (cut) connections.clear();  // both sides see their connection end
       if (applied_requests_ != requested_) {
         applied_requests_ = requested_;
-        applied_.notify_all();
+        applied_.SignalAll();
       }
     }
 

@@ -5,14 +5,13 @@
 // the proxy's port instead of breakerd's, and the test cuts the link and restores it.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 
 namespace breaker::testing {
 
@@ -59,8 +58,8 @@ class TcpProxy {
   const int target_port_;
   std::atomic<int64_t> forwarded_{0};
 
-  std::mutex mu_;
-  std::condition_variable applied_;
+  Mutex mu_;
+  CondVar applied_;
   bool stopping_ = false;
   bool cut_ = false;
   // Requests made, and requests the loop has applied.

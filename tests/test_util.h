@@ -53,11 +53,11 @@ inline absl::Status FromGrpc(const grpc::Status& status) { return ctl::FromGrpcS
 
 // Calls a unary rpc of `stub` with a 10 s deadline and waits for it (see ctl/unary_call.h: through
 // the callback API, which ThreadSanitizer can follow).
-template <typename Stub, typename Request, typename Response>
+template <typename Stub, typename Async, typename Request, typename Response>
 absl::StatusOr<Response> CallUnary(Stub& stub,
-                                   void (Stub::async::*method)(grpc::ClientContext*, const Request*,
-                                                               Response*,
-                                                               std::function<void(grpc::Status)>),
+                                   void (Async::*method)(grpc::ClientContext*, const Request*,
+                                                         Response*,
+                                                         std::function<void(grpc::Status)>),
                                    const Request& request) {
   return ctl::CallUnary(stub, method, request, absl::Seconds(10));
 }
