@@ -63,7 +63,9 @@ struct ClientOptions {
   // Observations per message (breakerd accepts at most 1000).
   size_t max_batch = 500;
 
-  // Reconnect backoff: the first wait, its growth, its cap, and +/- jitter (a fraction).
+  // Reconnect backoff: the first wait, its growth, its cap, and +/- jitter (a fraction). After
+  // each wait the library opens a new connection at once: these waits, and nothing of gRPC's
+  // own reconnect backoff, decide when a node comes back to a breakerd that is back.
   absl::Duration initial_backoff = absl::Seconds(1);
   double backoff_multiplier = 1.6;
   absl::Duration max_backoff = absl::Seconds(30);

@@ -200,31 +200,27 @@ class GrpcClient : public BreakerClient {
     }
   }
 
-  std::shared_ptr<grpc::Channel> ChannelTo(const std::string& address) {
-    auto it = channels_.find(address);
-    if (it != channels_.end()) return it->second;
+  // A new channel for every attempt, with a subchannel of its own. A channel that lost its
+  // connection reconnects on gRPC's own backoff (1 s, x1.6, up to 120 s by default), and the
+  // outcome of those attempts is seen only by gRPC's backup poller, every 5 s, since no call
+  // waits on the channel meanwhile: a node came back many seconds after breakerd. A fresh
+  // channel connects at once, on this thread's call, so that the backoff in force is ours.
+  std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) const {
     grpc::ChannelArguments args;
     // A long-lived stream through NATs and proxies: ping, within what breakerd permits.
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    // gRPC keeps its own reconnection backoff under ours (up to 120 s by default), which made
-    // a node wait far longer than max_backoff for a breakerd that was back: align it with ours.
-    // (Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also takes it as the connect timeout, and a
-    // short one cut handshakes off on a loaded machine.)
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
-                static_cast<int>(absl::ToInt64Milliseconds(options_.initial_backoff)));
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
-                static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
+    // Otherwise a channel with the same address and arguments (another client of the same
+    // process) would share a subchannel still waiting out gRPC's backoff.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     std::shared_ptr<grpc::ChannelCredentials> credentials =
         options_.credentials != nullptr ? options_.credentials : grpc::InsecureChannelCredentials();
-    auto channel = CreateChannel(address, credentials, options_.bearer_token, args);
-    channels_.emplace(address, channel);
-    return channel;
+    return CreateChannel(address, credentials, options_.bearer_token, args);
   }
 
   void RunStream(const std::string& address) {
-    std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(ChannelTo(address));
+    std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(NewChannel(address));
     grpc::ClientContext context;
     {
       std::lock_guard<std::mutex> lock(state_mu_);
@@ -526,9 +522,6 @@ class GrpcClient : public BreakerClient {
   int next_subscriber_ = 1;
   // The subscriber whose callback the dispatcher is running; 0 when none.
   int calling_ = 0;
-
-  // Only the connection thread uses these.
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
 
   std::thread connection_thread_;
   std::thread ticker_thread_;
