@@ -11,7 +11,10 @@
  * for the network: observations are buffered and streamed by the library's own threads, and
  * the policy is read from an immutable snapshot. When breakerd is unreachable the last fleet
  * policy stays in force; past the staleness limit the library also applies its local engine's
- * policy (the stricter of the two). Before any fleet policy has arrived, the local one applies.
+ * policy (the stricter of the two), and keeps doing so once breakerd is back until breakerd has
+ * acknowledged what the node saw meanwhile and the node holds the policy that reflects it.
+ * Before any fleet policy has arrived, the local one applies. Reconnects back off from 1 s,
+ * x1.6, to 30 s, with jitter.
  *
  * Conventions of every function below:
  *   - Errors: a function that can fail returns an int code: 0 (BREAKER_OK) on success,
@@ -192,8 +195,9 @@ enum breaker_mode {
 enum breaker_source {
   /* The fleet's policy, from breakerd. */
   BREAKER_SOURCE_FLEET = 1,
-  /* breakerd has been unreachable past the staleness limit: the stricter of the last fleet
-   * policy and the local engine's. */
+  /* breakerd has been unreachable past the staleness limit, or is back and has not yet
+   * reflected what the node saw without it: the stricter of the last fleet policy and the
+   * local engine's. */
   BREAKER_SOURCE_FLEET_AND_LOCAL = 2,
   /* No fleet policy received yet: the local engine's. */
   BREAKER_SOURCE_LOCAL = 3

@@ -13,7 +13,8 @@
 // observations and applies the stricter of the two; when breakerd is back, the fleet policy
 // takes over again once breakerd has acknowledged what the node saw meanwhile and the node holds
 // the policy that reflects it (so a builder the node saw fail is never allowed in between).
-// Before any fleet policy has arrived, the local one applies.
+// Before any fleet policy has arrived, the local one applies. client/policy_in_force.h states
+// these rules exactly.
 
 #include <cstdint>
 #include <functional>
@@ -26,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "client/policy_snapshot.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/observation.h"
@@ -61,7 +63,9 @@ struct ClientOptions {
   // Observations per message (breakerd accepts at most 1000).
   size_t max_batch = 500;
 
-  // Reconnect backoff: the first wait, its growth, its cap, and +/- jitter (a fraction).
+  // Reconnect backoff: the first wait, its growth, its cap, and +/- jitter (a fraction). After
+  // each wait the library opens a new connection at once: these waits, and nothing of gRPC's
+  // own reconnect backoff, decide when a node comes back to a breakerd that is back.
   absl::Duration initial_backoff = absl::Seconds(1);
   double backoff_multiplier = 1.6;
   absl::Duration max_backoff = absl::Seconds(30);
@@ -80,28 +84,6 @@ struct ClientOptions {
 
   // REQUIRES: outlives the client.
   const core::Clock* clock = &core::SystemClock();
-};
-
-// Where the policy in force comes from.
-enum class PolicySource {
-  // The fleet's policy, from breakerd.
-  kFleet,
-  // breakerd has been unreachable past the staleness limit, or is back and has not yet
-  // reflected what the node saw without it: the stricter of the last fleet policy and the
-  // local engine's.
-  kFleetAndLocal,
-  // No fleet policy received yet: the local engine's.
-  kLocal,
-};
-
-absl::string_view PolicySourceName(PolicySource source);
-
-// The policy in force, immutable.
-struct PolicySnapshot {
-  core::Policy policy;
-  PolicySource source = PolicySource::kLocal;
-  // The fleet policy's version in it; 0 when none.
-  uint64_t fleet_version = 0;
 };
 
 struct ClientStats {

@@ -26,6 +26,7 @@
 #include "client/client.h"
 #include "client/observation_buffer.h"
 #include "client/policy_cell.h"
+#include "client/policy_in_force.h"
 #include "core/chain_time.h"
 #include "core/engine.h"
 #include "core/input_bounds.h"
@@ -39,18 +40,6 @@
 namespace breaker::client {
 
 namespace v1 = ::breaker::v1;
-
-absl::string_view PolicySourceName(PolicySource source) {
-  switch (source) {
-    case PolicySource::kFleet:
-      return "fleet";
-    case PolicySource::kFleetAndLocal:
-      return "fleet+local";
-    case PolicySource::kLocal:
-      return "local";
-  }
-  return "unknown";
-}
 
 namespace {
 
@@ -93,14 +82,13 @@ class GrpcClient : public BreakerClient {
  public:
   GrpcClient(ClientOptions options, core::Engine local_engine, absl::Duration staleness_limit)
       : options_(std::move(options)),
-        staleness_limit_(staleness_limit),
         buffer_(options_.max_buffered_observations,
                 static_cast<uint64_t>(absl::ToUnixMicros(options_.clock->Now()))),
+        policy_in_force_(*options_.clock, staleness_limit),
         backoff_(options_.initial_backoff, options_.backoff_multiplier, options_.max_backoff,
                  options_.backoff_jitter,
                  static_cast<uint64_t>(absl::ToUnixNanos(options_.clock->Now()))),
         local_(std::move(local_engine)) {
-    last_contact_ = options_.clock->Now();
     Republish();
     connection_thread_ = std::thread([this] { ConnectionLoop(); });
     ticker_thread_ = std::thread([this] { TickerLoop(); });
@@ -154,8 +142,7 @@ class GrpcClient : public BreakerClient {
     std::unique_lock<std::mutex> lock(subscribers_mu_);
     subscribers_.erase(id);
     // A callback that unsubscribes (itself or another) runs on the dispatcher, which must not
-    // wait for itself. (The dispatcher used to hold subscribers_mu_ while calling callbacks,
-    // so that an Unsubscribe from a callback deadlocked on it.)
+    // wait for itself.
     if (std::this_thread::get_id() == dispatcher_id_) return;
     // Elsewhere, wait for the callback to return if it is running.
     subscribers_cv_.wait(lock, [&] { return calling_ != id; });
@@ -177,7 +164,7 @@ class GrpcClient : public BreakerClient {
     stats.source = snapshot->source;
     stats.fallback_active = snapshot->source != PolicySource::kFleet;
     std::lock_guard<std::mutex> lock(state_mu_);
-    stats.connected = connected_;
+    stats.connected = policy_in_force_.connected();
     stats.address = address_;
     return stats;
   }
@@ -213,31 +200,27 @@ class GrpcClient : public BreakerClient {
     }
   }
 
-  std::shared_ptr<grpc::Channel> ChannelTo(const std::string& address) {
-    auto it = channels_.find(address);
-    if (it != channels_.end()) return it->second;
+  // A new channel for every attempt, with a subchannel of its own. A channel that lost its
+  // connection reconnects on gRPC's own backoff (1 s, x1.6, up to 120 s by default), and the
+  // outcome of those attempts is seen only by gRPC's backup poller, every 5 s, since no call
+  // waits on the channel meanwhile: a node came back many seconds after breakerd. A fresh
+  // channel connects at once, on this thread's call, so that the backoff in force is ours.
+  std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) const {
     grpc::ChannelArguments args;
     // A long-lived stream through NATs and proxies: ping, within what breakerd permits.
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    // gRPC keeps its own reconnection backoff under ours (up to 120 s by default), which made
-    // a node wait far longer than max_backoff for a breakerd that was back: align it with ours.
-    // (Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also takes it as the connect timeout, and a
-    // short one cut handshakes off on a loaded machine.)
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
-                static_cast<int>(absl::ToInt64Milliseconds(options_.initial_backoff)));
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
-                static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
+    // Otherwise a channel with the same address and arguments (another client of the same
+    // process) would share a subchannel still waiting out gRPC's backoff.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     std::shared_ptr<grpc::ChannelCredentials> credentials =
         options_.credentials != nullptr ? options_.credentials : grpc::InsecureChannelCredentials();
-    auto channel = CreateChannel(address, credentials, options_.bearer_token, args);
-    channels_.emplace(address, channel);
-    return channel;
+    return CreateChannel(address, credentials, options_.bearer_token, args);
   }
 
   void RunStream(const std::string& address) {
-    std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(ChannelTo(address));
+    std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(NewChannel(address));
     grpc::ClientContext context;
     {
       std::lock_guard<std::mutex> lock(state_mu_);
@@ -256,12 +239,10 @@ class GrpcClient : public BreakerClient {
       std::lock_guard<std::mutex> lock(state_mu_);
       // Observations wait for breakerd's first message: the NodeState may renumber them.
       stream_ready_ = false;
-      BeginCatchUpLocked();
-      // Catching up needs this stream's own policy: claim none, so breakerd sends it even when
-      // the version held is current.
-      if (fleet_.has_value() && !catching_up_) {
-        hello.mutable_hello()->set_policy_version(fleet_->version);
-        hello.mutable_hello()->set_fleet_id(fleet_id_);
+      policy_in_force_.OnStreamStart(buffer_.stats().buffered > 0 ? buffer_.LastSequence() : 0);
+      if (const std::optional<PolicyInForce::Held> held = policy_in_force_.HelloClaim()) {
+        hello.mutable_hello()->set_policy_version(held->version);
+        hello.mutable_hello()->set_fleet_id(held->fleet_id);
       }
     }
     // Everything not acknowledged goes again, in order; breakerd ignores what it already has.
@@ -277,14 +258,10 @@ class GrpcClient : public BreakerClient {
     {
       std::lock_guard<std::mutex> lock(state_mu_);
       stream_done_ = true;
-      if (connected_) {
+      if (policy_in_force_.connected()) {
         LOG(WARNING) << "breakerd stream to " << address << " ended";
-        // breakerd was reachable until now, however quiet the stream was: the staleness limit
-        // counts from here. (It used to count from the last message received, so that after a
-        // quiet stream the fleet policy went stale at once on disconnection.)
-        last_contact_ = options_.clock->Now();
       }
-      connected_ = false;
+      policy_in_force_.OnStreamEnd();
     }
     send_cv_.notify_all();
     // No TryCancel here: the read side is done, so the call is over (a write in flight fails
@@ -335,9 +312,7 @@ class GrpcClient : public BreakerClient {
   void OnServerMessage(const v1::ServerMessage& message) {
     {
       std::lock_guard<std::mutex> lock(state_mu_);
-      last_contact_ = options_.clock->Now();
-      if (!connected_) {
-        connected_ = true;
+      if (policy_in_force_.OnMessage()) {
         backoff_.Reset();
         LOG(INFO) << "connected to breakerd at " << address_;
       }
@@ -352,11 +327,8 @@ class GrpcClient : public BreakerClient {
         }
         {
           std::lock_guard<std::mutex> lock(state_mu_);
-          fleet_ = *std::move(policy);
-          fleet_id_ = message.policy().fleet_id();
-          pending_policy_ack_ = fleet_->version;
-          stream_policy_received_ = true;
-          UpdateCatchUpLocked();
+          pending_policy_ack_ = policy->version;
+          policy_in_force_.OnFleetPolicy(*std::move(policy), message.policy().fleet_id());
         }
         send_cv_.notify_all();
         break;
@@ -365,12 +337,8 @@ class GrpcClient : public BreakerClient {
         buffer_.Acknowledge(message.observation_ack().sequence());
         {
           std::lock_guard<std::mutex> lock(state_mu_);
-          if (catch_up_sequence_ != 0 &&
-              message.observation_ack().sequence() >= catch_up_sequence_) {
-            catch_up_sequence_ = 0;
-            catch_up_version_ = message.observation_ack().policy_version();
-          }
-          UpdateCatchUpLocked();
+          policy_in_force_.OnAcknowledged(message.observation_ack().sequence(),
+                                          message.observation_ack().policy_version());
         }
         WakeSender();
         refused_ += message.observation_ack().refused_size();
@@ -427,33 +395,7 @@ class GrpcClient : public BreakerClient {
                  << " observations not sent yet (did the clock go back since the node last "
                  << "ran?): renumbered above it";
     std::lock_guard<std::mutex> lock(state_mu_);
-    // Catching up waits for the acknowledgement of what was reported before the hello, under
-    // its new numbers (and of what came since, renumbered with it).
-    if (catch_up_sequence_ != 0) catch_up_sequence_ = buffer_.LastSequence();
-  }
-
-  // --- Catching up after local decisions --------------------------------------------------
-  //
-  // While breakerd was away, the node applied its own engine's bans too (or only them). At
-  // reconnection the fleet policy it holds may predate the failures it saw meanwhile, which
-  // breakerd has not applied yet: taking that policy alone at once allowed, for a moment, a
-  // builder the node had seen fail. So the stricter of fleet and local stays in force until
-  // this stream has brought a policy, breakerd has acknowledged every observation reported
-  // before the hello, and the node holds the version current when they were applied.
-
-  void BeginCatchUpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_) {
-    const std::shared_ptr<const PolicySnapshot> current = cell_.Get();
-    catching_up_ = current != nullptr && current->source != PolicySource::kFleet;
-    stream_policy_received_ = false;
-    catch_up_sequence_ = catching_up_ && buffer_.stats().buffered > 0 ? buffer_.LastSequence() : 0;
-    catch_up_version_ = 0;
-  }
-
-  void UpdateCatchUpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_) {
-    if (catching_up_ && stream_policy_received_ && catch_up_sequence_ == 0 && fleet_.has_value() &&
-        fleet_->version >= catch_up_version_) {
-      catching_up_ = false;
-    }
+    policy_in_force_.OnRenumbered(buffer_.LastSequence());
   }
 
   // --- Time and the policy in force -------------------------------------------------------
@@ -482,22 +424,9 @@ class GrpcClient : public BreakerClient {
       std::lock_guard<std::mutex> lock(local_mu_);
       local = local_.policy();
     }
-    std::shared_ptr<PolicySnapshot> next = std::make_shared<PolicySnapshot>();
     {
       std::lock_guard<std::mutex> lock(state_mu_);
-      const bool stale = !connected_ && options_.clock->Now() - last_contact_ > staleness_limit_;
-      if (!fleet_.has_value()) {
-        next->policy = std::move(local);
-        next->source = PolicySource::kLocal;
-      } else if (stale || catching_up_) {
-        next->policy = core::StricterOf(*fleet_, local);
-        next->source = PolicySource::kFleetAndLocal;
-        next->fleet_version = fleet_->version;
-      } else {
-        next->policy = *fleet_;
-        next->source = PolicySource::kFleet;
-        next->fleet_version = fleet_->version;
-      }
+      auto next = std::make_shared<const PolicySnapshot>(policy_in_force_.Evaluate(local));
       const std::shared_ptr<const PolicySnapshot> current = cell_.Get();
       if (current != nullptr && current->source == next->source &&
           current->fleet_version == next->fleet_version &&
@@ -561,7 +490,6 @@ class GrpcClient : public BreakerClient {
   }
 
   const ClientOptions options_;
-  const absl::Duration staleness_limit_;
   ObservationBuffer buffer_;
   PolicyCell<PolicySnapshot> cell_;
   std::atomic<uint64_t> refused_{0};
@@ -574,22 +502,13 @@ class GrpcClient : public BreakerClient {
   std::condition_variable send_cv_;
   std::condition_variable dispatch_cv_;
   bool stopping_ = false;
-  bool connected_ = false;
   bool stream_done_ = false;
   // The current stream has brought its first message: the sender may send observations.
   bool stream_ready_ = false;
   std::string address_;
   grpc::ClientContext* context_ = nullptr;
-  absl::Time last_contact_;
-  std::optional<core::Policy> fleet_;
-  // The fleet id that came with fleet_: its version means something only to that breakerd.
-  std::string fleet_id_;
-  // Catching up (see BeginCatchUpLocked): whether, what this stream has brought so far, the
-  // last observation to be acknowledged (0: done) and the version reflecting them.
-  bool catching_up_ = false;
-  bool stream_policy_received_ = false;
-  uint64_t catch_up_sequence_ = 0;
-  uint64_t catch_up_version_ = 0;
+  // Fleet, fleet+local or local: what the stream brings and the clock decide it.
+  PolicyInForce policy_in_force_;
   uint64_t pending_policy_ack_ = 0;
   Backoff backoff_;
 
@@ -603,9 +522,6 @@ class GrpcClient : public BreakerClient {
   int next_subscriber_ = 1;
   // The subscriber whose callback the dispatcher is running; 0 when none.
   int calling_ = 0;
-
-  // Only the connection thread uses these.
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
 
   std::thread connection_thread_;
   std::thread ticker_thread_;
