@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -50,6 +49,7 @@
 #include "breaker/v1/breaker.pb.h"
 #include "client/channel_security.h"
 #include "client/client.h"
+#include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/config.h"
 #include "core/observation.h"
@@ -97,6 +97,8 @@ namespace {
 
 namespace core = ::breaker::core;
 namespace v1 = ::breaker::v1;
+using ::breaker::Mutex;
+using ::breaker::MutexLock;
 using ::breaker::client::BreakerClient;
 using ::breaker::client::ClientOptions;
 using ::breaker::client::PolicySnapshot;
@@ -112,8 +114,8 @@ void RequestStop(int) { stop_requested = 1; }
 // Policy lines come from the library's thread, progress lines from the main one: one line at
 // a time, each flushed, so that a reader of the pipe never sees half of one.
 void PrintLine(const std::string& line) {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
+  static Mutex mu;
+  MutexLock lock(&mu);
   std::cout << line << std::endl;
 }
 

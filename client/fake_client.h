@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -16,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "client/client.h"
+#include "common/mutex.h"
 #include "core/observation.h"
 #include "core/policy.h"
 #include "core/relay_id.h"
@@ -54,30 +54,30 @@ class FakeClient : public BreakerClient {
   // As SetPolicy, with every field of the snapshot chosen by the test.
   void SetSnapshot(PolicySnapshot snapshot) {
     auto published = std::make_shared<const PolicySnapshot>(std::move(snapshot));
-    std::lock_guard<std::mutex> notifying(notify_mu_);
+    MutexLock notifying(&notify_mu_);
     std::vector<int> ids;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       snapshot_ = published;
       for (const auto& entry : subscribers_) ids.push_back(entry.first);
     }
     std::thread notifier([this, &ids, &published] {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         notifier_id_ = std::this_thread::get_id();
       }
       for (int id : ids) {
         PolicyCallback callback;
         {
           // Skips a subscriber that unsubscribed meanwhile (e.g. from an earlier callback).
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(&mu_);
           auto it = subscribers_.find(id);
           if (it == subscribers_.end()) continue;
           callback = it->second;
         }
         callback(published);
       }
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       notifier_id_ = std::thread::id();
     });
     notifier.join();
@@ -85,36 +85,36 @@ class FakeClient : public BreakerClient {
 
   // Returns every Report call so far, in order.
   std::vector<Reported> reports() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return reports_;
   }
 
   // Sets what stats() says of the connection.
   void set_connected(bool connected) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     connected_ = connected;
   }
 
   // Returns whether Stop was called.
   bool stopped() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return stopped_;
   }
 
   // Returns how many subscriptions are active.
   size_t subscriber_count() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return subscribers_.size();
   }
 
   // BreakerClient. Reports are recorded even after Stop, so that a test sees them all.
   void Report(core::Slot slot, core::Event event) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     reports_.push_back(Reported{slot, std::move(event)});
   }
 
   std::shared_ptr<const PolicySnapshot> policy() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return snapshot_;
   }
 
@@ -129,7 +129,7 @@ class FakeClient : public BreakerClient {
   }
 
   int Subscribe(PolicyCallback callback) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const int id = next_id_++;
     subscribers_.emplace(id, std::move(callback));
     return id;
@@ -138,20 +138,20 @@ class FakeClient : public BreakerClient {
   // Waits for a SetPolicy in progress to finish calling back, unless called from a callback.
   void Unsubscribe(int id) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (notifier_id_ == std::this_thread::get_id()) {
         subscribers_.erase(id);
         return;
       }
     }
-    std::lock_guard<std::mutex> notifying(notify_mu_);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock notifying(&notify_mu_);
+    MutexLock lock(&mu_);
     subscribers_.erase(id);
   }
 
   // Counts from the reports: nothing is ever acknowledged, dropped or refused.
   ClientStats stats() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ClientStats stats;
     stats.connected = connected_;
     stats.address = "fake";
@@ -164,14 +164,14 @@ class FakeClient : public BreakerClient {
   }
 
   void Stop() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopped_ = true;
   }
 
  private:
   // Held by SetSnapshot while its thread calls back; never taken while holding mu_.
-  std::mutex notify_mu_;
-  mutable std::mutex mu_;
+  Mutex notify_mu_;
+  mutable Mutex mu_;
   std::shared_ptr<const PolicySnapshot> snapshot_;  // Guarded by mu_.
   std::vector<Reported> reports_;                   // Guarded by mu_.
   std::map<int, PolicyCallback> subscribers_;       // Guarded by mu_.

@@ -12,10 +12,9 @@
 // and read the policy cell.
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -27,6 +26,7 @@
 #include "client/observation_buffer.h"
 #include "client/policy_cell.h"
 #include "client/policy_in_force.h"
+#include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/engine.h"
 #include "core/input_bounds.h"
@@ -103,7 +103,7 @@ class GrpcClient : public BreakerClient {
     {
       // The local engine learns the node's own observations all the time, so that it is ready
       // when breakerd goes away.
-      std::lock_guard<std::mutex> lock(local_mu_);
+      MutexLock lock(&local_mu_);
       // The ticker moves the engine's time only every evaluation_interval: catch up first, or
       // an observation of a slot the clock has reached may be refused as too far ahead (and
       // lost to the local engine for good).
@@ -133,19 +133,19 @@ class GrpcClient : public BreakerClient {
   }
 
   int Subscribe(PolicyCallback callback) override {
-    std::lock_guard<std::mutex> lock(subscribers_mu_);
+    MutexLock lock(&subscribers_mu_);
     subscribers_.emplace(next_subscriber_, std::make_shared<PolicyCallback>(std::move(callback)));
     return next_subscriber_++;
   }
 
   void Unsubscribe(int id) override {
-    std::unique_lock<std::mutex> lock(subscribers_mu_);
+    MutexLock lock(&subscribers_mu_);
     subscribers_.erase(id);
     // A callback that unsubscribes (itself or another) runs on the dispatcher, which must not
     // wait for itself.
     if (std::this_thread::get_id() == dispatcher_id_) return;
     // Elsewhere, wait for the callback to return if it is running.
-    subscribers_cv_.wait(lock, [&] { return calling_ != id; });
+    while (calling_ == id) subscribers_cv_.Wait(&subscribers_mu_);
   }
 
   ClientStats stats() const override {
@@ -163,7 +163,7 @@ class GrpcClient : public BreakerClient {
     stats.fleet_policy_version = snapshot->fleet_version;
     stats.source = snapshot->source;
     stats.fallback_active = snapshot->source != PolicySource::kFleet;
-    std::lock_guard<std::mutex> lock(state_mu_);
+    MutexLock lock(&state_mu_);
     stats.connected = policy_in_force_.connected();
     stats.address = address_;
     return stats;
@@ -171,14 +171,14 @@ class GrpcClient : public BreakerClient {
 
   void Stop() override {
     {
-      std::lock_guard<std::mutex> lock(state_mu_);
+      MutexLock lock(&state_mu_);
       if (stopping_) return;
       stopping_ = true;
       if (context_ != nullptr) context_->TryCancel();
     }
-    state_cv_.notify_all();
-    send_cv_.notify_all();
-    dispatch_cv_.notify_all();
+    state_cv_.SignalAll();
+    send_cv_.SignalAll();
+    dispatch_cv_.SignalAll();
     connection_thread_.join();
     ticker_thread_.join();
     dispatcher_thread_.join();
@@ -195,8 +195,10 @@ class GrpcClient : public BreakerClient {
       RunStream(address);
       if (Stopping()) return;
       const absl::Duration wait = backoff_.Next();
-      std::unique_lock<std::mutex> lock(state_mu_);
-      state_cv_.wait_for(lock, absl::ToChronoNanoseconds(wait), [this] { return stopping_; });
+      const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
+      MutexLock lock(&state_mu_);
+      while (!stopping_ && !state_cv_.WaitUntil(&state_mu_, deadline)) {
+      }
     }
   }
 
@@ -223,7 +225,7 @@ class GrpcClient : public BreakerClient {
     std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(NewChannel(address));
     grpc::ClientContext context;
     {
-      std::lock_guard<std::mutex> lock(state_mu_);
+      MutexLock lock(&state_mu_);
       if (stopping_) return;
       context_ = &context;
       address_ = address;
@@ -236,7 +238,7 @@ class GrpcClient : public BreakerClient {
     hello.mutable_hello()->set_client_version(options_.client_version);
     hello.mutable_hello()->set_network(options_.network);
     {
-      std::lock_guard<std::mutex> lock(state_mu_);
+      MutexLock lock(&state_mu_);
       // Observations wait for breakerd's first message: the NodeState may renumber them.
       stream_ready_ = false;
       policy_in_force_.OnStreamStart(buffer_.stats().buffered > 0 ? buffer_.LastSequence() : 0);
@@ -256,14 +258,14 @@ class GrpcClient : public BreakerClient {
       OnServerMessage(message);
     }
     {
-      std::lock_guard<std::mutex> lock(state_mu_);
+      MutexLock lock(&state_mu_);
       stream_done_ = true;
       if (policy_in_force_.connected()) {
         LOG(WARNING) << "breakerd stream to " << address << " ended";
       }
       policy_in_force_.OnStreamEnd();
     }
-    send_cv_.notify_all();
+    send_cv_.SignalAll();
     // No TryCancel here: the read side is done, so the call is over (a write in flight fails
     // at once), and a cancel would turn breakerd's status, which Finish reads only now, into
     // CANCELLED. Stop() cancels by itself.
@@ -273,7 +275,7 @@ class GrpcClient : public BreakerClient {
       LOG(WARNING) << "breakerd at " << address << ": " << DescribeStatus(status) << " (code "
                    << status.error_code() << "); reconnecting with backoff";
     }
-    std::lock_guard<std::mutex> lock(state_mu_);
+    MutexLock lock(&state_mu_);
     context_ = nullptr;
     stream_done_ = false;
     pending_policy_ack_ = 0;
@@ -284,11 +286,11 @@ class GrpcClient : public BreakerClient {
     while (true) {
       uint64_t ack = 0;
       {
-        std::unique_lock<std::mutex> lock(state_mu_);
-        send_cv_.wait(lock, [this] {
-          return stopping_ || stream_done_ ||
-                 (stream_ready_ && (pending_policy_ack_ != 0 || buffer_.HasUnsent()));
-        });
+        MutexLock lock(&state_mu_);
+        while (!stopping_ && !stream_done_ &&
+               !(stream_ready_ && (pending_policy_ack_ != 0 || buffer_.HasUnsent()))) {
+          send_cv_.Wait(&state_mu_);
+        }
         if (stopping_ || stream_done_) return;
         std::swap(ack, pending_policy_ack_);
       }
@@ -311,7 +313,7 @@ class GrpcClient : public BreakerClient {
 
   void OnServerMessage(const v1::ServerMessage& message) {
     {
-      std::lock_guard<std::mutex> lock(state_mu_);
+      MutexLock lock(&state_mu_);
       if (policy_in_force_.OnMessage()) {
         backoff_.Reset();
         LOG(INFO) << "connected to breakerd at " << address_;
@@ -326,17 +328,17 @@ class GrpcClient : public BreakerClient {
           break;
         }
         {
-          std::lock_guard<std::mutex> lock(state_mu_);
+          MutexLock lock(&state_mu_);
           pending_policy_ack_ = policy->version;
           policy_in_force_.OnFleetPolicy(*std::move(policy), message.policy().fleet_id());
         }
-        send_cv_.notify_all();
+        send_cv_.SignalAll();
         break;
       }
       case v1::ServerMessage::kObservationAck:
         buffer_.Acknowledge(message.observation_ack().sequence());
         {
-          std::lock_guard<std::mutex> lock(state_mu_);
+          MutexLock lock(&state_mu_);
           policy_in_force_.OnAcknowledged(message.observation_ack().sequence(),
                                           message.observation_ack().policy_version());
         }
@@ -357,7 +359,7 @@ class GrpcClient : public BreakerClient {
         }
         // At every connect, and again mid-stream after a reload of breakerd's configuration:
         // the local engine runs the fleet's rules when breakerd goes away.
-        std::lock_guard<std::mutex> lock(local_mu_);
+        MutexLock lock(&local_mu_);
         if (absl::Status status = local_.Reconfigure(*std::move(config)); !status.ok()) {
           LOG(ERROR) << "local engine refused breakerd's configuration: " << status;
           break;
@@ -376,11 +378,11 @@ class GrpcClient : public BreakerClient {
     // configuration): the observations may go.
     bool released = false;
     {
-      std::lock_guard<std::mutex> lock(state_mu_);
+      MutexLock lock(&state_mu_);
       released = !stream_ready_;
       stream_ready_ = true;
     }
-    if (released) send_cv_.notify_all();
+    if (released) send_cv_.SignalAll();
     Republish();
   }
 
@@ -394,7 +396,7 @@ class GrpcClient : public BreakerClient {
                  << state.last_sequence() << ", at or above the numbers of " << renumbered
                  << " observations not sent yet (did the clock go back since the node last "
                  << "ran?): renumbered above it";
-    std::lock_guard<std::mutex> lock(state_mu_);
+    MutexLock lock(&state_mu_);
     policy_in_force_.OnRenumbered(buffer_.LastSequence());
   }
 
@@ -403,14 +405,16 @@ class GrpcClient : public BreakerClient {
   void TickerLoop() {
     while (true) {
       {
-        std::unique_lock<std::mutex> lock(state_mu_);
         // Often enough to notice staleness and slot changes; cheap when nothing changed.
-        state_cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.evaluation_interval),
-                           [this] { return stopping_; });
+        const auto deadline = std::chrono::steady_clock::now() +
+                              absl::ToChronoNanoseconds(options_.evaluation_interval);
+        MutexLock lock(&state_mu_);
+        while (!stopping_ && !state_cv_.WaitUntil(&state_mu_, deadline)) {
+        }
         if (stopping_) return;
       }
       {
-        std::lock_guard<std::mutex> lock(local_mu_);
+        MutexLock lock(&local_mu_);
         local_.Advance(core::SlotAt(options_.clock->Now(), local_.config().chain));
       }
       Republish();
@@ -421,11 +425,11 @@ class GrpcClient : public BreakerClient {
   void Republish() {
     core::Policy local;
     {
-      std::lock_guard<std::mutex> lock(local_mu_);
+      MutexLock lock(&local_mu_);
       local = local_.policy();
     }
     {
-      std::lock_guard<std::mutex> lock(state_mu_);
+      MutexLock lock(&state_mu_);
       auto next = std::make_shared<const PolicySnapshot>(policy_in_force_.Evaluate(local));
       const std::shared_ptr<const PolicySnapshot> current = cell_.Get();
       if (current != nullptr && current->source == next->source &&
@@ -440,7 +444,7 @@ class GrpcClient : public BreakerClient {
       }
       cell_.Set(next);
     }
-    dispatch_cv_.notify_one();
+    dispatch_cv_.Signal();
   }
 
   void DispatchLoop() {
@@ -448,8 +452,8 @@ class GrpcClient : public BreakerClient {
     while (true) {
       std::shared_ptr<const PolicySnapshot> latest;
       {
-        std::unique_lock<std::mutex> lock(state_mu_);
-        dispatch_cv_.wait(lock, [&] { return stopping_ || cell_.Get() != delivered; });
+        MutexLock lock(&state_mu_);
+        while (!stopping_ && cell_.Get() == delivered) dispatch_cv_.Wait(&state_mu_);
         if (stopping_) return;
         latest = cell_.Get();
       }
@@ -460,7 +464,7 @@ class GrpcClient : public BreakerClient {
       while (true) {
         std::shared_ptr<PolicyCallback> callback;
         {
-          std::lock_guard<std::mutex> lock(subscribers_mu_);
+          MutexLock lock(&subscribers_mu_);
           auto next = subscribers_.upper_bound(last_called);
           if (next == subscribers_.end()) break;
           last_called = next->first;
@@ -469,10 +473,10 @@ class GrpcClient : public BreakerClient {
         }
         (*callback)(latest);
         {
-          std::lock_guard<std::mutex> lock(subscribers_mu_);
+          MutexLock lock(&subscribers_mu_);
           calling_ = 0;
         }
-        subscribers_cv_.notify_all();
+        subscribers_cv_.SignalAll();
       }
     }
   }
@@ -480,12 +484,12 @@ class GrpcClient : public BreakerClient {
   // The sender waits on state_mu_: taking it before notifying means it cannot miss the news
   // between checking for work and going to sleep.
   void WakeSender() {
-    { std::lock_guard<std::mutex> lock(state_mu_); }
-    send_cv_.notify_all();
+    { MutexLock lock(&state_mu_); }
+    send_cv_.SignalAll();
   }
 
   bool Stopping() {
-    std::lock_guard<std::mutex> lock(state_mu_);
+    MutexLock lock(&state_mu_);
     return stopping_;
   }
 
@@ -495,33 +499,36 @@ class GrpcClient : public BreakerClient {
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint64_t> reconnects_{0};
 
+  // Lock order: state_mu_, then local_mu_; subscribers_mu_ is never held with either.
+  //
   // The connection's state. The policy cell is written under it, so that publications are
   // ordered; readers of the cell never take it.
-  mutable std::mutex state_mu_;
-  std::condition_variable state_cv_;
-  std::condition_variable send_cv_;
-  std::condition_variable dispatch_cv_;
-  bool stopping_ = false;
-  bool stream_done_ = false;
+  mutable Mutex state_mu_;
+  CondVar state_cv_;
+  CondVar send_cv_;
+  CondVar dispatch_cv_;
+  bool stopping_ ABSL_GUARDED_BY(state_mu_) = false;
+  bool stream_done_ ABSL_GUARDED_BY(state_mu_) = false;
   // The current stream has brought its first message: the sender may send observations.
-  bool stream_ready_ = false;
-  std::string address_;
-  grpc::ClientContext* context_ = nullptr;
+  bool stream_ready_ ABSL_GUARDED_BY(state_mu_) = false;
+  std::string address_ ABSL_GUARDED_BY(state_mu_);
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(state_mu_) = nullptr;
   // Fleet, fleet+local or local: what the stream brings and the clock decide it.
-  PolicyInForce policy_in_force_;
-  uint64_t pending_policy_ack_ = 0;
+  PolicyInForce policy_in_force_ ABSL_GUARDED_BY(state_mu_);
+  uint64_t pending_policy_ack_ ABSL_GUARDED_BY(state_mu_) = 0;
+  // The connection thread's own.
   Backoff backoff_;
 
-  std::mutex local_mu_;
-  core::Engine local_;
+  Mutex local_mu_;
+  core::Engine local_ ABSL_GUARDED_BY(local_mu_);
 
-  std::mutex subscribers_mu_;
+  Mutex subscribers_mu_;
   // Signalled when calling_ changes.
-  std::condition_variable subscribers_cv_;
-  std::map<int, std::shared_ptr<PolicyCallback>> subscribers_;
-  int next_subscriber_ = 1;
+  CondVar subscribers_cv_;
+  std::map<int, std::shared_ptr<PolicyCallback>> subscribers_ ABSL_GUARDED_BY(subscribers_mu_);
+  int next_subscriber_ ABSL_GUARDED_BY(subscribers_mu_) = 1;
   // The subscriber whose callback the dispatcher is running; 0 when none.
-  int calling_ = 0;
+  int calling_ ABSL_GUARDED_BY(subscribers_mu_) = 0;
 
   std::thread connection_thread_;
   std::thread ticker_thread_;

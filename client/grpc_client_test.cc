@@ -2,10 +2,8 @@
 // loopback port): how it numbers its observations around the hello's NodeState, and without
 // one, as an older breakerd answers.
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,6 +13,7 @@
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "client/client.h"
+#include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/observation.h"
 #include "gmock/gmock.h"
@@ -51,11 +50,11 @@ class FakeBreaker final : public v1::Breaker::Service {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "hello first");
     }
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++hellos_;
-      changed_.notify_all();
+      changed_.SignalAll();
       while (!answering_ && !context->IsCancelled()) {
-        changed_.wait_for(lock, std::chrono::milliseconds(10));
+        changed_.WaitFor(&mu_, absl::Milliseconds(10));
       }
     }
     if (last_sequence_.has_value()) {
@@ -67,7 +66,7 @@ class FakeBreaker final : public v1::Breaker::Service {
     config.mutable_config();  // the defaults
     if (!stream->Write(config)) return grpc::Status::OK;
     while (stream->Read(&message)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       for (const v1::Observation& observation : message.observations().observations()) {
         sequences_.push_back(observation.sequence());
       }
@@ -77,25 +76,25 @@ class FakeBreaker final : public v1::Breaker::Service {
 
   // Lets every hello, now and later, be answered.
   void Answer() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     answering_ = true;
-    changed_.notify_all();
+    changed_.SignalAll();
   }
 
   int hellos() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return hellos_;
   }
 
   std::vector<uint64_t> sequences() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return sequences_;
   }
 
  private:
   const std::optional<uint64_t> last_sequence_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
+  mutable Mutex mu_;
+  CondVar changed_;
   bool answering_ = false;
   int hellos_ = 0;
   std::vector<uint64_t> sequences_;

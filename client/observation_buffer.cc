@@ -4,6 +4,8 @@
 #include <utility>
 #include <variant>
 
+#include "common/mutex.h"
+
 namespace breaker::client {
 
 ObservationBuffer::ObservationBuffer(size_t capacity, uint64_t first_sequence)
@@ -28,7 +30,7 @@ void ObservationBuffer::PopFront(Queue& queue) {
 
 uint64_t ObservationBuffer::Add(core::Slot slot, core::Event event) {
   const Class cls = ClassOf(event);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const uint64_t sequence = next_sequence_++;
   queues_[cls].entries.push_back(Entry{sequence, slot, std::move(event)});
   ++buffered_;
@@ -48,7 +50,7 @@ void ObservationBuffer::DropOneLocked() {
 }
 
 std::vector<ObservationBuffer::Entry> ObservationBuffer::NextBatch(size_t max) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<Entry> batch;
   batch.reserve(std::min(max, UnsentLocked()));
   while (batch.size() < max) {
@@ -70,7 +72,7 @@ std::vector<ObservationBuffer::Entry> ObservationBuffer::NextBatch(size_t max) {
 }
 
 void ObservationBuffer::Acknowledge(uint64_t sequence) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (Queue& queue : queues_) {
     while (!queue.entries.empty() && queue.entries.front().sequence <= sequence) {
       PopFront(queue);
@@ -81,12 +83,12 @@ void ObservationBuffer::Acknowledge(uint64_t sequence) {
 }
 
 void ObservationBuffer::Rewind() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (Queue& queue : queues_) queue.sent = 0;
 }
 
 bool ObservationBuffer::HasUnsent() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return UnsentLocked() > 0;
 }
 
@@ -97,7 +99,7 @@ size_t ObservationBuffer::UnsentLocked() const {
 }
 
 ObservationBuffer::Stats ObservationBuffer::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Stats stats;
   stats.buffered = buffered_;
   stats.unsent = UnsentLocked();
@@ -110,7 +112,7 @@ ObservationBuffer::Stats ObservationBuffer::stats() const {
 }
 
 size_t ObservationBuffer::RenumberAbove(uint64_t sequence) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // The entries never handed out: a suffix of each class, in sequence order.
   std::vector<Entry*> unsent;
   for (Queue& queue : queues_) {
@@ -134,7 +136,7 @@ size_t ObservationBuffer::RenumberAbove(uint64_t sequence) {
 }
 
 uint64_t ObservationBuffer::LastSequence() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return next_sequence_ - 1;
 }
 

@@ -11,10 +11,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 #include "core/observation.h"
 #include "core/types.h"
 
@@ -125,7 +125,7 @@ class ObservationBuffer {
 
   const size_t capacity_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   uint64_t next_sequence_ ABSL_GUARDED_BY(mu_);
   // The highest sequence number NextBatch ever handed out (first_sequence - 1 before any):
   // entries above it were never sent. Batches go out in sequence order, so every entry at or

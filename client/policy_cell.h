@@ -8,10 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 
 namespace breaker::client {
 namespace policy_cell_internal {
@@ -55,7 +55,7 @@ class PolicyCell {
   // Replaces the value. The previous one is released outside the lock.
   void Set(std::shared_ptr<const T> value) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       value_.swap(value);
       // Released: a reader that sees the new version and then takes the mutex reads the value
       // set with it, or a later one.
@@ -70,7 +70,7 @@ class PolicyCell {
     const uint64_t version = version_.load(std::memory_order_acquire);
     if (cached.generation == generation_ && cached.version == version) return cached.value;
 
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     cached.generation = generation_;
     cached.version = version_.load(std::memory_order_relaxed);
     cached.value = value_;
@@ -95,7 +95,7 @@ class PolicyCell {
   const uint64_t generation_;
   // Incremented by every Set, under mu_.
   std::atomic<uint64_t> version_{0};
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::shared_ptr<const T> value_ ABSL_GUARDED_BY(mu_);
 };
 

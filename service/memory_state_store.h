@@ -76,11 +76,15 @@ class MemoryStateStore : public StateStore {
 
   // The next `n` calls of Load return `status`.
   // REQUIRES: !status.ok()
-  void FailNextLoads(int n, absl::Status status) { SetFault(load_fault_, n, std::move(status)); }
+  void FailNextLoads(int n, absl::Status status) {
+    MutexLock lock(&mu_);
+    SetFault(load_fault_, n, std::move(status));
+  }
 
   // The next `n` calls of Append store nothing and return `status`.
   // REQUIRES: !status.ok()
   void FailNextAppends(int n, absl::Status status) {
+    MutexLock lock(&mu_);
     SetFault(append_fault_, n, std::move(status));
   }
 
@@ -88,12 +92,14 @@ class MemoryStateStore : public StateStore {
   // commit whose outcome the caller cannot know (see StateStore).
   // REQUIRES: !status.ok()
   void CommitThenFailNextAppends(int n, absl::Status status) {
+    MutexLock lock(&mu_);
     SetFault(append_after_commit_fault_, n, std::move(status));
   }
 
   // The next `n` calls of WriteSnapshot change nothing and return `status`.
   // REQUIRES: !status.ok()
   void FailNextWriteSnapshots(int n, absl::Status status) {
+    MutexLock lock(&mu_);
     SetFault(snapshot_fault_, n, std::move(status));
   }
 
@@ -182,9 +188,8 @@ class MemoryStateStore : public StateStore {
     absl::Status status;
   };
 
-  void SetFault(Fault& fault, int n, absl::Status status) {
+  static void SetFault(Fault& fault, int n, absl::Status status) {
     assert(!status.ok());
-    MutexLock lock(&mu_);
     fault.remaining = n;
     fault.status = std::move(status);
   }

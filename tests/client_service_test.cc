@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -19,7 +18,6 @@
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -33,6 +31,7 @@
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "client/client.h"
+#include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/observation.h"
 #include "core/policy.h"
@@ -144,8 +143,12 @@ class Watchdog {
  public:
   Watchdog(std::string what, absl::Duration limit)
       : what_(std::move(what)), thread_([this, limit] {
-          std::unique_lock<std::mutex> lock(mu_);
-          if (!cv_.wait_for(lock, absl::ToChronoNanoseconds(limit), [this] { return done_; })) {
+          MutexLock lock(&mu_);
+          const auto deadline =
+              std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(limit);
+          while (!done_ && !cv_.WaitUntil(&mu_, deadline)) {
+          }
+          if (!done_) {
             LOG(FATAL) << what_ << " did not return within " << limit;
           }
         }) {}
@@ -157,16 +160,16 @@ class Watchdog {
 
   void Done() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       done_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 
  private:
   const std::string what_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   bool done_ = false;
   std::thread thread_;
 };
@@ -426,7 +429,7 @@ TEST_F(ClientServiceTest, SubscribersAreCalledOnALibraryThreadUntilUnsubscribed)
     std::thread::id thread;
     std::shared_ptr<const PolicySnapshot> snapshot;
   };
-  std::mutex mu;
+  Mutex mu;
   std::vector<Call> calls;         // the recording subscriber's
   std::vector<uint64_t> sentinel;  // fleet versions the sentinel subscriber saw
   std::atomic<int> self_removing_calls{0};
@@ -436,7 +439,7 @@ TEST_F(ClientServiceTest, SubscribersAreCalledOnALibraryThreadUntilUnsubscribed)
   ASSERT_TRUE(AwaitFleetPolicy(*client));
 
   const int recording = client->Subscribe([&](std::shared_ptr<const PolicySnapshot> snapshot) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     calls.push_back(Call{std::this_thread::get_id(), std::move(snapshot)});
   });
   // A subscriber that unsubscribes itself from its callback, on the library's thread, at the
@@ -451,13 +454,13 @@ TEST_F(ClientServiceTest, SubscribersAreCalledOnALibraryThreadUntilUnsubscribed)
   absl::StatusOr<v1::Policy> banned = BanBuilder(7);
   ASSERT_THAT(banned, IsOk());
   EXPECT_TRUE(WaitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     return !calls.empty() && calls.back().snapshot->fleet_version == banned->version();
   }));
   EXPECT_TRUE(WaitFor([&] { return self_removing_calls.load() == 1; }));
   size_t calls_before_unsubscribe = 0;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     for (const Call& call : calls) {
       EXPECT_NE(call.thread, std::this_thread::get_id());
       EXPECT_EQ(call.snapshot->source, PolicySource::kFleet);
@@ -470,17 +473,17 @@ TEST_F(ClientServiceTest, SubscribersAreCalledOnALibraryThreadUntilUnsubscribed)
   // A subscriber added after, to know when the next version has been delivered: subscribers
   // are called in turn with each version, so the others' turn for it has passed.
   client->Subscribe([&](std::shared_ptr<const PolicySnapshot> snapshot) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     sentinel.push_back(snapshot->fleet_version);
   });
   absl::StatusOr<v1::Policy> banned_too = BanBuilder(8);
   ASSERT_THAT(banned_too, IsOk());
   EXPECT_TRUE(WaitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     return !sentinel.empty() && sentinel.back() == banned_too->version();
   }));
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     EXPECT_EQ(calls.size(), calls_before_unsubscribe);
   }
   EXPECT_EQ(self_removing_calls.load(), 1);
@@ -667,11 +670,11 @@ TEST_F(ClientServiceTest, AReconnectingNodeKeepsItsOwnBansUntilTheFleetPolicyHas
   }));
 
   // Every policy put in force from now on.
-  std::mutex mu;
+  Mutex mu;
   int published = 0;
   std::vector<std::string> allowing;
   client->Subscribe([&](std::shared_ptr<const PolicySnapshot> snapshot) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     ++published;
     if (snapshot->policy.IsAllowed(kFailed, "")) {
       allowing.push_back(
@@ -683,7 +686,7 @@ TEST_F(ClientServiceTest, AReconnectingNodeKeepsItsOwnBansUntilTheFleetPolicyHas
   EXPECT_TRUE(AwaitFleetPolicy(*client));
   EXPECT_EQ(client->policy()->source, PolicySource::kFleet);
   EXPECT_FALSE(client->IsAllowed(kFailed, ""));
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   EXPECT_GT(published, 0);
   EXPECT_THAT(allowing, ::testing::IsEmpty()) << "policies allowing builder " << kFailed;
 }
