@@ -1,5 +1,7 @@
 #include "core/clock.h"
 
+#include <chrono>
+
 #include "absl/time/clock.h"
 
 namespace breaker::core {
@@ -8,6 +10,9 @@ namespace {
 class RealClock : public Clock {
  public:
   absl::Time Now() const override { return absl::Now(); }
+  absl::Duration Monotonic() const override {
+    return absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+  }
 };
 
 }  // namespace

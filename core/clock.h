@@ -13,9 +13,13 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual absl::Time Now() const = 0;
+  // Time since an arbitrary start, never going back: for rates and durations, which a wall
+  // clock that is set back would corrupt. The default, right for a clock that moves only when
+  // told (a test's), is Now() since the Unix epoch.
+  virtual absl::Duration Monotonic() const { return Now() - absl::UnixEpoch(); }
 };
 
-// The system's real-time clock.
+// The system's clocks: real time, and std::chrono::steady_clock for Monotonic().
 const Clock& SystemClock();
 
 }  // namespace breaker::core

@@ -2,17 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iterator>
-#include <cmath>
 #include <optional>
 #include <random>
 #include <utility>
 #include <variant>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/input_bounds.h"
@@ -23,6 +18,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "proto/codec/config_file.h"
 #include "proto/codec/engine_codec.h"
+#include "proto/codec/inspection.h"
 #include "proto/codec/scenario_codec.h"
 
 namespace breaker::service {
@@ -32,9 +28,6 @@ using ::google::protobuf::util::TimeUtil;
 
 // Refusals listed in one acknowledgement; beyond, they are only counted in the log.
 constexpr int kMaxRefusalsPerAck = 100;
-
-// Token buckets kept at most (one per node id seen recently); see TakeObservationTokens.
-constexpr size_t kMaxTokenBuckets = 65536;
 
 std::string Serialize(const google::protobuf::Message& message) {
   std::string bytes;
@@ -238,9 +231,8 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
     fleet->PublishConfig();
     fleet->config_changed_ = false;
     // The nodes the engine remembers count toward max_known_nodes from the start.
-    MutexLock nodes_lock(&fleet->nodes_mu_);
     for (const auto& [node, sequence] : fleet->engine_.node_sequences()) {
-      fleet->nodes_.try_emplace(node);
+      fleet->registry_.Remember(node);
     }
     LOG(INFO) << "state restored: " << (stored->snapshot.has_value() ? "snapshot" : "no snapshot")
               << " and " << stored->journal.size() << " journal entries; policy version "
@@ -281,7 +273,9 @@ Fleet::Fleet(Options options, core::Engine engine, std::string fleet_id)
       ticker_enabled_(options.run_ticker),
       metrics_(options.metrics != nullptr ? *options.metrics : NoMetrics()),
       engine_(std::move(engine)),
-      fleet_id_(std::move(fleet_id)) {
+      fleet_id_(std::move(fleet_id)),
+      registry_(clock_),
+      rate_limiter_(clock_) {
   snapshot_epoch_ = engine_.current_epoch();
   SetLimits(engine_.config());
 }
@@ -332,7 +326,7 @@ void Fleet::SubmitObservations(std::string node_id,
   // which a replay of the journal must not; and observations refused here cost no disk write.
   std::string over_rate_message;
   const int size = observations.size();
-  const int allowed = TakeObservationTokens(node_id, size, &over_rate_message);
+  const int allowed = rate_limiter_.Take(node_id, size, &over_rate_message);
   v1::ObservationAck over_rate;
   if (allowed < size) {
     uint64_t highest = 0;
@@ -802,8 +796,7 @@ void Fleet::Apply(Work& work) {
                      << " observations refused, first: " << work.ack.refused(0).message();
       }
       work.ack.set_sequence(highest);
-      MutexLock lock(&nodes_mu_);
-      nodes_[batch.node_id()].last_observation = clock_.Now();
+      registry_.Observed(batch.node_id());
       break;
     }
     case v1::JournalEntry::kAdvanceToSlot:
@@ -925,106 +918,11 @@ void Fleet::Unsubscribe(PolicyListener* listener) {
   listeners_.erase(listener);
 }
 
-namespace {
-
-// Entries of a page when the request asks for none, or for more.
-constexpr uint32_t kMaxPageEntries = 1000;
-
-// The entries of `sorted` after the one whose key is `after` (all of them when `after` is
-// empty) into `page`, stopping at `page_size` entries or before kMaxPageBytes; returns the
-// next page's token (the last entry's key), or empty after the last entry.
-template <typename Entry, typename KeyOf, typename Add>
-std::string FillPage(const std::vector<Entry>& sorted, KeyOf key_of,
-                     const std::optional<std::string>& after, uint32_t page_size, Add add) {
-  const uint32_t limit = page_size == 0 || page_size > kMaxPageEntries ? kMaxPageEntries : page_size;
-  auto it = sorted.begin();
-  if (after.has_value()) {
-    it = std::upper_bound(sorted.begin(), sorted.end(), *after,
-                          [&](const std::string& key, const Entry& entry) {
-                            return key < key_of(entry);
-                          });
-  }
-  size_t bytes = 0;
-  uint32_t count = 0;
-  for (; it != sorted.end(); ++it) {
-    const size_t size = it->ByteSizeLong();
-    // One entry is always taken, so that every page moves on.
-    if (count == limit || (count > 0 && bytes + size > core::bounds::kMaxPageBytes)) break;
-    bytes += size;
-    ++count;
-    add(*it);
-  }
-  return it == sorted.end() || count == 0 ? "" : key_of(*std::prev(it));
-}
-
-// A builder's place in ListBuilders: banned first, then by index, as text that sorts the
-// same way ("0:" banned, "1:" not, then the index in 20 digits).
-std::string BuilderPageKey(const v1::Builder& builder) {
-  return absl::StrCat(builder.has_ban() ? "0:" : "1:",
-                      absl::StrFormat("%020u", builder.builder_index()));
-}
-
-// ListNodes' page tokens: the last node id listed, after this prefix.
-constexpr absl::string_view kNodeTokenPrefix = "n:";
-
-// The key a page token names (a BuilderPageKey, or a node id), or INVALID_ARGUMENT when it is
-// not one breakerd gave out.
-absl::StatusOr<std::optional<std::string>> ParsePageToken(absl::string_view token,
-                                                           bool is_builder_key) {
-  if (token.empty()) return std::optional<std::string>();
-  absl::string_view key = token;
-  const bool well_formed =
-      token.size() <= core::bounds::kMaxPageTokenBytes &&
-      (is_builder_key
-           ? token.size() == 22 && (token[0] == '0' || token[0] == '1') && token[1] == ':' &&
-                 std::all_of(token.begin() + 2, token.end(), absl::ascii_isdigit)
-           : absl::ConsumePrefix(&key, kNodeTokenPrefix) && !key.empty());
-  if (!well_formed) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_token \"", core::bounds::QuotePrefix(token),
-                     "\" is not one this breakerd gave out; pass an answer's next_page_token, "
-                     "or none for the first page"));
-  }
-  return std::optional<std::string>(std::string(key));
-}
-
-}  // namespace
-
 absl::StatusOr<v1::ListBuildersResponse> Fleet::ListBuilders(
     const v1::ListBuildersRequest& request) const {
-  absl::StatusOr<std::optional<std::string>> after =
-      ParsePageToken(request.page_token(), /*is_builder_key=*/true);
-  if (!after.ok()) return after.status();
-  const bool banned_only = request.banned_only();
-  std::vector<v1::Builder> builders;
-  {
-    // One lock for the whole listing, so that it is one consistent snapshot (it used to
-    // describe each builder under a lock of its own).
-    MutexLock lock(&engine_mu_);
-    const core::Policy& policy = engine_.policy();
-    absl::flat_hash_set<core::BuilderIndex> indices;
-    for (const auto& [builder, record] : engine_.builders()) indices.insert(builder);
-    for (const auto& [builder, ban] : policy.banned_builders) indices.insert(builder);
-    for (core::BuilderIndex builder : engine_.config().trusted_builders) indices.insert(builder);
-    // Trusted by an operator's override too, not only by the configuration.
-    for (core::BuilderIndex builder : policy.trusted_builders) indices.insert(builder);
-    indices.erase(core::kSelfBuild);
-    for (core::BuilderIndex builder : indices) {
-      v1::Builder info = DescribeBuilder(builder);
-      if (banned_only && !info.has_ban()) continue;
-      builders.push_back(std::move(info));
-    }
-  }
-  // Banned first, then by index.
-  std::sort(builders.begin(), builders.end(), [](const v1::Builder& a, const v1::Builder& b) {
-    return std::make_pair(!a.has_ban(), a.builder_index()) <
-           std::make_pair(!b.has_ban(), b.builder_index());
-  });
-  v1::ListBuildersResponse response;
-  response.set_next_page_token(
-      FillPage(builders, BuilderPageKey, *after, request.page_size(),
-               [&](const v1::Builder& builder) { *response.add_builders() = builder; }));
-  return response;
+  // One lock for the whole listing, so that it is one consistent snapshot.
+  MutexLock lock(&engine_mu_);
+  return codec::ListBuilders(engine_, request);
 }
 
 absl::StatusOr<v1::Builder> Fleet::GetBuilder(core::BuilderIndex builder) const {
@@ -1033,116 +931,50 @@ absl::StatusOr<v1::Builder> Fleet::GetBuilder(core::BuilderIndex builder) const 
         "builder_index is the self-build index (2^64-1), which is never tracked");
   }
   MutexLock lock(&engine_mu_);
-  return DescribeBuilder(builder);
-}
-
-v1::Builder Fleet::DescribeBuilder(core::BuilderIndex builder) const {
-  v1::Builder info;
-  info.set_builder_index(builder);
-  const core::Policy& policy = engine_.policy();
-  if (auto record = engine_.builders().find(builder); record != engine_.builders().end()) {
-    info.set_failed(record->second.failures.failed);
-    info.set_backoff_epoch(record->second.failures.backoff_epoch);
-  }
-  if (auto key = engine_.builder_keys().find(builder); key != engine_.builder_keys().end()) {
-    info.set_pubkey(key->second.pubkey);
-  }
-  if (auto ban = policy.banned_builders.find(builder); ban != policy.banned_builders.end()) {
-    *info.mutable_ban() = codec::BanToProto(ban->second);
-  }
-  std::vector<std::string> relays = engine_.RelaysServing(builder);
-  bool trusted = policy.trusted_builders.contains(builder);
-  for (const std::string& relay : relays) {
-    trusted = trusted || policy.trusted_relays.contains(relay);
-    info.add_relays(relay);
-  }
-  info.set_trusted(trusted);
-  return info;
+  return codec::DescribeBuilder(engine_, builder);
 }
 
 v1::ListRelaysResponse Fleet::ListRelays() const {
-  v1::ListRelaysResponse response;
   MutexLock lock(&engine_mu_);
-  const core::Policy& policy = engine_.policy();
-  std::vector<std::string> ids;
-  for (const auto& [id, relay] : engine_.relays()) ids.push_back(id);
-  // A relay the operator banned is listed before any bid came through it.
-  for (const auto& [id, ban] : policy.banned_relays) {
-    if (!engine_.relays().contains(id)) ids.push_back(id);
-  }
-  std::sort(ids.begin(), ids.end());
-  absl::flat_hash_set<std::string> configured;
-  for (const core::RelayConfig& relay : engine_.config().relays) {
-    absl::StatusOr<std::string> id = core::NormalizeRelayId(relay.identifier);
-    if (id.ok()) configured.insert(*id);
-  }
-  for (const std::string& id : ids) {
-    auto record = engine_.relays().find(id);
-    v1::Relay* relay = response.add_relays();
-    relay->set_relay(id);
-    relay->set_configured(configured.contains(id));
-    relay->set_trusted(policy.trusted_relays.contains(id));
-    if (auto ban = policy.banned_relays.find(id); ban != policy.banned_relays.end()) {
-      *relay->mutable_ban() = codec::BanToProto(ban->second);
-    }
-    for (core::BuilderIndex member : engine_.RelayMembers(id)) relay->add_builder_indices(member);
-    if (record != engine_.relays().end())
-      relay->set_last_seen_epoch(record->second.last_seen_epoch);
-  }
-  return response;
+  return codec::ListRelays(engine_);
 }
 
 absl::StatusOr<v1::ListNodesResponse> Fleet::ListNodes(const v1::ListNodesRequest& request) const {
-  absl::StatusOr<std::optional<std::string>> after =
-      ParsePageToken(request.page_token(), /*is_builder_key=*/false);
-  if (!after.ok()) return after.status();
-  v1::ListNodesResponse response;
   absl::flat_hash_map<std::string, uint64_t> sequences;
+  uint64_t policy_version;
   {
     MutexLock lock(&engine_mu_);
     sequences = engine_.node_sequences();
-    response.set_policy_version(engine_.policy().version);
+    policy_version = engine_.policy().version;
   }
-  MutexLock lock(&nodes_mu_);
+  const absl::flat_hash_map<std::string, NodeRegistry::Entry> entries = registry_.Entries();
   std::vector<std::string> ids;
   for (const auto& [id, sequence] : sequences) ids.push_back(id);
-  for (const auto& [id, info] : nodes_) {
+  for (const auto& [id, entry] : entries) {
     if (!sequences.contains(id)) ids.push_back(id);
   }
   std::sort(ids.begin(), ids.end());
-  // Only the page's ids are described.
-  if (after->has_value()) {
-    ids.erase(ids.begin(), std::upper_bound(ids.begin(), ids.end(), **after));
-  }
-  std::vector<v1::Node> nodes;
-  for (const std::string& id : ids) {
-    if (nodes.size() == kMaxPageEntries) break;
-    v1::Node* node = &nodes.emplace_back();
-    node->set_node_id(id);
-    if (auto sequence = sequences.find(id); sequence != sequences.end()) {
-      node->set_last_sequence(sequence->second);
-    }
-    auto info = nodes_.find(id);
-    if (info == nodes_.end()) continue;
-    node->set_connected(info->second.connected);
-    node->set_peer(info->second.peer);
-    node->set_client_version(info->second.client_version);
-    if (info->second.connected_since != absl::InfinitePast()) {
-      *node->mutable_connected_since() = ToProto(info->second.connected_since);
-    }
-    if (info->second.last_observation != absl::InfinitePast()) {
-      *node->mutable_last_observation() = ToProto(info->second.last_observation);
-    }
-    node->set_policy_version_acked(info->second.policy_version_acked);
-    node->set_lag(response.policy_version() -
-                  std::min(response.policy_version(), info->second.policy_version_acked));
-  }
-  std::string next = FillPage(
-      nodes, [](const v1::Node& node) { return node.node_id(); }, std::nullopt,
-      request.page_size(), [&](const v1::Node& node) { *response.add_nodes() = node; });
-  // The page may also end where the ids described ran out.
-  if (next.empty() && ids.size() > nodes.size()) next = nodes.back().node_id();
-  if (!next.empty()) response.set_next_page_token(absl::StrCat(kNodeTokenPrefix, next));
+  absl::StatusOr<v1::ListNodesResponse> response =
+      codec::ListNodes(ids, request, [&](v1::Node& node) {
+        if (auto sequence = sequences.find(node.node_id()); sequence != sequences.end()) {
+          node.set_last_sequence(sequence->second);
+        }
+        auto entry = entries.find(node.node_id());
+        if (entry == entries.end()) return;
+        const NodeRegistry::Entry& info = entry->second;
+        node.set_connected(info.connected);
+        node.set_peer(info.peer);
+        node.set_client_version(info.client_version);
+        if (info.connected_since != absl::InfinitePast()) {
+          *node.mutable_connected_since() = ToProto(info.connected_since);
+        }
+        if (info.last_observation != absl::InfinitePast()) {
+          *node.mutable_last_observation() = ToProto(info.last_observation);
+        }
+        node.set_policy_version_acked(info.policy_version_acked);
+        node.set_lag(policy_version - std::min(policy_version, info.policy_version_acked));
+      });
+  if (response.ok()) response->set_policy_version(policy_version);
   return response;
 }
 
@@ -1171,106 +1003,26 @@ v1::Config Fleet::EffectiveConfig() const {
 
 void Fleet::NodeConnected(const std::string& node_id, const std::string& peer,
                           const std::string& client_version, uint64_t policy_version) {
-  // The injected clock, like last_observation: the streams used to pass absl::Now(), which
-  // put connected_since on another time line than everything else under a test clock.
-  const absl::Time now = clock_.Now();
-  MutexLock lock(&nodes_mu_);
-  NodeInfo& info = nodes_[node_id];
-  info.connected = true;
-  info.peer = peer;
-  info.client_version = client_version;
-  info.connected_since = now;
-  // What the node holds now, not the most it ever acknowledged: a node that restarted without
-  // its policy has to show its lag.
-  info.policy_version_acked = policy_version;
+  registry_.Connected(node_id, peer, client_version, policy_version);
 }
 
-void Fleet::NodeDisconnected(const std::string& node_id) {
-  MutexLock lock(&nodes_mu_);
-  nodes_[node_id].connected = false;
-}
+void Fleet::NodeDisconnected(const std::string& node_id) { registry_.Disconnected(node_id); }
 
 void Fleet::NodeAckedPolicy(const std::string& node_id, uint64_t version) {
-  MutexLock lock(&nodes_mu_);
-  NodeInfo& info = nodes_[node_id];
-  info.policy_version_acked = std::max(info.policy_version_acked, version);
+  registry_.AckedPolicy(node_id, version);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Service limits
 
-uint32_t Fleet::max_connected_nodes() const {
-  MutexLock lock(&limits_mu_);
-  return max_connected_nodes_;
-}
+uint32_t Fleet::max_connected_nodes() const { return max_connected_nodes_.load(); }
 
 void Fleet::SetLimits(const core::Config& config) {
-  MutexLock lock(&limits_mu_);
-  max_connected_nodes_ = config.max_connected_nodes;
-  node_observation_rate_ = config.node_observation_rate;
-  node_observation_burst_ = config.node_observation_burst;
-  max_known_nodes_ = config.max_known_nodes;
+  max_connected_nodes_.store(config.max_connected_nodes);
+  rate_limiter_.SetLimits(config.node_observation_rate, config.node_observation_burst);
+  registry_.SetMaxKnownNodes(config.max_known_nodes);
 }
 
-absl::Status Fleet::AdmitNode(const std::string& node_id) {
-  uint32_t limit;
-  {
-    MutexLock lock(&limits_mu_);
-    limit = max_known_nodes_;
-  }
-  MutexLock lock(&nodes_mu_);
-  if (nodes_.contains(node_id)) return absl::OkStatus();
-  if (nodes_.size() >= limit) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("breakerd already knows max_known_nodes (", limit,
-                     ") node ids and remembers each for "
-                     "good; new node '",
-                     node_id,
-                     "' refused: raise max_known_nodes in breakerd's "
-                     "configuration, or check that nodes keep stable ids"));
-  }
-  nodes_.try_emplace(node_id);
-  return absl::OkStatus();
-}
-
-int Fleet::TakeObservationTokens(const std::string& node_id, int wanted, std::string* refusal) {
-  if (wanted <= 0) return 0;
-  const absl::Time now = clock_.Now();
-  MutexLock lock(&limits_mu_);
-  const double rate = node_observation_rate_;
-  const double burst = node_observation_burst_;
-  auto refilled = [&](const TokenBucket& bucket) {
-    return now > bucket.updated
-               ? std::min(burst, bucket.tokens + rate * absl::ToDoubleSeconds(now - bucket.updated))
-               : std::min(burst, bucket.tokens);
-  };
-  if (!buckets_.contains(node_id) && buckets_.size() >= kMaxTokenBuckets) {
-    // A full bucket is the same as none: forget those. Node ids are the nodes' to choose (a
-    // Report may name any), so if that is not enough, forget them all: the memory stays
-    // bounded, at the price of a fresh burst for every node.
-    for (auto it = buckets_.begin(); it != buckets_.end();) {
-      if (refilled(it->second) >= burst) {
-        buckets_.erase(it++);
-      } else {
-        ++it;
-      }
-    }
-    if (buckets_.size() >= kMaxTokenBuckets) buckets_.clear();
-  }
-  auto [it, inserted] = buckets_.try_emplace(node_id, TokenBucket{burst, now});
-  TokenBucket& bucket = it->second;
-  bucket.tokens = refilled(bucket);
-  bucket.updated = std::max(bucket.updated, now);
-  const int taken = static_cast<int>(std::min<double>(wanted, std::floor(bucket.tokens)));
-  bucket.tokens -= taken;
-  if (taken < wanted) {
-    *refusal = absl::StrCat(
-        "node ", node_id, " is over its observation rate (node_observation_rate ",
-        node_observation_rate_, " per second, node_observation_burst ", node_observation_burst_,
-        "); not applied: send fewer observations, or raise those limits in "
-        "breakerd's configuration");
-  }
-  return taken;
-}
+absl::Status Fleet::AdmitNode(const std::string& node_id) { return registry_.Admit(node_id); }
 
 }  // namespace breaker::service

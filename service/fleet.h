@@ -22,6 +22,7 @@
 // would replay them, so memory matches the journal (their submitters' resends are duplicates,
 // counted once). Once a snapshot write succeeds too, the fleet takes changes again.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -44,6 +45,8 @@
 #include "core/engine.h"
 #include "grpcpp/support/slice.h"
 #include "service/metrics_sink.h"
+#include "service/node_registry.h"
+#include "service/observation_rate_limiter.h"
 #include "service/state_store.h"
 
 namespace breaker::service {
@@ -227,15 +230,6 @@ class Fleet {
     breaker::v1::ObservationAck ack;
   };
 
-  struct NodeInfo {
-    bool connected = false;
-    std::string peer;
-    std::string client_version;
-    absl::Time connected_since = absl::InfinitePast();
-    absl::Time last_observation = absl::InfinitePast();
-    uint64_t policy_version_acked = 0;
-  };
-
   Fleet(Options options, core::Engine engine, std::string fleet_id);
 
   // Queues `work` for the writer, or refuses it at once while the store fails.
@@ -274,9 +268,6 @@ class Fleet {
   // Builds the published form of the engine's policy and makes it current.
   std::shared_ptr<const PublishedPolicy> Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
   absl::Status WriteSnapshot();
-  // What GetBuilder answers. REQUIRES: not the self-build index.
-  breaker::v1::Builder DescribeBuilder(core::BuilderIndex builder) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
   core::Slot ClockSlot() const;
 
   const core::Clock& clock_;
@@ -311,10 +302,7 @@ class Fleet {
   Mutex listeners_mu_;
   absl::flat_hash_set<PolicyListener*> listeners_ ABSL_GUARDED_BY(listeners_mu_);
 
-  mutable Mutex nodes_mu_;
-  // Every known node: each one that said hello or sent observations, and each one whose
-  // sequence numbers the engine remembers (at start, from the stored state).
-  absl::flat_hash_map<std::string, NodeInfo> nodes_ ABSL_GUARDED_BY(nodes_mu_);
+  NodeRegistry registry_;
 
   mutable Mutex queue_mu_;
   // Signalled when queue_, in_flight_, stopping_ or the storage retry change.
@@ -339,24 +327,10 @@ class Fleet {
   std::function<void(bool writable)> storage_watcher_ ABSL_GUARDED_BY(storage_watcher_mu_);
 
   // --- Service limits (the configuration's; the engine ignores them) ---
-  // A node's observation allowance, refilled at node_observation_rate by the fleet's clock.
-  struct TokenBucket {
-    double tokens = 0;
-    absl::Time updated = absl::InfinitePast();
-  };
-  // Takes up to `wanted` of `node_id`'s tokens; returns how many it got, and when fewer, sets
-  // `refusal` to what the refused observations are told.
-  int TakeObservationTokens(const std::string& node_id, int wanted, std::string* refusal);
   // Takes the limits of `config` (at start and at every reconfiguration).
   void SetLimits(const core::Config& config);
-
-  // Taken under engine_mu_ (by Apply), never the other way round.
-  mutable Mutex limits_mu_;
-  uint32_t max_connected_nodes_ ABSL_GUARDED_BY(limits_mu_) = 0;
-  uint32_t node_observation_rate_ ABSL_GUARDED_BY(limits_mu_) = 0;
-  uint32_t node_observation_burst_ ABSL_GUARDED_BY(limits_mu_) = 0;
-  uint32_t max_known_nodes_ ABSL_GUARDED_BY(limits_mu_) = 0;
-  absl::flat_hash_map<std::string, TokenBucket> buckets_ ABSL_GUARDED_BY(limits_mu_);
+  std::atomic<uint32_t> max_connected_nodes_{0};
+  ObservationRateLimiter rate_limiter_;
 
   std::thread writer_;
   std::thread ticker_;

@@ -1,7 +1,9 @@
 #ifndef TESTS_FAKE_CLOCK_H_
 #define TESTS_FAKE_CLOCK_H_
 
+// The clock that tests inject wherever the project reads time (core/clock.h).
 
+#include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "common/mutex.h"
 #include "core/clock.h"
