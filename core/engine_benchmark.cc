@@ -99,7 +99,7 @@ void BM_ObserveFailure(benchmark::State& state) {
       next = 0;
       state.ResumeTiming();
     }
-    absl::StatusOr<ObserveOutcome> outcome = engine.Observe(batch[next++]);
+    absl::StatusOr<ObserveResult> outcome = engine.Observe(batch[next++]);
     if (!outcome.ok()) {
       state.SkipWithError(std::string(outcome.status().message()).c_str());
       break;
@@ -145,7 +145,7 @@ void BM_ObserveBid(benchmark::State& state) {
   for (auto _ : state) {
     Observation& bid = bids[next++ & (bids.size() - 1)];
     bid.sequence = ++bid_sequence;
-    absl::StatusOr<ObserveOutcome> outcome = engine.Observe(bid);
+    absl::StatusOr<ObserveResult> outcome = engine.Observe(bid);
     if (!outcome.ok()) {
       state.SkipWithError(std::string(outcome.status().message()).c_str());
       break;

@@ -8,7 +8,6 @@
 #include <optional>
 #include <random>
 #include <utility>
-#include <variant>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
@@ -92,25 +91,6 @@ ObservationOutcome OutcomeOf(core::ObserveOutcome outcome) {
       return ObservationOutcome::kDuplicate;
   }
   return ObservationOutcome::kApplied;
-}
-
-// The latest failure the engine recorded against what a failure report names ("" when none),
-// or nullopt for other events. Observe() reports a failure vote, complete or not, as applied;
-// each recorded failure describes its own root and slot, so a change across Observe() tells a
-// failure recorded from a vote still waiting for reporters.
-std::optional<std::string> LastFailure(const core::Engine& engine,
-                                       const core::Observation& observation) {
-  if (const auto* missing = std::get_if<core::PayloadMissing>(&observation.event)) {
-    auto record = engine.builders().find(missing->builder);
-    return record == engine.builders().end() ? "" : record->second.failures.last_failure;
-  }
-  if (const auto* missing = std::get_if<core::RelayRevealMissing>(&observation.event)) {
-    absl::StatusOr<std::string> id = core::NormalizeRelayId(missing->relay);
-    if (!id.ok()) return "";
-    auto record = engine.relays().find(*id);
-    return record == engine.relays().end() ? "" : record->second.failures.last_failure;
-  }
-  return std::nullopt;
 }
 
 // Times a store operation for the metrics.
@@ -764,19 +744,15 @@ void Fleet::Apply(Work& work) {
             codec::ObservationFromProto(proto, batch.node_id());
         absl::Status status = observation.status();
         if (status.ok()) {
+          absl::StatusOr<core::ObserveResult> observed = engine_.Observe(*observation);
+          status = observed.status();
           // Replays are not counted again: the metrics count since this process started.
-          std::optional<std::string> failure_before;
-          if (!work.replay) failure_before = LastFailure(engine_, *observation);
-          absl::StatusOr<core::ObserveOutcome> outcome = engine_.Observe(*observation);
-          status = outcome.status();
-          if (!work.replay && outcome.ok()) {
-            metrics_.ObservationHandled(EventKind(proto), OutcomeOf(*outcome));
-            if (failure_before.has_value() &&
-                LastFailure(engine_, *observation) != failure_before) {
-              metrics_.FailureRecorded(
-                  std::holds_alternative<core::PayloadMissing>(observation->event)
-                      ? FailureTarget::kBuilder
-                      : FailureTarget::kRelay);
+          if (!work.replay && observed.ok()) {
+            metrics_.ObservationHandled(EventKind(proto), OutcomeOf(observed->outcome));
+            if (observed->recorded != core::RecordedFailure::kNone) {
+              metrics_.FailureRecorded(observed->recorded == core::RecordedFailure::kBuilder
+                                           ? FailureTarget::kBuilder
+                                           : FailureTarget::kRelay);
             }
           }
         } else {
