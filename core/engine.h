@@ -98,8 +98,9 @@ struct OperatorBan {
   std::optional<Epoch> until_epoch;
 };
 
-// The engine's whole state, for persistence and hand-over. Import(Export()) gives an engine
-// that behaves identically and publishes the same policy.
+// The engine's whole state: what an Engine holds besides its configuration (and what it
+// derives from the configuration), for persistence and hand-over. Import(Export()) gives an
+// engine that behaves identically and publishes the same policy.
 struct EngineState {
   Slot current_slot = 0;
   Policy policy;
