@@ -123,22 +123,17 @@ absl::StatusOr<Engine> Engine::Import(Config config, EngineState state) {
     }
   }
   Engine engine(std::move(config), state.current_slot);
-  engine.policy_ = std::move(state.policy);
-  engine.builders_ = std::move(state.builders);
-  engine.keys_ = std::move(state.builder_keys);
-  for (auto& [relay, record] : state.relays) engine.relays_[relay] = std::move(record);
-  engine.votes_ = std::move(state.votes);
-  engine.node_sequences_ = std::move(state.node_sequences);
-  engine.operator_bans_ = std::move(state.operator_bans);
-  engine.operator_relay_bans_ = std::move(state.operator_relay_bans);
-  engine.builder_trust_overrides_ = std::move(state.builder_trust_overrides);
-  engine.relay_trust_overrides_ = std::move(state.relay_trust_overrides);
   engine.missed_slots_ = MissedSlotTracker::Import(state.missed_slots);
+  state.missed_slots = {};
+  // The configured relays have a record from the start (DeriveFromConfig), stored or not.
+  for (const auto& [relay, record] : engine.state_.relays) state.relays.try_emplace(relay);
+  engine.state_ = std::move(state);
   return engine;
 }
 
 Engine::Engine(Config config, Slot current_slot)
-    : config_(std::move(config)), current_slot_(current_slot), missed_slots_(current_slot) {
+    : config_(std::move(config)), missed_slots_(current_slot) {
+  state_.current_slot = current_slot;
   DeriveFromConfig();
 }
 
@@ -150,7 +145,7 @@ void Engine::DeriveFromConfig() {
     ConfiguredRelay& configured = configured_relays_[id];
     configured.trusted = relay.trusted;
     configured.indices.insert(relay.indices.begin(), relay.indices.end());
-    relays_.try_emplace(id);
+    state_.relays.try_emplace(id);
   }
   configured_trusted_ = {config_.trusted_builders.begin(), config_.trusted_builders.end()};
   configured_blacklist_ = {config_.blacklisted_builders.begin(),
@@ -162,24 +157,24 @@ void Engine::DeriveFromConfig() {
   }
 }
 
-Epoch Engine::current_epoch() const { return EpochOf(current_slot_, config_.chain); }
+Epoch Engine::current_epoch() const { return EpochOf(state_.current_slot, config_.chain); }
 
 // ---------------------------------------------------------------------------------------------
 // Observations
 
 absl::Status Engine::ValidateObservation(const Observation& observation) const {
   const Slot slot = observation.slot;
-  if (slot > SaturatingAdd(current_slot_, config_.max_future_slots)) {
+  if (slot > SaturatingAdd(state_.current_slot, config_.max_future_slots)) {
     return absl::OutOfRangeError(absl::StrCat(
-        "observation slot ", slot, " is ", slot - current_slot_,
-        " slots ahead of the current slot ", current_slot_, " (at most max_future_slots = ",
+        "observation slot ", slot, " is ", slot - state_.current_slot,
+        " slots ahead of the current slot ", state_.current_slot, " (at most max_future_slots = ",
         config_.max_future_slots, "); check the node's clock and the network's genesis time"));
   }
-  if (SaturatingAdd(slot, config_.amendment_window_slots) < current_slot_) {
+  if (SaturatingAdd(slot, config_.amendment_window_slots) < state_.current_slot) {
     return absl::OutOfRangeError(
         absl::StrCat("observation slot ", slot, " is older than the amendment window (",
                      config_.amendment_window_slots, " slots before the current slot ",
-                     current_slot_, "); it can no longer change a verdict, drop it"));
+                     state_.current_slot, "); it can no longer change a verdict, drop it"));
   }
   auto builder_needed = [](BuilderIndex builder, absl::string_view what) -> absl::Status {
     if (builder != kSelfBuild) return absl::OkStatus();
@@ -203,8 +198,8 @@ absl::Status Engine::ValidateObservation(const Observation& observation) const {
                 !s.ok()) {
               return s;
             }
-            return bid.relay.empty() || relays_.contains(bid.relay) ? absl::OkStatus()
-                                                                    : relay_needed(bid.relay);
+            return bid.relay.empty() || state_.relays.contains(bid.relay) ? absl::OkStatus()
+                                                                          : relay_needed(bid.relay);
           },
           [&](const PayloadMissing& missing) -> absl::Status {
             if (absl::Status s = builder_needed(missing.builder, "payload_missing.builder");
@@ -217,8 +212,8 @@ absl::Status Engine::ValidateObservation(const Observation& observation) const {
                   "payload_missing.attested_fraction is ", missing.attested_fraction,
                   "; it is the attesting fraction of the committee weight, in [0, 1]"));
             }
-            auto vote = votes_.find(missing.root);
-            if (vote != votes_.end() &&
+            auto vote = state_.votes.find(missing.root);
+            if (vote != state_.votes.end() &&
                 (vote->second.builder != missing.builder || !vote->second.relay.empty())) {
               return absl::InvalidArgumentError(absl::StrCat(
                   "block ", missing.root.ShortHex(), " is already reported for ",
@@ -233,8 +228,8 @@ absl::Status Engine::ValidateObservation(const Observation& observation) const {
                 !s.ok()) {
               return s;
             }
-            auto vote = votes_.find(delivered.root);
-            if (vote != votes_.end() &&
+            auto vote = state_.votes.find(delivered.root);
+            if (vote != state_.votes.end() &&
                 (vote->second.builder != delivered.builder || !vote->second.relay.empty())) {
               return absl::InvalidArgumentError(absl::StrCat(
                   "block ", delivered.root.ShortHex(), " is already reported for ",
@@ -257,8 +252,8 @@ absl::Status Engine::ValidateObservation(const Observation& observation) const {
           [&](const RelayRevealMissing& missing) -> absl::Status {
             absl::StatusOr<std::string> relay = NormalizeRelayId(missing.relay);
             if (!relay.ok()) return relay.status();
-            auto vote = votes_.find(missing.root);
-            if (vote != votes_.end() && vote->second.relay != *relay) {
+            auto vote = state_.votes.find(missing.root);
+            if (vote != state_.votes.end() && vote->second.relay != *relay) {
               return absl::InvalidArgumentError(absl::StrCat(
                   "block ", missing.root.ShortHex(), " is already reported for ",
                   vote->second.relay.empty() ? absl::StrCat("builder ", vote->second.builder)
@@ -271,7 +266,7 @@ absl::Status Engine::ValidateObservation(const Observation& observation) const {
       observation.event);
 }
 
-absl::StatusOr<ObserveOutcome> Engine::Observe(const Observation& observation) {
+absl::StatusOr<ObserveResult> Engine::Observe(const Observation& observation) {
   if (observation.node.empty()) {
     return absl::InvalidArgumentError(
         "observation.node is empty; every observation names the node that saw it");
@@ -283,28 +278,31 @@ absl::StatusOr<ObserveOutcome> Engine::Observe(const Observation& observation) {
   // Refused before it is taken as the node's highest: a number near 2^64 would leave the node
   // no number above it, and silence it for good.
   if (observation.sequence > bounds::kMaxSequence) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("observation.sequence is ", observation.sequence, "; accepted: 1..",
-                     bounds::kMaxSequence, " (a node numbers from 1, or from its clock)"));
+    return absl::InvalidArgumentError(absl::StrCat("observation.sequence is ", observation.sequence,
+                                                   "; accepted: 1..", bounds::kMaxSequence,
+                                                   " (a node numbers from 1, or from its clock)"));
   }
   // One look-up of the node's string, on the path every observation takes.
-  auto [known, first] = node_sequences_.try_emplace(observation.node, 0);
-  if (!first && observation.sequence <= known->second) return ObserveOutcome::kDuplicate;
+  auto [known, first] = state_.node_sequences.try_emplace(observation.node, 0);
+  if (!first && observation.sequence <= known->second) {
+    return ObserveResult{ObserveOutcome::kDuplicate};
+  }
   // The node's number is taken even when the observation is refused below: it was handled
   // and acknowledged, and a resend under the same number is a replay.
   known->second = observation.sequence;
   if (absl::Status status = ValidateObservation(observation); !status.ok()) return status;
   const bool is_failure = std::holds_alternative<PayloadMissing>(observation.event) ||
                           std::holds_alternative<RelayRevealMissing>(observation.event);
-  if (is_failure && votes_.size() >= config_.amendment_window_slots * kMaxVotesPerSlot) {
+  if (is_failure && state_.votes.size() >= config_.amendment_window_slots * kMaxVotesPerSlot) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "too many block roots under vote (", votes_.size(),
+        "too many block roots under vote (", state_.votes.size(),
         ") in the amendment window; a node is reporting more roots than the chain has"));
   }
   if (is_failure && std::holds_alternative<PayloadMissing>(observation.event)) {
     const auto& missing = std::get<PayloadMissing>(observation.event);
-    if (!builders_.contains(missing.builder) && builders_.size() >= config_.max_tracked_builders &&
-        std::none_of(builders_.begin(), builders_.end(), [&](const auto& entry) {
+    if (!state_.builders.contains(missing.builder) &&
+        state_.builders.size() >= config_.max_tracked_builders &&
+        std::none_of(state_.builders.begin(), state_.builders.end(), [&](const auto& entry) {
           return !entry.second.failures.Banned(current_epoch());
         })) {
       return absl::ResourceExhaustedError(
@@ -317,33 +315,35 @@ absl::StatusOr<ObserveOutcome> Engine::Observe(const Observation& observation) {
 
 void Engine::MarkHandled(const std::string& node, uint64_t sequence) {
   if (node.empty() || sequence == 0 || sequence > bounds::kMaxSequence) return;
-  uint64_t& highest = node_sequences_[node];
+  uint64_t& highest = state_.node_sequences[node];
   highest = std::max(highest, sequence);
 }
 
-ObserveOutcome Engine::ApplyEvent(const Observation& observation) {
+ObserveResult Engine::ApplyEvent(const Observation& observation) {
   const Slot slot = observation.slot;
   return std::visit(
       Overloaded{
-          [&](const BidSeen& bid) { return OnBid(slot, bid); },
+          [&](const BidSeen& bid) { return ObserveResult{OnBid(slot, bid)}; },
           [&](const PayloadMissing& missing) {
             // Below the threshold the block was untimely: an honest builder may withhold.
             if (missing.attested_fraction <= config_.attestation_threshold) {
-              return ObserveOutcome::kNoEffect;
+              return ObserveResult{ObserveOutcome::kNoEffect};
             }
             return OnFailureReport(observation, missing.root, missing.builder, "");
           },
-          [&](const PayloadDelivered& delivered) { return OnDelivered(slot, delivered); },
+          [&](const PayloadDelivered& delivered) {
+            return ObserveResult{OnDelivered(slot, delivered)};
+          },
           [&](const BlocksSeen& blocks) {
             // An empty report is evidence too: the node saw the slot go by without a block.
             missed_slots_.RecordBlocks(slot, !blocks.roots.empty());
-            return ObserveOutcome::kApplied;
+            return ObserveResult{ObserveOutcome::kApplied};
           },
           [&](const Finalized& finalized) {
             missed_slots_.RecordFinalized(finalized.epoch);
-            return ObserveOutcome::kApplied;
+            return ObserveResult{ObserveOutcome::kApplied};
           },
-          [&](const BuilderExited& exited) { return OnExited(exited); },
+          [&](const BuilderExited& exited) { return ObserveResult{OnExited(exited)}; },
           [&](const RelayRevealMissing& missing) {
             return OnFailureReport(observation, missing.root, kSelfBuild,
                                    NormalizeRelayId(missing.relay).value());
@@ -361,8 +361,8 @@ ObserveOutcome Engine::OnBid(Slot slot, const BidSeen& bid) {
   // After the key: a newcomer's bid through a relay makes the newcomer its member.
   if (!bid.relay.empty()) {
     // Most bids come through relays already known by their normalized name: one look-up.
-    auto known = relays_.find(bid.relay);
-    RelayRecord* record = known != relays_.end()
+    auto known = state_.relays.find(bid.relay);
+    RelayRecord* record = known != state_.relays.end()
                               ? &known->second
                               : FindOrAddRelay(NormalizeRelayId(bid.relay).value());
     if (record != nullptr) {
@@ -374,30 +374,33 @@ ObserveOutcome Engine::OnBid(Slot slot, const BidSeen& bid) {
   return outcome;
 }
 
-ObserveOutcome Engine::OnFailureReport(const Observation& observation, const BlockRoot& root,
-                                       BuilderIndex builder, absl::string_view relay) {
-  auto [it, inserted] = votes_.try_emplace(root);
+ObserveResult Engine::OnFailureReport(const Observation& observation, const BlockRoot& root,
+                                      BuilderIndex builder, absl::string_view relay) {
+  auto [it, inserted] = state_.votes.try_emplace(root);
   RootVote& vote = it->second;
   if (inserted) {
     vote.slot = observation.slot;
     vote.builder = builder;
     vote.relay = std::string(relay);
   }
-  if (vote.applied || vote.delivered) return ObserveOutcome::kNoEffect;
+  if (vote.applied || vote.delivered) return ObserveResult{ObserveOutcome::kNoEffect};
   if (std::find(vote.reporters.begin(), vote.reporters.end(), observation.node) !=
       vote.reporters.end()) {
-    return ObserveOutcome::kNoEffect;
+    return ObserveResult{ObserveOutcome::kNoEffect};
   }
   vote.reporters.push_back(observation.node);
+  ObserveResult result{ObserveOutcome::kApplied};
   if (vote.reporters.size() >= config_.min_reporting_nodes) {
     vote.applied = true;
     if (vote.relay.empty()) {
-      ApplyBuilderFailure(vote.builder, vote.slot, root);
-    } else {
-      ApplyRelayFailure(vote.relay, vote.slot, root);
+      if (ApplyBuilderFailure(vote.builder, vote.slot, root)) {
+        result.recorded = RecordedFailure::kBuilder;
+      }
+    } else if (ApplyRelayFailure(vote.relay, vote.slot, root)) {
+      result.recorded = RecordedFailure::kRelay;
     }
   }
-  return ObserveOutcome::kApplied;
+  return result;
 }
 
 namespace {
@@ -406,7 +409,8 @@ namespace {
 void RecordFailure(FailureRecord& record, Epoch epoch, std::string what, const Config& config) {
   if (epoch >= record.backoff_epoch) record.failed = 0;
   record.failed += 1;
-  record.backoff_epoch = std::max(record.backoff_epoch, SaturatingAdd(epoch, config.backoff_period_epochs));
+  record.backoff_epoch =
+      std::max(record.backoff_epoch, SaturatingAdd(epoch, config.backoff_period_epochs));
   record.last_failure_epoch = std::max(record.last_failure_epoch, epoch);
   record.last_failure = std::move(what);
   if (record.failed <= config.allowed_failures) return;
@@ -414,9 +418,8 @@ void RecordFailure(FailureRecord& record, Epoch epoch, std::string what, const C
     if (config.critical_blacklist_period_epochs == 0) {
       record.ban_until_reset = true;
     } else {
-      record.ban_until_epoch =
-          std::max(record.ban_until_epoch,
-                   SaturatingAdd(epoch, config.critical_blacklist_period_epochs));
+      record.ban_until_epoch = std::max(
+          record.ban_until_epoch, SaturatingAdd(epoch, config.critical_blacklist_period_epochs));
     }
   } else {
     record.ban_until_epoch =
@@ -426,57 +429,59 @@ void RecordFailure(FailureRecord& record, Epoch epoch, std::string what, const C
 
 }  // namespace
 
-void Engine::ApplyBuilderFailure(BuilderIndex builder, Slot slot, const BlockRoot& root) {
+bool Engine::ApplyBuilderFailure(BuilderIndex builder, Slot slot, const BlockRoot& root) {
   BuilderRecord* record = FindOrAddBuilder(builder);
   // Observe() refused the report when no record could be made.
-  if (record == nullptr) return;
+  if (record == nullptr) return false;
   const Epoch epoch = EpochOf(slot, config_.chain);
   FailureRecord& failures = record->failures;
   RecordFailure(failures, epoch,
                 absl::StrCat("payload of block ", root.ShortHex(), " at slot ", slot, " missing"),
                 config_);
   // The relays serving the builder are banned with it: see RelayMemberBan.
+  return true;
 }
 
-void Engine::ApplyRelayFailure(const std::string& relay_id, Slot slot, const BlockRoot& root) {
+bool Engine::ApplyRelayFailure(const std::string& relay_id, Slot slot, const BlockRoot& root) {
   RelayRecord* relay = FindOrAddRelay(relay_id);
-  if (relay == nullptr) return;
+  if (relay == nullptr) return false;
   RecordFailure(
       relay->failures, EpochOf(slot, config_.chain),
       absl::StrCat("did not reveal the payload of block ", root.ShortHex(), " at slot ", slot),
       config_);
+  return true;
 }
 
 ObserveOutcome Engine::OnDelivered(Slot slot, const PayloadDelivered& delivered) {
-  auto [it, inserted] = votes_.try_emplace(delivered.root);
+  auto [it, inserted] = state_.votes.try_emplace(delivered.root);
   RootVote& vote = it->second;
   if (inserted) {
     vote.slot = slot;
     vote.builder = delivered.builder;
   }
   // A delivered payload wins over every missing report of the same root, before or after.
-  const bool changed = !vote.delivered || builders_.contains(delivered.builder);
+  const bool changed = !vote.delivered || state_.builders.contains(delivered.builder);
   vote.delivered = true;
-  builders_.erase(delivered.builder);
+  state_.builders.erase(delivered.builder);
   return changed ? ObserveOutcome::kApplied : ObserveOutcome::kNoEffect;
 }
 
 ObserveOutcome Engine::OnExited(const BuilderExited& exited) {
   bool changed = ForgetIndex(exited.builder);
-  changed |= keys_.erase(exited.builder) > 0;
+  changed |= state_.builder_keys.erase(exited.builder) > 0;
   return changed ? ObserveOutcome::kApplied : ObserveOutcome::kNoEffect;
 }
 
 bool Engine::ForgetIndex(BuilderIndex builder) {
-  bool changed = builders_.erase(builder) > 0;
-  for (auto& [id, relay] : relays_) changed |= relay.learned.erase(builder) > 0;
+  bool changed = state_.builders.erase(builder) > 0;
+  for (auto& [id, relay] : state_.relays) changed |= relay.learned.erase(builder) > 0;
   return changed;
 }
 
 bool Engine::RememberKey(BuilderIndex builder, const std::string& pubkey) {
   const Epoch now = current_epoch();
-  auto known = keys_.find(builder);
-  if (known != keys_.end()) {
+  auto known = state_.builder_keys.find(builder);
+  if (known != state_.builder_keys.end()) {
     BuilderKey& key = known->second;
     if (key.pubkey == pubkey) {
       if (key.last_bid_epoch >= now) return false;
@@ -491,8 +496,8 @@ bool Engine::RememberKey(BuilderIndex builder, const std::string& pubkey) {
   }
   // The first key seen for the index, before or after its failures: it is whom a later bid is
   // checked against.
-  if (keys_.size() >= config_.max_tracked_builders && !EvictKey()) return false;
-  keys_.emplace(builder, BuilderKey{pubkey, now});
+  if (state_.builder_keys.size() >= config_.max_tracked_builders && !EvictKey()) return false;
+  state_.builder_keys.emplace(builder, BuilderKey{pubkey, now});
   return true;
 }
 
@@ -527,13 +532,14 @@ std::vector<BuilderIndex> Engine::Members(const std::string& relay_id,
 }
 
 std::vector<BuilderIndex> Engine::RelayMembers(const std::string& relay_id) const {
-  auto relay = relays_.find(relay_id);
-  return relay == relays_.end() ? std::vector<BuilderIndex>() : Members(relay_id, relay->second);
+  auto relay = state_.relays.find(relay_id);
+  return relay == state_.relays.end() ? std::vector<BuilderIndex>()
+                                      : Members(relay_id, relay->second);
 }
 
 std::vector<std::string> Engine::RelaysServing(BuilderIndex builder) const {
   std::vector<std::string> serving;
-  for (const auto& [id, relay] : relays_) {
+  for (const auto& [id, relay] : state_.relays) {
     if (IsMember(id, relay, builder)) serving.push_back(id);
   }
   std::sort(serving.begin(), serving.end());
@@ -545,17 +551,17 @@ bool Engine::EvictBuilder() {
   // the choice must not depend on hash order, so that a journal replays identically). It loses
   // only its back-off memory.
   const Epoch now = current_epoch();
-  auto victim = builders_.end();
-  for (auto candidate = builders_.begin(); candidate != builders_.end(); ++candidate) {
+  auto victim = state_.builders.end();
+  for (auto candidate = state_.builders.begin(); candidate != state_.builders.end(); ++candidate) {
     if (candidate->second.failures.Banned(now)) continue;
-    if (victim == builders_.end() ||
+    if (victim == state_.builders.end() ||
         std::make_pair(candidate->second.failures.backoff_epoch, candidate->first) <
             std::make_pair(victim->second.failures.backoff_epoch, victim->first)) {
       victim = candidate;
     }
   }
-  if (victim == builders_.end()) return false;
-  builders_.erase(victim);
+  if (victim == state_.builders.end()) return false;
+  state_.builders.erase(victim);
   return true;
 }
 
@@ -564,62 +570,64 @@ bool Engine::EvictKey() {
   // ban, bid under longest ago (lowest index on a tie, for identical replays). The key of a
   // banned index stays: a newcomer's bid is checked against it.
   const Epoch now = current_epoch();
-  auto victim = keys_.end();
+  auto victim = state_.builder_keys.end();
   std::tuple<bool, Epoch, BuilderIndex> victim_order;
-  for (auto candidate = keys_.begin(); candidate != keys_.end(); ++candidate) {
-    auto record = builders_.find(candidate->first);
-    const bool has_record = record != builders_.end();
+  for (auto candidate = state_.builder_keys.begin(); candidate != state_.builder_keys.end();
+       ++candidate) {
+    auto record = state_.builders.find(candidate->first);
+    const bool has_record = record != state_.builders.end();
     if (has_record && record->second.failures.Banned(now)) continue;
     const auto order =
         std::make_tuple(has_record, candidate->second.last_bid_epoch, candidate->first);
-    if (victim == keys_.end() || order < victim_order) {
+    if (victim == state_.builder_keys.end() || order < victim_order) {
       victim = candidate;
       victim_order = order;
     }
   }
-  if (victim == keys_.end()) return false;
-  keys_.erase(victim);
+  if (victim == state_.builder_keys.end()) return false;
+  state_.builder_keys.erase(victim);
   return true;
 }
 
 BuilderRecord* Engine::FindOrAddBuilder(BuilderIndex builder) {
-  auto it = builders_.find(builder);
-  if (it != builders_.end()) return &it->second;
-  if (builders_.size() >= config_.max_tracked_builders && !EvictBuilder()) return nullptr;
-  return &builders_[builder];
+  auto it = state_.builders.find(builder);
+  if (it != state_.builders.end()) return &it->second;
+  if (state_.builders.size() >= config_.max_tracked_builders && !EvictBuilder()) return nullptr;
+  return &state_.builders[builder];
 }
 
 bool Engine::EvictRelay() {
   // Drop the least recently seen learned relay that holds no ban; configured relays stay.
-  auto victim = relays_.end();
-  for (auto candidate = relays_.begin(); candidate != relays_.end(); ++candidate) {
+  auto victim = state_.relays.end();
+  for (auto candidate = state_.relays.begin(); candidate != state_.relays.end(); ++candidate) {
     const RelayRecord& relay = candidate->second;
     if (configured_relays_.contains(candidate->first) || RelayBanned(candidate->first, relay)) {
       continue;
     }
-    if (victim == relays_.end() || std::tie(relay.last_seen_epoch, candidate->first) <
-                                       std::tie(victim->second.last_seen_epoch, victim->first)) {
+    if (victim == state_.relays.end() ||
+        std::tie(relay.last_seen_epoch, candidate->first) <
+            std::tie(victim->second.last_seen_epoch, victim->first)) {
       victim = candidate;
     }
   }
-  if (victim == relays_.end()) return false;
-  relays_.erase(victim);
+  if (victim == state_.relays.end()) return false;
+  state_.relays.erase(victim);
   return true;
 }
 
 RelayRecord* Engine::FindOrAddRelay(const std::string& relay_id) {
-  auto it = relays_.find(relay_id);
-  if (it != relays_.end()) return &it->second;
-  if (relays_.size() >= config_.max_relays && !EvictRelay()) return nullptr;
-  return &relays_[relay_id];
+  auto it = state_.relays.find(relay_id);
+  if (it != state_.relays.end()) return &it->second;
+  if (state_.relays.size() >= config_.max_relays && !EvictRelay()) return nullptr;
+  return &state_.relays[relay_id];
 }
 
 bool Engine::EvictMember(RelayRecord& relay) {
   // Forget the member seen longest ago, but never one whose failure holds the relay's ban.
   auto victim = relay.learned.end();
   for (auto candidate = relay.learned.begin(); candidate != relay.learned.end(); ++candidate) {
-    auto record = builders_.find(candidate->first);
-    if (record != builders_.end() && record->second.failures.failed > 0) continue;
+    auto record = state_.builders.find(candidate->first);
+    if (record != state_.builders.end() && record->second.failures.failed > 0) continue;
     if (victim == relay.learned.end() ||
         std::tie(candidate->second, candidate->first) < std::tie(victim->second, victim->first)) {
       victim = candidate;
@@ -631,13 +639,13 @@ bool Engine::EvictMember(RelayRecord& relay) {
 }
 
 void Engine::EnforceCaps() {
-  while (builders_.size() > config_.max_tracked_builders && EvictBuilder()) {
+  while (state_.builders.size() > config_.max_tracked_builders && EvictBuilder()) {
   }
-  while (keys_.size() > config_.max_tracked_builders && EvictKey()) {
+  while (state_.builder_keys.size() > config_.max_tracked_builders && EvictKey()) {
   }
-  while (relays_.size() > config_.max_relays && EvictRelay()) {
+  while (state_.relays.size() > config_.max_relays && EvictRelay()) {
   }
-  for (auto& [id, relay] : relays_) {
+  for (auto& [id, relay] : state_.relays) {
     while (relay.learned.size() > config_.max_indices_per_relay && EvictMember(relay)) {
     }
   }
@@ -665,11 +673,12 @@ std::optional<Engine::MemberBan> Engine::RelayMemberBan(const std::string& relay
   std::optional<MemberBan> ban;
   BuilderIndex culprit = 0;
   for (BuilderIndex member : Members(relay_id, relay)) {
-    auto record = builders_.find(member);
-    if (record == builders_.end()) continue;
+    auto record = state_.builders.find(member);
+    if (record == state_.builders.end()) continue;
     const FailureRecord& failures = record->second.failures;
     if (failures.failed == 0 || !failures.Banned(now)) continue;
-    const Epoch cap = SaturatingAdd(failures.last_failure_epoch, config_.relay_blacklist_period_epochs);
+    const Epoch cap =
+        SaturatingAdd(failures.last_failure_epoch, config_.relay_blacklist_period_epochs);
     const Epoch until = failures.ban_until_reset ? cap : std::min(failures.ban_until_epoch, cap);
     if (until <= now) continue;
     // Members are sorted: on a tie the lowest index explains the ban.
@@ -679,8 +688,8 @@ std::optional<Engine::MemberBan> Engine::RelayMemberBan(const std::string& relay
     }
   }
   if (ban.has_value()) {
-    ban->reason =
-        absl::StrCat("builder ", culprit, " failed: ", builders_.at(culprit).failures.last_failure);
+    ban->reason = absl::StrCat("builder ", culprit,
+                               " failed: ", state_.builders.at(culprit).failures.last_failure);
   }
   return ban;
 }
@@ -692,23 +701,23 @@ bool Engine::RelayBanned(const std::string& relay_id, const RelayRecord& relay) 
 
 bool Engine::RelayBannedByOperator(const std::string& relay_id) const {
   if (configured_relay_blacklist_.contains(relay_id)) return true;
-  auto ban = operator_relay_bans_.find(relay_id);
-  return ban != operator_relay_bans_.end() &&
+  auto ban = state_.operator_relay_bans.find(relay_id);
+  return ban != state_.operator_relay_bans.end() &&
          (!ban->second.until_epoch.has_value() || *ban->second.until_epoch > current_epoch());
 }
 
 bool Engine::IsTrustedRelay(const std::string& relay_id) const {
-  auto override_it = relay_trust_overrides_.find(relay_id);
-  if (override_it != relay_trust_overrides_.end()) return override_it->second;
+  auto override_it = state_.relay_trust_overrides.find(relay_id);
+  if (override_it != state_.relay_trust_overrides.end()) return override_it->second;
   auto configured = configured_relays_.find(relay_id);
   return configured != configured_relays_.end() && configured->second.trusted;
 }
 
 bool Engine::IsTrustedBuilder(BuilderIndex builder) const {
-  auto override_it = builder_trust_overrides_.find(builder);
-  if (override_it != builder_trust_overrides_.end()) return override_it->second;
+  auto override_it = state_.builder_trust_overrides.find(builder);
+  if (override_it != state_.builder_trust_overrides.end()) return override_it->second;
   if (configured_trusted_.contains(builder)) return true;
-  for (const auto& [id, relay] : relays_) {
+  for (const auto& [id, relay] : state_.relays) {
     if (IsTrustedRelay(id) && IsMember(id, relay, builder)) return true;
   }
   return false;
@@ -718,9 +727,9 @@ bool Engine::IsTrustedBuilder(BuilderIndex builder) const {
 // Time and policy
 
 bool Engine::Advance(Slot slot) {
-  if (slot > current_slot_) {
+  if (slot > state_.current_slot) {
     const Epoch before = current_epoch();
-    current_slot_ = slot;
+    state_.current_slot = slot;
     PruneVotes();
     if (current_epoch() != before) Prune();
   }
@@ -728,37 +737,37 @@ bool Engine::Advance(Slot slot) {
 }
 
 void Engine::PruneVotes() {
-  absl::erase_if(votes_, [&](const auto& entry) {
-    return SaturatingAdd(entry.second.slot, config_.amendment_window_slots) < current_slot_;
+  absl::erase_if(state_.votes, [&](const auto& entry) {
+    return SaturatingAdd(entry.second.slot, config_.amendment_window_slots) < state_.current_slot;
   });
 }
 
 void Engine::Prune() {
   const Epoch now = current_epoch();
-  absl::erase_if(builders_, [&](const auto& entry) {
+  absl::erase_if(state_.builders, [&](const auto& entry) {
     const FailureRecord& failures = entry.second.failures;
     return !failures.Banned(now) && failures.backoff_epoch <= now;
   });
   // A key is kept while its index has a record (which a newcomer's bid must drop) and for the
   // relay association TTL after the index's latest bid under it.
-  absl::erase_if(keys_, [&](const auto& entry) {
-    return !builders_.contains(entry.first) &&
+  absl::erase_if(state_.builder_keys, [&](const auto& entry) {
+    return !state_.builders.contains(entry.first) &&
            entry.second.last_bid_epoch + config_.relay_association_ttl_epochs <= now;
   });
-  for (auto& [id, relay] : relays_) {
+  for (auto& [id, relay] : state_.relays) {
     absl::erase_if(relay.learned, [&](const auto& member) {
       return SaturatingAdd(member.second, config_.relay_association_ttl_epochs) <= now;
     });
   }
-  absl::erase_if(relays_, [&](const auto& entry) {
+  absl::erase_if(state_.relays, [&](const auto& entry) {
     const RelayRecord& relay = entry.second;
     return !configured_relays_.contains(entry.first) && relay.learned.empty() &&
            !relay.failures.Banned(now) && relay.failures.backoff_epoch <= now;
   });
-  absl::erase_if(operator_bans_, [&](const auto& entry) {
+  absl::erase_if(state_.operator_bans, [&](const auto& entry) {
     return entry.second.until_epoch.has_value() && *entry.second.until_epoch <= now;
   });
-  absl::erase_if(operator_relay_bans_, [&](const auto& entry) {
+  absl::erase_if(state_.operator_relay_bans, [&](const auto& entry) {
     return entry.second.until_epoch.has_value() && *entry.second.until_epoch <= now;
   });
 }
@@ -766,25 +775,25 @@ void Engine::Prune() {
 bool Engine::RefreshPolicy() {
   MissedSlotState missed_slots;
   if (!IsGloas(current_epoch(), config_.chain)) {
-    missed_slots = missed_slots_.Evaluate(current_slot_, config_.missed_slots, config_.chain);
+    missed_slots = missed_slots_.Evaluate(state_.current_slot, config_.missed_slots, config_.chain);
   }
   Policy next = ComputePolicy(missed_slots);
-  if (policy_.version != 0 && next.SameDecisions(policy_)) return false;
+  if (state_.policy.version != 0 && next.SameDecisions(state_.policy)) return false;
 
   std::vector<std::string> changes;
-  if (next.mode != policy_.mode || policy_.version == 0) {
+  if (next.mode != state_.policy.mode || state_.policy.version == 0) {
     changes.push_back(absl::StrCat("mode ", ModeName(next.mode),
                                    next.mode_reason.empty() ? "" : ": ", next.mode_reason));
   }
   std::vector<BuilderIndex> banned;
   std::vector<BuilderIndex> allowed;
   for (const auto& [builder, ban] : next.banned_builders) {
-    auto before = policy_.banned_builders.find(builder);
-    if (before == policy_.banned_builders.end() || !(before->second == ban)) {
+    auto before = state_.policy.banned_builders.find(builder);
+    if (before == state_.policy.banned_builders.end() || !(before->second == ban)) {
       banned.push_back(builder);
     }
   }
-  for (const auto& [builder, ban] : policy_.banned_builders) {
+  for (const auto& [builder, ban] : state_.policy.banned_builders) {
     if (!next.banned_builders.contains(builder)) allowed.push_back(builder);
   }
   if (!banned.empty()) changes.push_back(absl::StrCat("banned builders ", NameList(banned)));
@@ -793,9 +802,9 @@ bool Engine::RefreshPolicy() {
   std::vector<std::string> relays_banned;
   std::vector<std::string> relays_allowed;
   for (const auto& [relay, ban] : next.banned_relays) {
-    if (!policy_.banned_relays.contains(relay)) relays_banned.push_back(relay);
+    if (!state_.policy.banned_relays.contains(relay)) relays_banned.push_back(relay);
   }
-  for (const auto& [relay, ban] : policy_.banned_relays) {
+  for (const auto& [relay, ban] : state_.policy.banned_relays) {
     if (!next.banned_relays.contains(relay)) relays_allowed.push_back(relay);
   }
   std::sort(relays_banned.begin(), relays_banned.end());
@@ -806,30 +815,30 @@ bool Engine::RefreshPolicy() {
   if (!relays_allowed.empty()) {
     changes.push_back(absl::StrCat("relays allowed again ", absl::StrJoin(relays_allowed, ", ")));
   }
-  if (next.trusted_builders != policy_.trusted_builders ||
-      next.trusted_relays != policy_.trusted_relays) {
+  if (next.trusted_builders != state_.policy.trusted_builders ||
+      next.trusted_relays != state_.policy.trusted_relays) {
     changes.push_back("trusted set changed");
   }
-  if (next.missed_slots.tripped != policy_.missed_slots.tripped) {
+  if (next.missed_slots.tripped != state_.policy.missed_slots.tripped) {
     changes.push_back(next.missed_slots.tripped
                           ? absl::StrCat("missed-slot breaker tripped: ", next.missed_slots.rule)
                           : "missed-slot breaker cleared");
   }
-  next.version = policy_.version + 1;
+  next.version = state_.policy.version + 1;
   next.reason = bounds::Truncate(absl::StrJoin(changes, "; "), bounds::kMaxReasonBytes);
-  policy_ = std::move(next);
+  state_.policy = std::move(next);
   return true;
 }
 
 Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
   const Epoch now = current_epoch();
   Policy policy;
-  policy.computed_at_slot = current_slot_;
+  policy.computed_at_slot = state_.current_slot;
   policy.computed_at_epoch = now;
   policy.missed_slots = missed_slots;
 
   policy.trusted_builders = configured_trusted_;
-  for (const auto& [builder, trusted] : builder_trust_overrides_) {
+  for (const auto& [builder, trusted] : state_.builder_trust_overrides) {
     if (trusted) {
       policy.trusted_builders.insert(builder);
     } else {
@@ -839,7 +848,7 @@ Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
   for (const auto& [id, relay] : configured_relays_) {
     if (relay.trusted) policy.trusted_relays.insert(id);
   }
-  for (const auto& [id, trusted] : relay_trust_overrides_) {
+  for (const auto& [id, trusted] : state_.relay_trust_overrides) {
     if (trusted) {
       policy.trusted_relays.insert(id);
     } else {
@@ -852,7 +861,7 @@ Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
   // Bans by the builders' own failures: the only ones counted toward the modes.
   std::vector<BuilderIndex> failed;
   std::vector<BuilderIndex> failed_untrusted;
-  for (const auto& [builder, record] : builders_) {
+  for (const auto& [builder, record] : state_.builders) {
     const FailureRecord& failures = record.failures;
     if (!failures.Banned(now)) continue;
     builder_bans.Add(builder,
@@ -866,14 +875,14 @@ Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
   for (BuilderIndex builder : configured_blacklist_) {
     builder_bans.Add(builder, Ban{BanKind::kOperator, 0, true, "in the configured blacklist"});
   }
-  for (const auto& [builder, ban] : operator_bans_) {
+  for (const auto& [builder, ban] : state_.operator_bans) {
     if (ban.until_epoch.has_value() && *ban.until_epoch <= now) continue;
     builder_bans.Add(
         builder, Ban{BanKind::kOperator, ban.until_epoch.value_or(0), !ban.until_epoch.has_value(),
                      absl::StrCat("operator: ", ban.reason)});
   }
 
-  for (const auto& [id, relay] : relays_) {
+  for (const auto& [id, relay] : state_.relays) {
     if (relay.failures.Banned(now)) {
       relay_bans.Add(
           id, Ban{BanKind::kFailure, relay.failures.ban_until_epoch, relay.failures.ban_until_reset,
@@ -892,7 +901,7 @@ Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
   // Relays the operator banned, and with each every builder it serves: kind operator, as the
   // operator's decision, never counted toward the modes (they make no failure record).
   auto ban_relay = [&](const std::string& id, Ban ban) {
-    if (auto relay = relays_.find(id); relay != relays_.end()) {
+    if (auto relay = state_.relays.find(id); relay != state_.relays.end()) {
       for (BuilderIndex member : Members(id, relay->second)) {
         builder_bans.Add(member, Ban{BanKind::kOperator, ban.until_epoch, ban.until_reset,
                                      absl::StrCat("relay ", id, " is banned: ", ban.reason)});
@@ -903,7 +912,7 @@ Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
   for (const std::string& id : configured_relay_blacklist_) {
     ban_relay(id, Ban{BanKind::kOperator, 0, true, "in the configured blacklist"});
   }
-  for (const auto& [id, ban] : operator_relay_bans_) {
+  for (const auto& [id, ban] : state_.operator_relay_bans) {
     if (ban.until_epoch.has_value() && *ban.until_epoch <= now) continue;
     ban_relay(id, Ban{BanKind::kOperator, ban.until_epoch.value_or(0), !ban.until_epoch.has_value(),
                       absl::StrCat("operator: ", ban.reason)});
@@ -949,19 +958,19 @@ absl::Status Engine::BanBuilder(BuilderIndex builder, std::string reason,
                      current_epoch(), "); give a later epoch or none for an open-ended ban"));
   }
   if (until_epoch.has_value() && *until_epoch - current_epoch() > bounds::kMaxPeriodEpochs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ban until epoch ", *until_epoch, " is more than ", bounds::kMaxPeriodEpochs,
-        " epochs ahead (current epoch ", current_epoch(),
-        "); give a nearer epoch, or none for a ban until unbanned"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ban until epoch ", *until_epoch, " is more than ", bounds::kMaxPeriodEpochs,
+                     " epochs ahead (current epoch ", current_epoch(),
+                     "); give a nearer epoch, or none for a ban until unbanned"));
   }
-  if (!operator_bans_.contains(builder) &&
-      operator_bans_.size() >= bounds::kMaxOperatorBuilderBans) {
+  if (!state_.operator_bans.contains(builder) &&
+      state_.operator_bans.size() >= bounds::kMaxOperatorBuilderBans) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("breakerd already holds ", operator_bans_.size(),
+        absl::StrCat("breakerd already holds ", state_.operator_bans.size(),
                      " operator bans of builders, the most it keeps; unban some, or list "
                      "permanent ones in the configuration's blacklisted_builders"));
   }
-  operator_bans_[builder] = OperatorBan{std::move(reason), until_epoch};
+  state_.operator_bans[builder] = OperatorBan{std::move(reason), until_epoch};
   return absl::OkStatus();
 }
 
@@ -971,12 +980,12 @@ absl::Status Engine::UnbanBuilder(BuilderIndex builder) {
         absl::StrCat("builder ", builder, " is in the configured blacklist; remove it from the ",
                      "configuration and reload"));
   }
-  const bool had_ban = operator_bans_.erase(builder) > 0;
-  const bool had_record = builders_.erase(builder) > 0;
+  const bool had_ban = state_.operator_bans.erase(builder) > 0;
+  const bool had_record = state_.builders.erase(builder) > 0;
   if (had_ban || had_record) return absl::OkStatus();
   std::vector<std::string> by_sibling;
   std::vector<std::string> by_operator;
-  for (const auto& [id, relay] : relays_) {
+  for (const auto& [id, relay] : state_.relays) {
     if (!IsMember(id, relay, builder)) continue;
     if (RelayBannedByOperator(id)) {
       by_operator.push_back(id);
@@ -1026,18 +1035,19 @@ absl::Status Engine::BanRelay(absl::string_view relay, std::string reason,
                      " epochs ahead of the current epoch ", now, "; accepted: at most ",
                      bounds::kMaxPeriodEpochs, " epochs ahead, or none for a ban until unbanned"));
   }
-  auto existing = operator_relay_bans_.find(*id);
-  if (existing != operator_relay_bans_.end()) {
+  auto existing = state_.operator_relay_bans.find(*id);
+  if (existing != state_.operator_relay_bans.end()) {
     existing->second = OperatorBan{std::move(reason), until_epoch};
     return absl::OkStatus();
   }
-  if (operator_relay_bans_.size() >= bounds::kMaxOperatorRelayBans) {
+  if (state_.operator_relay_bans.size() >= bounds::kMaxOperatorRelayBans) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        operator_relay_bans_.size(), " relays are banned by the operator, the most held at once (",
+        state_.operator_relay_bans.size(),
+        " relays are banned by the operator, the most held at once (",
         bounds::kMaxOperatorRelayBans, "); unban one first, or list long-lived bans in the ",
         "configuration's blacklisted_relays"));
   }
-  operator_relay_bans_.emplace(*std::move(id), OperatorBan{std::move(reason), until_epoch});
+  state_.operator_relay_bans.emplace(*std::move(id), OperatorBan{std::move(reason), until_epoch});
   return absl::OkStatus();
 }
 
@@ -1051,10 +1061,10 @@ absl::Status Engine::UnbanRelay(absl::string_view relay) {
   }
   // An ended ban not pruned yet (the epoch has not turned since) bans nothing either.
   const bool banned = RelayBannedByOperator(*id);
-  operator_relay_bans_.erase(*id);
+  state_.operator_relay_bans.erase(*id);
   if (banned) return absl::OkStatus();
-  auto record = relays_.find(*id);
-  const bool by_failures = record != relays_.end() && RelayBanned(*id, record->second);
+  auto record = state_.relays.find(*id);
+  const bool by_failures = record != state_.relays.end() && RelayBanned(*id, record->second);
   return absl::NotFoundError(absl::StrCat(
       "relay ", *id, " is not banned by the operator",
       by_failures ? "; it is banned for failures, which lift by themselves or by a reset" : ""));
@@ -1064,38 +1074,38 @@ absl::Status Engine::SetBuilderTrust(BuilderIndex builder, bool trusted) {
   if (builder == kSelfBuild) {
     return absl::InvalidArgumentError("the self-build index (2^64-1) has no trust to set");
   }
-  if (!builder_trust_overrides_.contains(builder) &&
-      builder_trust_overrides_.size() >= bounds::kMaxBuilderTrustOverrides) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "breakerd already holds ", builder_trust_overrides_.size(),
-        " builder trust overrides, the most it keeps; list trusted builders in the "
-        "configuration's trusted_builders instead"));
+  if (!state_.builder_trust_overrides.contains(builder) &&
+      state_.builder_trust_overrides.size() >= bounds::kMaxBuilderTrustOverrides) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("breakerd already holds ", state_.builder_trust_overrides.size(),
+                     " builder trust overrides, the most it keeps; list trusted builders in the "
+                     "configuration's trusted_builders instead"));
   }
-  builder_trust_overrides_[builder] = trusted;
+  state_.builder_trust_overrides[builder] = trusted;
   return absl::OkStatus();
 }
 
 absl::Status Engine::SetRelayTrust(absl::string_view relay, bool trusted) {
   absl::StatusOr<std::string> id = NormalizeRelayId(relay);
   if (!id.ok()) return id.status();
-  if (!relay_trust_overrides_.contains(*id) &&
-      relay_trust_overrides_.size() >= bounds::kMaxRelayTrustOverrides) {
+  if (!state_.relay_trust_overrides.contains(*id) &&
+      state_.relay_trust_overrides.size() >= bounds::kMaxRelayTrustOverrides) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("breakerd already holds ", relay_trust_overrides_.size(),
+        absl::StrCat("breakerd already holds ", state_.relay_trust_overrides.size(),
                      " relay trust overrides, the most it keeps; mark relays trusted in the "
                      "configuration's relays instead"));
   }
-  relay_trust_overrides_[*id] = trusted;
+  state_.relay_trust_overrides[*id] = trusted;
   return absl::OkStatus();
 }
 
 void Engine::Reset() {
-  builders_.clear();
-  for (auto& [id, relay] : relays_) {
+  state_.builders.clear();
+  for (auto& [id, relay] : state_.relays) {
     relay.failures = FailureRecord();
   }
-  votes_.clear();
-  missed_slots_.Reset(current_slot_);
+  state_.votes.clear();
+  missed_slots_.Reset(state_.current_slot);
 }
 
 absl::Status Engine::Reconfigure(Config config) {
@@ -1109,18 +1119,7 @@ absl::Status Engine::Reconfigure(Config config) {
 }
 
 EngineState Engine::Export() const {
-  EngineState state;
-  state.current_slot = current_slot_;
-  state.policy = policy_;
-  state.builders = builders_;
-  state.builder_keys = keys_;
-  state.relays = relays_;
-  state.votes = votes_;
-  state.node_sequences = node_sequences_;
-  state.operator_bans = operator_bans_;
-  state.operator_relay_bans = operator_relay_bans_;
-  state.builder_trust_overrides = builder_trust_overrides_;
-  state.relay_trust_overrides = relay_trust_overrides_;
+  EngineState state = state_;
   state.missed_slots = missed_slots_.Export();
   return state;
 }

@@ -98,8 +98,9 @@ struct OperatorBan {
   std::optional<Epoch> until_epoch;
 };
 
-// The engine's whole state, for persistence and hand-over. Import(Export()) gives an engine
-// that behaves identically and publishes the same policy.
+// The engine's whole state: what an Engine holds besides its configuration (and what it
+// derives from the configuration), for persistence and hand-over. Import(Export()) gives an
+// engine that behaves identically and publishes the same policy.
 struct EngineState {
   Slot current_slot = 0;
   Policy policy;
@@ -128,6 +129,24 @@ enum class ObserveOutcome {
   kDuplicate,
 };
 
+// What a failure report's completed vote was counted against.
+enum class RecordedFailure {
+  // No failure was recorded: not a failure report, a vote still waiting for reporters, ...
+  kNone,
+  // A builder's record (payload_missing).
+  kBuilder,
+  // A relay's own record (relay_reveal_missing, pre-Gloas).
+  kRelay,
+};
+
+// What Observe did with an observation.
+struct ObserveResult {
+  ObserveOutcome outcome = ObserveOutcome::kNoEffect;
+  // Set when the observation completed its root's vote (min_reporting_nodes reporters) and the
+  // failure was recorded; the outcome is then kApplied.
+  RecordedFailure recorded = RecordedFailure::kNone;
+};
+
 // This class is not thread-safe: callers serialize access (the service holds it under one
 // lock; the client owns one per node).
 class Engine {
@@ -140,8 +159,8 @@ class Engine {
   // sequence number of 0, a public key that is not 48 bytes).
   static absl::StatusOr<Engine> Import(Config config, EngineState state);
 
-  // Records one observation. O(1) expected. Does not recompute the policy: call
-  // RefreshPolicy() after a batch.
+  // Records one observation, and says what it did with it. O(1) expected. Does not recompute
+  // the policy: call RefreshPolicy() after a batch.
   // Returns INVALID_ARGUMENT for a malformed observation (empty node, sequence 0, self-build
   // index where a builder is needed, attested fraction NaN or outside [0, 1], malformed relay
   // identifier, a bid's public key neither empty nor 48 bytes, a delivered report naming
@@ -149,7 +168,7 @@ class Engine {
   // OUT_OF_RANGE for a slot beyond max_future_slots ahead or older than the amendment window.
   // A refused observation changes nothing but the node's highest sequence number (it was
   // handled: a resend under the same number is a replay).
-  absl::StatusOr<ObserveOutcome> Observe(const Observation& observation);
+  absl::StatusOr<ObserveResult> Observe(const Observation& observation);
 
   // Records that observation `sequence` of `node` was handled without reaching Observe (the
   // adapter refused it as malformed), so that a resend under that number is a replay. Does
@@ -165,8 +184,8 @@ class Engine {
   bool RefreshPolicy();
 
   // The latest computed policy.
-  const Policy& policy() const { return policy_; }
-  Slot current_slot() const { return current_slot_; }
+  const Policy& policy() const { return state_.policy; }
+  Slot current_slot() const { return state_.current_slot; }
   Epoch current_epoch() const;
   const Config& config() const { return config_; }
 
@@ -215,18 +234,22 @@ class Engine {
   EngineState Export() const;
 
   // Read access for inspection APIs.
-  const absl::flat_hash_map<BuilderIndex, BuilderRecord>& builders() const { return builders_; }
+  const absl::flat_hash_map<BuilderIndex, BuilderRecord>& builders() const {
+    return state_.builders;
+  }
   // The public key each index was last seen bidding under: at most max_tracked_builders.
-  const absl::flat_hash_map<BuilderIndex, BuilderKey>& builder_keys() const { return keys_; }
-  const absl::flat_hash_map<std::string, RelayRecord>& relays() const { return relays_; }
+  const absl::flat_hash_map<BuilderIndex, BuilderKey>& builder_keys() const {
+    return state_.builder_keys;
+  }
+  const absl::flat_hash_map<std::string, RelayRecord>& relays() const { return state_.relays; }
   const absl::flat_hash_map<std::string, uint64_t>& node_sequences() const {
-    return node_sequences_;
+    return state_.node_sequences;
   }
   const absl::flat_hash_map<BuilderIndex, OperatorBan>& operator_bans() const {
-    return operator_bans_;
+    return state_.operator_bans;
   }
   const absl::flat_hash_map<std::string, OperatorBan>& operator_relay_bans() const {
-    return operator_relay_bans_;
+    return state_.operator_relay_bans;
   }
   // The normalized identifiers of the relays serving `builder` (learned within the TTL, or
   // configured), sorted.
@@ -240,10 +263,10 @@ class Engine {
 
   void DeriveFromConfig();
   absl::Status ValidateObservation(const Observation& observation) const;
-  ObserveOutcome ApplyEvent(const Observation& observation);
+  ObserveResult ApplyEvent(const Observation& observation);
   ObserveOutcome OnBid(Slot slot, const BidSeen& bid);
-  ObserveOutcome OnFailureReport(const Observation& observation, const BlockRoot& root,
-                                 BuilderIndex builder, absl::string_view relay);
+  ObserveResult OnFailureReport(const Observation& observation, const BlockRoot& root,
+                                BuilderIndex builder, absl::string_view relay);
   ObserveOutcome OnDelivered(Slot slot, const PayloadDelivered& delivered);
   ObserveOutcome OnExited(const BuilderExited& exited);
   // Remembers that `builder` bid under `pubkey` (not empty); a key other than the remembered one
@@ -252,8 +275,10 @@ class Engine {
   // Drops the record of `builder` and its learned relay memberships: the index may belong to
   // another builder now. True when there was something to drop.
   bool ForgetIndex(BuilderIndex builder);
-  void ApplyBuilderFailure(BuilderIndex builder, Slot slot, const BlockRoot& root);
-  void ApplyRelayFailure(const std::string& relay, Slot slot, const BlockRoot& root);
+  // Each records the failure of `root` in the record of `builder` (or `relay`), made when
+  // missing; false when no record could be made (every one holds an active ban).
+  bool ApplyBuilderFailure(BuilderIndex builder, Slot slot, const BlockRoot& root);
+  bool ApplyRelayFailure(const std::string& relay, Slot slot, const BlockRoot& root);
   // Why and until when a member's failure bans `relay`, if it does.
   struct MemberBan {
     Epoch until_epoch = 0;
@@ -299,17 +324,9 @@ class Engine {
   absl::flat_hash_set<BuilderIndex> configured_blacklist_;
   absl::flat_hash_set<std::string> configured_relay_blacklist_;
 
-  Slot current_slot_;
-  Policy policy_;
-  absl::flat_hash_map<BuilderIndex, BuilderRecord> builders_;
-  absl::flat_hash_map<BuilderIndex, BuilderKey> keys_;
-  absl::flat_hash_map<std::string, RelayRecord> relays_;
-  absl::flat_hash_map<BlockRoot, RootVote> votes_;
-  absl::flat_hash_map<std::string, uint64_t> node_sequences_;
-  absl::flat_hash_map<BuilderIndex, OperatorBan> operator_bans_;
-  absl::flat_hash_map<std::string, OperatorBan> operator_relay_bans_;
-  absl::flat_hash_map<BuilderIndex, bool> builder_trust_overrides_;
-  absl::flat_hash_map<std::string, bool> relay_trust_overrides_;
+  // Everything the engine knows but the missed-slot tracker, which is kept live in
+  // missed_slots_ (rings of bits): state_.missed_slots stays empty, Export() fills it in.
+  EngineState state_;
   MissedSlotTracker missed_slots_;
 };
 

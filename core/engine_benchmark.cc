@@ -35,6 +35,15 @@ constexpr size_t kFailuresPerBatch = 8000;
 
 std::string RelayId(int relay) { return absl::StrCat("https://relay-", relay, ".example"); }
 
+// A 48-byte public key of its own for each builder.
+std::string PubkeyOf(BuilderIndex builder) {
+  std::string key(48, '\0');
+  for (size_t i = 0; i < sizeof(builder); ++i) {
+    key[i] = static_cast<char>((builder >> (8 * i)) & 0xff);
+  }
+  return key;
+}
+
 BlockRoot RootOf(uint64_t id) {
   std::string bytes(sizeof(id), '\0');
   for (size_t i = 0; i < sizeof(id); ++i) bytes[i] = static_cast<char>((id >> (8 * i)) & 0xff);
@@ -46,7 +55,11 @@ BlockRoot RootOf(uint64_t id) {
 Config BenchConfig() {
   Config config;
   config.chain.gloas_fork_epoch = 0;
-  config.max_tracked_builders = 2 * kBuilders;
+  // Room for every one of the 10,000 builders, so that no record is evicted, and for the
+  // relays: caps any higher would let a policy outgrow its bound, which the configuration
+  // refuses.
+  config.max_tracked_builders = kBuilders;
+  config.max_relays = 2 * kRelays;
   config.critical_failed_builders = 1'000'000;
   config.critical_failed_untrusted_builders = 1'000'000;
   config.amendment_window_slots = kWindowSlots;
@@ -99,7 +112,7 @@ void BM_ObserveFailure(benchmark::State& state) {
       next = 0;
       state.ResumeTiming();
     }
-    absl::StatusOr<ObserveOutcome> outcome = engine.Observe(batch[next++]);
+    absl::StatusOr<ObserveResult> outcome = engine.Observe(batch[next++]);
     if (!outcome.ok()) {
       state.SkipWithError(std::string(outcome.status().message()).c_str());
       break;
@@ -138,14 +151,14 @@ void BM_ObserveBid(benchmark::State& state) {
     const BuilderIndex builder =
         stranger(rng) ? any(rng) : 100 + r * kIndicesPerRelay + member(rng);
     bids.push_back(Observation{engine.current_slot(), "node-2", 0,
-                               BidSeen{builder, RelayId(r), absl::StrCat("0xpk", builder)}});
+                               BidSeen{builder, RelayId(r), PubkeyOf(builder)}});
   }
   uint64_t bid_sequence = 0;
   size_t next = 0;
   for (auto _ : state) {
     Observation& bid = bids[next++ & (bids.size() - 1)];
     bid.sequence = ++bid_sequence;
-    absl::StatusOr<ObserveOutcome> outcome = engine.Observe(bid);
+    absl::StatusOr<ObserveResult> outcome = engine.Observe(bid);
     if (!outcome.ok()) {
       state.SkipWithError(std::string(outcome.status().message()).c_str());
       break;

@@ -81,6 +81,40 @@ bool IsFailureReport(const Event& event) {
          std::holds_alternative<RelayRevealMissing>(event);
 }
 
+// What Observe said it recorded is what the event could record, and the record holds it.
+std::string CheckRecorded(const Engine& engine, const Event& event, const StepResult& result) {
+  if (result.recorded == RecordedFailure::kNone) return "";
+  if (!result.status.ok() || result.outcome != ObserveOutcome::kApplied) {
+    return absl::StrCat("a failure was said recorded by an observation not applied: ",
+                        DescribeResult(result));
+  }
+  if (const auto* missing = std::get_if<PayloadMissing>(&event)) {
+    if (result.recorded != RecordedFailure::kBuilder) {
+      return "a payload_missing report recorded a failure elsewhere than in a builder's record";
+    }
+    auto record = engine.builders().find(missing->builder);
+    if (record == engine.builders().end() || record->second.failures.failed == 0) {
+      return absl::StrCat("a failure was said recorded for builder ", missing->builder,
+                          ", which has no failure record");
+    }
+    return "";
+  }
+  if (const auto* missing = std::get_if<RelayRevealMissing>(&event)) {
+    if (result.recorded != RecordedFailure::kRelay) {
+      return "a relay_reveal_missing report recorded a failure elsewhere than in a relay's record";
+    }
+    absl::StatusOr<std::string> id = NormalizeRelayId(missing->relay);
+    auto record = id.ok() ? engine.relays().find(*id) : engine.relays().end();
+    if (record == engine.relays().end() || record->second.failures.failed == 0) {
+      return absl::StrCat("a failure was said recorded for relay ", missing->relay,
+                          ", which has no failure record");
+    }
+    return "";
+  }
+  return absl::StrCat("an observation that is no failure report recorded a failure: ",
+                      DescribeResult(result));
+}
+
 }  // namespace
 
 Config WithSmallCaps(Config config) {
@@ -120,9 +154,12 @@ StepResult ApplyStep(Engine& engine, const EngineStep& step) {
       result.changed = engine.Advance(step.slot);
       break;
     case EngineStep::Kind::kObserve: {
-      absl::StatusOr<ObserveOutcome> outcome = engine.Observe(step.observation);
-      result.status = outcome.status();
-      if (outcome.ok()) result.outcome = *outcome;
+      absl::StatusOr<ObserveResult> observed = engine.Observe(step.observation);
+      result.status = observed.status();
+      if (observed.ok()) {
+        result.outcome = observed->outcome;
+        result.recorded = observed->recorded;
+      }
       break;
     }
     case EngineStep::Kind::kBan:
@@ -549,6 +586,9 @@ std::string EngineChecker::CheckContract(const Engine& engine, const EngineStep&
           }
           break;
         }
+      }
+      if (std::string recorded = CheckRecorded(engine, event, result); !recorded.empty()) {
+        return recorded;
       }
       if (refused && EngineFingerprint(engine, /*with_sequences=*/false) != fingerprint_before) {
         return absl::StrCat("a refused observation changed the engine's state: ",

@@ -108,6 +108,8 @@ struct EngineStep {
 struct StepResult {
   absl::Status status;
   std::optional<ObserveOutcome> outcome;
+  // What Observe said it recorded.
+  RecordedFailure recorded = RecordedFailure::kNone;
   // Advance's answer.
   bool changed = false;
   // The policy version right after the call, before the step's RefreshPolicy().

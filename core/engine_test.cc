@@ -63,7 +63,9 @@ class EngineTest : public ::testing::Test {
   absl::StatusOr<ObserveOutcome> ObserveNow(Event event, Slot slot,
                                             const std::string& node = "n1") {
     Observation observation{slot, node, ++sequences_[node], std::move(event)};
-    return engine_->Observe(observation);
+    absl::StatusOr<ObserveResult> observed = engine_->Observe(observation);
+    if (!observed.ok()) return observed.status();
+    return observed->outcome;
   }
 
   // Reports the block `root` at `slot` as missing the payload of `builder`, then refreshes.
@@ -454,6 +456,49 @@ TEST_F(EngineTest, MinReportingNodesBeforeAFailureCounts) {
   EXPECT_TRUE(Banned(5));
 }
 
+TEST_F(EngineTest, ObserveSaysWhenAFailureIsRecorded) {
+  config_.min_reporting_nodes = 2;
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  engine_->Advance(slot);
+  auto missing = [&](const std::string& node, uint64_t sequence) {
+    return engine_->Observe(Observation{slot, node, sequence, PayloadMissing{5, Root(1), 0.9}});
+  };
+  // The first vote waits for a second reporter: applied, nothing recorded yet.
+  absl::StatusOr<ObserveResult> first = missing("n1", 1);
+  ASSERT_THAT(first, IsOk());
+  EXPECT_EQ(first->outcome, ObserveOutcome::kApplied);
+  EXPECT_EQ(first->recorded, RecordedFailure::kNone);
+  absl::StatusOr<ObserveResult> second = missing("n2", 1);
+  ASSERT_THAT(second, IsOk());
+  EXPECT_EQ(second->outcome, ObserveOutcome::kApplied);
+  EXPECT_EQ(second->recorded, RecordedFailure::kBuilder);
+  EXPECT_EQ(Failed(5), 1u);
+  // A third reporter of the counted root records nothing more.
+  absl::StatusOr<ObserveResult> third = missing("n3", 1);
+  ASSERT_THAT(third, IsOk());
+  EXPECT_EQ(third->outcome, ObserveOutcome::kNoEffect);
+  EXPECT_EQ(third->recorded, RecordedFailure::kNone);
+  // Nor does a replay of the vote that recorded it.
+  absl::StatusOr<ObserveResult> replay = missing("n2", 1);
+  ASSERT_THAT(replay, IsOk());
+  EXPECT_EQ(replay->outcome, ObserveOutcome::kDuplicate);
+  EXPECT_EQ(replay->recorded, RecordedFailure::kNone);
+  EXPECT_EQ(Failed(5), 1u);
+}
+
+TEST_F(EngineTest, ObserveSaysWhenARelayFailureIsRecorded) {
+  config_ = PreGloasConfig();
+  Start();
+  const Slot slot = SlotOf(kStartEpoch);
+  engine_->Advance(slot);
+  absl::StatusOr<ObserveResult> observed =
+      engine_->Observe(Observation{slot, "n1", 1, RelayRevealMissing{"Relay.X", Root(1)}});
+  ASSERT_THAT(observed, IsOk());
+  EXPECT_EQ(observed->outcome, ObserveOutcome::kApplied);
+  EXPECT_EQ(observed->recorded, RecordedFailure::kRelay);
+}
+
 TEST_F(EngineTest, DeliveredReportRevertsAnAppliedFailure) {
   Start();
   ASSERT_THAT(Fail(5, SlotOf(kStartEpoch), 1, "n1"), IsOk());
@@ -476,11 +521,11 @@ TEST_F(EngineTest, DeliveredReportNamingAnotherBuilderIsRefused) {
 TEST_F(EngineTest, ReplayedSequenceNumbersAreIgnored) {
   Start();
   Observation observation{SlotOf(kStartEpoch), "n1", 7, PayloadMissing{5, Root(1), 0.9}};
-  EXPECT_EQ(*engine_->Observe(observation), ObserveOutcome::kApplied);
+  EXPECT_EQ(engine_->Observe(observation)->outcome, ObserveOutcome::kApplied);
   observation.event = PayloadMissing{6, Root(2), 0.9};
-  EXPECT_EQ(*engine_->Observe(observation), ObserveOutcome::kDuplicate);
+  EXPECT_EQ(engine_->Observe(observation)->outcome, ObserveOutcome::kDuplicate);
   observation.sequence = 3;
-  EXPECT_EQ(*engine_->Observe(observation), ObserveOutcome::kDuplicate);
+  EXPECT_EQ(engine_->Observe(observation)->outcome, ObserveOutcome::kDuplicate);
   engine_->RefreshPolicy();
   EXPECT_FALSE(Banned(6));
 }
@@ -525,7 +570,7 @@ TEST_F(EngineTest, MarkHandledMakesAResendAReplay) {
   engine_->MarkHandled("n7", 2);
   EXPECT_EQ(engine_->node_sequences().at("n7"), 4u);
   Observation resend{engine_->current_slot(), "n7", 4, PayloadMissing{5, Root(1), 0.9}};
-  EXPECT_EQ(*engine_->Observe(resend), ObserveOutcome::kDuplicate);
+  EXPECT_EQ(engine_->Observe(resend)->outcome, ObserveOutcome::kDuplicate);
 }
 
 // --- Relays --------------------------------------------------------------------------------
@@ -918,7 +963,8 @@ TEST_F(EngineTest, BanRelayRefusesBadRequestsAndHoldsAtMostTheBound) {
     ASSERT_THAT(engine_->BanRelay(absl::StrCat("http://r", i), "x", std::nullopt), IsOk());
   }
   EXPECT_THAT(engine_->BanRelay("http://one-more", "x", std::nullopt),
-              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr(absl::StrCat("(", bounds::kMaxOperatorRelayBans, ")"))));
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr(absl::StrCat("(", bounds::kMaxOperatorRelayBans, ")"))));
   // A banned relay's ban can still be replaced.
   ASSERT_THAT(engine_->BanRelay("http://a", "shorter", kStartEpoch + 1), IsOk());
   EXPECT_EQ(engine_->operator_relay_bans().at("http://a").reason, "shorter");
@@ -1075,7 +1121,7 @@ TEST_F(EngineTest, ExportImportGivesTheSamePolicyAndBehaviour) {
   EXPECT_FALSE(copy->RefreshPolicy());
   // The imported engine remembers sequence numbers and counters.
   Observation replay{SlotOf(kStartEpoch, 2), "n1", 1, PayloadMissing{4, Root(3), 0.9}};
-  EXPECT_EQ(*copy->Observe(replay), ObserveOutcome::kDuplicate);
+  EXPECT_EQ(copy->Observe(replay)->outcome, ObserveOutcome::kDuplicate);
   Observation again{SlotOf(kStartEpoch, 2), "n1", 100, PayloadMissing{3, Root(4), 0.9}};
   ASSERT_THAT(copy->Observe(again), IsOk());
   copy->RefreshPolicy();

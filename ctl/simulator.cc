@@ -22,6 +22,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "proto/codec/config_file.h"
 #include "proto/codec/engine_codec.h"
+#include "proto/codec/journal_apply.h"
 #include "proto/codec/scenario_codec.h"
 
 namespace breaker::ctl {
@@ -147,26 +148,32 @@ absl::StatusOr<core::Slot> AdvanceTarget(const v1::Advance& advance, core::Slot 
   return target;
 }
 
-// Applies one node's observation as breakerd does (Fleet::Apply), with the scenario's
-// conveniences: slot 0 and short block roots (ExpandScriptedObservation), sequence 0.
-absl::Status Observe(const v1::NodeObservation& step, core::Engine& engine) {
-  v1::Observation proto =
-      codec::ExpandScriptedObservation(step.observation(), engine.current_slot());
-  if (proto.sequence() == 0) {
+// The journal entry breakerd writes for one node's observation, with the scenario's
+// conveniences resolved: slot 0 and short block roots (ExpandScriptedObservation), sequence 0.
+v1::JournalEntry ObservationEntry(const v1::NodeObservation& step, const core::Engine& engine) {
+  v1::JournalEntry entry;
+  v1::NodeObservations* batch = entry.mutable_observations();
+  batch->set_node_id(step.node());
+  v1::Observation* proto = batch->add_observations();
+  *proto = codec::ExpandScriptedObservation(step.observation(), engine.current_slot());
+  if (proto->sequence() == 0) {
     // The engine keeps each node's highest handled number, refused observations included, so
     // the next one is never taken for a replay.
     const auto& sequences = engine.node_sequences();
     auto previous = sequences.find(step.node());
-    proto.set_sequence(previous == sequences.end() ? 1 : previous->second + 1);
+    proto->set_sequence(previous == sequences.end() ? 1 : previous->second + 1);
   }
-  absl::StatusOr<core::Observation> observation = codec::ObservationFromProto(proto, step.node());
-  if (!observation.ok()) {
-    // As breakerd does: a refused observation still uses up its number.
-    engine.MarkHandled(step.node(), proto.sequence());
-    return observation.status();
+  return entry;
+}
+
+// The step's outcome: an observation's refusal, or the entry's (an admin action's). A replay
+// (kDuplicate) is ignored, not refused: breakerd acknowledges it.
+absl::Status ActionStatus(const codec::AppliedEntry& applied) {
+  if (!applied.status.ok()) return applied.status;
+  for (const codec::AppliedObservation& observation : applied.observations) {
+    if (!observation.status.ok()) return observation.status;
   }
-  // A replay (kDuplicate) is ignored, not refused: breakerd acknowledges it.
-  return engine.Observe(*observation).status();
+  return absl::OkStatus();
 }
 
 std::string BuilderSetText(const std::set<core::BuilderIndex>& builders) {
@@ -333,6 +340,26 @@ std::string ValidUtf8(absl::string_view text) {
   return out;
 }
 
+// Plays journal entries on one engine as breakerd applies them, recording every new policy
+// version in the timeline and, when asked, every entry in a journal.
+class Player {
+ public:
+  Player(core::Engine& engine, SimulationResult& result, std::vector<v1::JournalEntry>* journal)
+      : engine_(engine), result_(result), journal_(journal) {}
+
+  codec::AppliedEntry Play(v1::JournalEntry entry, int step, const std::string& name) {
+    codec::AppliedEntry applied = codec::ApplyJournalEntry(entry, engine_);
+    if (applied.policy_changed) result_.timeline.push_back(EntryFor(step, name, engine_));
+    if (journal_ != nullptr) journal_->push_back(std::move(entry));
+    return applied;
+  }
+
+ private:
+  core::Engine& engine_;
+  SimulationResult& result_;
+  std::vector<v1::JournalEntry>* const journal_;
+};
+
 }  // namespace
 
 absl::StatusOr<v1::Scenario> LoadScenarioFile(const std::string& path) {
@@ -345,8 +372,8 @@ absl::StatusOr<v1::Scenario> LoadScenarioFile(const std::string& path) {
   return scenario;
 }
 
-absl::StatusOr<SimulationResult> Simulate(const core::Config& config,
-                                          const v1::Scenario& scenario) {
+absl::StatusOr<SimulationResult> Simulate(const core::Config& config, const v1::Scenario& scenario,
+                                          std::vector<v1::JournalEntry>* journal) {
   absl::StatusOr<core::Engine> created = core::Engine::Create(config, scenario.start_slot());
   if (!created.ok()) return created.status();
   core::Engine& engine = *created;
@@ -354,6 +381,7 @@ absl::StatusOr<SimulationResult> Simulate(const core::Config& config,
   SimulationResult result;
   result.description = scenario.description();
   result.timeline.push_back(EntryFor(0, std::string(kStartName), engine));
+  Player player(engine, result, journal);
 
   for (int i = 0; i < scenario.step_size(); ++i) {
     const v1::Step& step = scenario.step(i);
@@ -361,10 +389,12 @@ absl::StatusOr<SimulationResult> Simulate(const core::Config& config,
     const std::string name = StepName(step, number);
     if (absl::Status status = ValidateStep(step, number, name); !status.ok()) return status;
 
+    // Each action is played as the journal entries breakerd writes for it, which breakerd
+    // follows with a refresh of the policy, refused or not.
     absl::Status action;
     switch (step.action_case()) {
       case v1::Step::kObserve:
-        action = Observe(step.observe(), engine);
+        action = ActionStatus(player.Play(ObservationEntry(step.observe(), engine), number, name));
         break;
       case v1::Step::kAdvance: {
         absl::StatusOr<core::Slot> target =
@@ -375,20 +405,21 @@ absl::StatusOr<SimulationResult> Simulate(const core::Config& config,
         // verdicts that breakerd reaches (a run that trips when its last slot is judged is
         // over by the slot after). Each new version on the way is a line of the timeline.
         while (engine.current_slot() < *target) {
-          if (engine.Advance(engine.current_slot() + 1)) {
-            result.timeline.push_back(EntryFor(number, name, engine));
-          }
+          v1::JournalEntry entry;
+          entry.set_advance_to_slot(engine.current_slot() + 1);
+          player.Play(std::move(entry), number, name);
         }
         break;
       }
-      case v1::Step::kAdmin:
-        action = codec::ApplyAdminAction(step.admin(), engine);
+      case v1::Step::kAdmin: {
+        v1::JournalEntry entry;
+        *entry.mutable_admin() = step.admin();
+        action = ActionStatus(player.Play(std::move(entry), number, name));
         break;
+      }
       case v1::Step::ACTION_NOT_SET:
         break;
     }
-    // As breakerd: the policy is recomputed after every change, refused or not.
-    if (engine.RefreshPolicy()) result.timeline.push_back(EntryFor(number, name, engine));
 
     if (!step.has_expect() && action.ok()) continue;
     std::vector<std::string> messages;
@@ -400,6 +431,20 @@ absl::StatusOr<SimulationResult> Simulate(const core::Config& config,
     for (std::string& message : messages) {
       result.failures.push_back(ExpectationFailure{number, name, std::move(message)});
     }
+  }
+  return result;
+}
+
+absl::StatusOr<SimulationResult> SimulateJournal(const core::Config& config, core::Slot start_slot,
+                                                 const std::vector<v1::JournalEntry>& journal) {
+  absl::StatusOr<core::Engine> created = core::Engine::Create(config, start_slot);
+  if (!created.ok()) return created.status();
+  SimulationResult result;
+  result.timeline.push_back(EntryFor(0, std::string(kStartName), *created));
+  Player player(*created, result, nullptr);
+  for (size_t i = 0; i < journal.size(); ++i) {
+    const int number = static_cast<int>(i) + 1;
+    player.Play(journal[i], number, absl::StrCat("entry ", number));
   }
   return result;
 }

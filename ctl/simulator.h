@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "breaker/v1/breaker.pb.h"
 #include "breaker/v1/scenario.pb.h"
+#include "breaker/v1/state.pb.h"
 #include "core/config.h"
 #include "core/types.h"
 
@@ -46,11 +47,26 @@ struct SimulationResult {
 // INVALID_ARGUMENT with the parser's line and column for a malformed one.
 absl::StatusOr<breaker::v1::Scenario> LoadScenarioFile(const std::string& path);
 
-// Plays `scenario` under `config`. Returns INVALID_ARGUMENT naming the step for a scenario
-// that cannot be played (a step without node, an advance backwards, ...). A refused action
-// or an unmet expectation is not an error: it is a failure in the result.
-absl::StatusOr<SimulationResult> Simulate(const core::Config& config,
-                                          const breaker::v1::Scenario& scenario);
+// Plays `scenario` under `config`. Each step's action becomes the journal entries breakerd
+// writes for it (an observation, one advance per slot, an admin action), applied by
+// codec::ApplyJournalEntry as breakerd applies them. When `journal` is not null, it receives
+// those entries in order: a breakerd whose state holds that journal (from an empty state at
+// the scenario's start slot, under `config`) publishes the timeline's last policy.
+// Returns INVALID_ARGUMENT naming the step for a scenario that cannot be played (a step
+// without node, an advance backwards, ...). A refused action or an unmet expectation is not
+// an error: it is a failure in the result.
+absl::StatusOr<SimulationResult> Simulate(
+    const core::Config& config, const breaker::v1::Scenario& scenario,
+    std::vector<breaker::v1::JournalEntry>* journal = nullptr);
+
+// Plays the entries of a breakerd journal in order, from an empty state at `start_slot` under
+// `config`, as breakerd replays them: the timeline has a line per entry that made a new policy
+// version (step: the entry's number from 1). Returns Engine::Create's error for an invalid
+// configuration. A refused entry is not an error: breakerd journals an operator's action or a
+// reconfiguration before the engine judges it, and replays a refusal as a refusal.
+absl::StatusOr<SimulationResult> SimulateJournal(
+    const core::Config& config, core::Slot start_slot,
+    const std::vector<breaker::v1::JournalEntry>& journal);
 
 // The timeline as a table for people: one line per version (step, slot, epoch, version, mode,
 // banned builders and relays, reason), then one line per failed expectation.

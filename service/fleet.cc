@@ -5,7 +5,6 @@
 #include <optional>
 #include <random>
 #include <utility>
-#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "common/mutex.h"
@@ -19,7 +18,7 @@
 #include "proto/codec/config_file.h"
 #include "proto/codec/engine_codec.h"
 #include "proto/codec/inspection.h"
-#include "proto/codec/scenario_codec.h"
+#include "proto/codec/journal_apply.h"
 
 namespace breaker::service {
 namespace {
@@ -85,25 +84,6 @@ ObservationOutcome OutcomeOf(core::ObserveOutcome outcome) {
       return ObservationOutcome::kDuplicate;
   }
   return ObservationOutcome::kApplied;
-}
-
-// The latest failure the engine recorded against what a failure report names ("" when none),
-// or nullopt for other events. Observe() reports a failure vote, complete or not, as applied;
-// each recorded failure describes its own root and slot, so a change across Observe() tells a
-// failure recorded from a vote still waiting for reporters.
-std::optional<std::string> LastFailure(const core::Engine& engine,
-                                       const core::Observation& observation) {
-  if (const auto* missing = std::get_if<core::PayloadMissing>(&observation.event)) {
-    auto record = engine.builders().find(missing->builder);
-    return record == engine.builders().end() ? "" : record->second.failures.last_failure;
-  }
-  if (const auto* missing = std::get_if<core::RelayRevealMissing>(&observation.event)) {
-    absl::StatusOr<std::string> id = core::NormalizeRelayId(missing->relay);
-    if (!id.ok()) return "";
-    auto record = engine.relays().find(*id);
-    return record == engine.relays().end() ? "" : record->second.failures.last_failure;
-  }
-  return std::nullopt;
 }
 
 // Times a store operation for the metrics.
@@ -748,80 +728,20 @@ void Fleet::TickerLoop() {
 
 void Fleet::Apply(Work& work) {
   const v1::JournalEntry& entry = work.entry;
+  const codec::AppliedEntry applied = codec::ApplyJournalEntry(entry, engine_);
+  work.status = applied.status;
   switch (entry.change_case()) {
-    case v1::JournalEntry::kObservations: {
-      const v1::NodeObservations& batch = entry.observations();
-      uint64_t highest = 0;
-      int refused = 0;
-      for (const v1::Observation& proto : batch.observations()) {
-        highest = std::max(highest, proto.sequence());
-        absl::StatusOr<core::Observation> observation =
-            codec::ObservationFromProto(proto, batch.node_id());
-        absl::Status status = observation.status();
-        if (status.ok()) {
-          // Replays are not counted again: the metrics count since this process started.
-          std::optional<std::string> failure_before;
-          if (!work.replay) failure_before = LastFailure(engine_, *observation);
-          absl::StatusOr<core::ObserveOutcome> outcome = engine_.Observe(*observation);
-          status = outcome.status();
-          if (!work.replay && outcome.ok()) {
-            metrics_.ObservationHandled(EventKind(proto), OutcomeOf(*outcome));
-            if (failure_before.has_value() &&
-                LastFailure(engine_, *observation) != failure_before) {
-              metrics_.FailureRecorded(
-                  std::holds_alternative<core::PayloadMissing>(observation->event)
-                      ? FailureTarget::kBuilder
-                      : FailureTarget::kRelay);
-            }
-          }
-        } else {
-          engine_.MarkHandled(batch.node_id(), proto.sequence());
-        }
-        if (status.ok()) continue;
-        if (!work.replay) {
-          metrics_.ObservationHandled(EventKind(proto), ObservationOutcome::kRefused);
-          metrics_.Refused(RefusedInput::kObservation, status.code());
-        }
-        if (++refused <= kMaxRefusalsPerAck) {
-          v1::ObservationRefusal* refusal = work.ack.add_refused();
-          refusal->set_sequence(proto.sequence());
-          refusal->set_code(static_cast<int32_t>(status.code()));
-          refusal->set_message(std::string(status.message()));
-        }
-      }
-      if (work.replay) break;
-      if (refused > 0) {
-        LOG(WARNING) << "node " << batch.node_id() << ": " << refused << " of "
-                     << batch.observations_size()
-                     << " observations refused, first: " << work.ack.refused(0).message();
-      }
-      work.ack.set_sequence(highest);
-      registry_.Observed(batch.node_id());
+    case v1::JournalEntry::kObservations:
+      AnswerObservations(work, applied);
       break;
-    }
-    case v1::JournalEntry::kAdvanceToSlot:
-      engine_.Advance(entry.advance_to_slot());
-      break;
-    case v1::JournalEntry::kAdmin:
-      work.status = codec::ApplyAdminAction(entry.admin(), engine_);
-      break;
-    case v1::JournalEntry::kReconfigure: {
-      absl::StatusOr<core::Config> config = codec::ConfigFromProto(entry.reconfigure());
-      const std::string before = Serialize(codec::ConfigToProto(engine_.config()));
-      work.status = config.ok() ? engine_.Reconfigure(*std::move(config)) : config.status();
-      if (work.status.ok() && Serialize(codec::ConfigToProto(engine_.config())) != before) {
-        config_changed_ = true;
-      }
+    case v1::JournalEntry::kReconfigure:
+      if (applied.config_changed) config_changed_ = true;
       if (work.status.ok()) SetLimits(engine_.config());
       if (work.status.ok() && !work.replay) LOG(INFO) << "configuration applied";
       break;
-    }
     case v1::JournalEntry::kRenewFleetId: {
+      if (!work.status.ok()) break;
       const v1::FleetIdRenewal& renewal = entry.renew_fleet_id();
-      if (renewal.fleet_id().empty()) {
-        work.status = absl::InvalidArgumentError("a fleet id renewal without a fleet id");
-        break;
-      }
       if (!work.replay) {
         LOG(WARNING) << "node " << renewal.node_id() << " holds policy version "
                      << renewal.held_version() << " of fleet id " << fleet_id_
@@ -835,15 +755,57 @@ void Fleet::Apply(Work& work) {
       republish_ = true;
       break;
     }
+    case v1::JournalEntry::kAdvanceToSlot:
+    case v1::JournalEntry::kAdmin:
     case v1::JournalEntry::CHANGE_NOT_SET:
       break;
   }
-  const uint64_t before = engine_.policy().version;
-  if (engine_.RefreshPolicy() && !work.replay) {
-    LOG(INFO) << "policy version " << engine_.policy().version << " (was " << before << "), mode "
-              << core::ModeName(engine_.policy().mode) << ": " << engine_.policy().reason;
+  if (applied.policy_changed && !work.replay) {
+    LOG(INFO) << "policy version " << engine_.policy().version << " (was "
+              << applied.previous_version << "), mode " << core::ModeName(engine_.policy().mode)
+              << ": " << engine_.policy().reason;
   }
   if (entry.has_observations()) work.ack.set_policy_version(engine_.policy().version);
+}
+
+void Fleet::AnswerObservations(Work& work, const codec::AppliedEntry& applied) {
+  const v1::NodeObservations& batch = work.entry.observations();
+  uint64_t highest = 0;
+  int refused = 0;
+  for (int i = 0; i < batch.observations_size(); ++i) {
+    const v1::Observation& proto = batch.observations(i);
+    const codec::AppliedObservation& result = applied.observations[i];
+    highest = std::max(highest, proto.sequence());
+    // Replays are not counted again: the metrics count since this process started.
+    if (result.status.ok()) {
+      if (work.replay) continue;
+      metrics_.ObservationHandled(EventKind(proto), OutcomeOf(result.observed.outcome));
+      if (result.observed.recorded != core::RecordedFailure::kNone) {
+        metrics_.FailureRecorded(result.observed.recorded == core::RecordedFailure::kBuilder
+                                     ? FailureTarget::kBuilder
+                                     : FailureTarget::kRelay);
+      }
+      continue;
+    }
+    if (!work.replay) {
+      metrics_.ObservationHandled(EventKind(proto), ObservationOutcome::kRefused);
+      metrics_.Refused(RefusedInput::kObservation, result.status.code());
+    }
+    if (++refused <= kMaxRefusalsPerAck) {
+      v1::ObservationRefusal* refusal = work.ack.add_refused();
+      refusal->set_sequence(proto.sequence());
+      refusal->set_code(static_cast<int32_t>(result.status.code()));
+      refusal->set_message(std::string(result.status.message()));
+    }
+  }
+  if (work.replay) return;
+  if (refused > 0) {
+    LOG(WARNING) << "node " << batch.node_id() << ": " << refused << " of "
+                 << batch.observations_size()
+                 << " observations refused, first: " << work.ack.refused(0).message();
+  }
+  work.ack.set_sequence(highest);
+  registry_.Observed(batch.node_id());
 }
 
 std::shared_ptr<const PublishedPolicy> Fleet::Publish() {

@@ -44,6 +44,7 @@
 #include "core/config.h"
 #include "core/engine.h"
 #include "grpcpp/support/slice.h"
+#include "proto/codec/journal_apply.h"
 #include "service/metrics_sink.h"
 #include "service/node_registry.h"
 #include "service/observation_rate_limiter.h"
@@ -262,9 +263,14 @@ class Fleet {
   // Tells the listeners about `config` (nothing when null).
   void NotifyConfigListeners(const std::shared_ptr<const PublishedConfig>& config);
   void TickerLoop();
-  // Applies one journal entry to the engine and refreshes the policy. Deterministic: the same
-  // entries on the same state give the same engine, live or in replay.
+  // Applies one journal entry to the engine (codec::ApplyJournalEntry, as `breakerctl
+  // simulate` does), then keeps what the fleet holds beside the engine: the fleet id, the
+  // configuration's publication and limits, the answer to the submitter, the metrics.
   void Apply(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  // Fills the acknowledgement of an observations entry from what applying it did, and counts
+  // it (not for a replay).
+  void AnswerObservations(Work& work, const codec::AppliedEntry& applied)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
   // Builds the published form of the engine's policy and makes it current.
   std::shared_ptr<const PublishedPolicy> Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
   absl::Status WriteSnapshot();

@@ -1,0 +1,81 @@
+#include "proto/codec/journal_apply.h"
+
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "proto/codec/config_file.h"
+#include "proto/codec/engine_codec.h"
+#include "proto/codec/scenario_codec.h"
+
+namespace breaker::codec {
+namespace {
+
+namespace v1 = ::breaker::v1;
+
+void ApplyObservations(const v1::NodeObservations& batch, core::Engine& engine,
+                       std::vector<AppliedObservation>& applied) {
+  applied.reserve(batch.observations_size());
+  for (const v1::Observation& proto : batch.observations()) {
+    AppliedObservation& result = applied.emplace_back();
+    absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, batch.node_id());
+    if (!observation.ok()) {
+      // Handled all the same: a resend under the same number is a replay.
+      engine.MarkHandled(batch.node_id(), proto.sequence());
+      result.status = observation.status();
+      continue;
+    }
+    absl::StatusOr<core::ObserveResult> observed = engine.Observe(*observation);
+    if (observed.ok()) {
+      result.observed = *observed;
+    } else {
+      result.status = observed.status();
+    }
+  }
+}
+
+// Sets `changed` when the configuration in force is another one afterwards.
+absl::Status Reconfigure(const v1::Config& proto, core::Engine& engine, bool& changed) {
+  absl::StatusOr<core::Config> config = ConfigFromProto(proto);
+  if (!config.ok()) return config.status();
+  const v1::Config before = ConfigToProto(engine.config());
+  if (absl::Status status = engine.Reconfigure(*std::move(config)); !status.ok()) return status;
+  changed =
+      !google::protobuf::util::MessageDifferencer::Equals(before, ConfigToProto(engine.config()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+AppliedEntry ApplyJournalEntry(const v1::JournalEntry& entry, core::Engine& engine) {
+  AppliedEntry applied;
+  applied.previous_version = engine.policy().version;
+  switch (entry.change_case()) {
+    case v1::JournalEntry::kObservations:
+      ApplyObservations(entry.observations(), engine, applied.observations);
+      break;
+    case v1::JournalEntry::kAdvanceToSlot:
+      engine.Advance(entry.advance_to_slot());
+      break;
+    case v1::JournalEntry::kAdmin:
+      applied.status = ApplyAdminAction(entry.admin(), engine);
+      break;
+    case v1::JournalEntry::kReconfigure:
+      applied.status = Reconfigure(entry.reconfigure(), engine, applied.config_changed);
+      break;
+    case v1::JournalEntry::kRenewFleetId:
+      if (entry.renew_fleet_id().fleet_id().empty()) {
+        applied.status = absl::InvalidArgumentError("a fleet id renewal without a fleet id");
+      }
+      break;
+    case v1::JournalEntry::CHANGE_NOT_SET:
+      break;
+  }
+  // After every entry, refused or not: a replay recomputes at the same points, so it reaches
+  // the same versions.
+  engine.RefreshPolicy();
+  applied.policy_changed = engine.policy().version != applied.previous_version;
+  return applied;
+}
+
+}  // namespace breaker::codec

@@ -1,0 +1,53 @@
+#ifndef PROTO_CODEC_JOURNAL_APPLY_H_
+#define PROTO_CODEC_JOURNAL_APPLY_H_
+
+// What one entry of breakerd's journal (breaker/v1/state.proto, JournalEntry) does to the
+// engine: the one definition, used by breakerd (live, and when it replays its journal at
+// start-up), by `breakerctl simulate` and by the fuzzers. An engine given the same entries
+// from the same state ends in the same state, whichever of them plays the entries.
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "breaker/v1/state.pb.h"
+#include "core/engine.h"
+
+namespace breaker::codec {
+
+// What became of one observation of an observations entry.
+struct AppliedObservation {
+  // OK, or why it was refused: ObservationFromProto's error (the engine then only marks its
+  // sequence number handled) or Observe's.
+  absl::Status status;
+  // What the engine did with it; meaningful when `status` is OK.
+  core::ObserveResult observed;
+};
+
+// What applying one journal entry did.
+struct AppliedEntry {
+  // The refusal of an admin action (ApplyAdminAction's error), of a reconfiguration (the
+  // configuration's or Reconfigure's error; nothing changed) or of a fleet id renewal without
+  // a fleet id (INVALID_ARGUMENT). OK otherwise: observations are refused one by one, below.
+  absl::Status status;
+  // For an observations entry: one per observation, in the entry's order.
+  std::vector<AppliedObservation> observations;
+  // A reconfiguration replaced the configuration by a different one.
+  bool config_changed = false;
+  // The policy's version before the entry.
+  uint64_t previous_version = 0;
+  // The entry made a new policy version (the engine's policy() is the new one).
+  bool policy_changed = false;
+};
+
+// Applies `entry` to `engine`, then refreshes the policy. Deterministic: the result and the
+// engine's state depend only on the engine's state before and on the entry, never on when the
+// entry is played or by whom. A fleet id renewal changes nothing in the engine: the fleet id
+// is the caller's to keep (the entry is only checked). An entry without a change does nothing
+// but the refresh. Never fails as a whole: refusals are in the result.
+// Not thread-safe: the caller serializes access to `engine`.
+AppliedEntry ApplyJournalEntry(const breaker::v1::JournalEntry& entry, core::Engine& engine);
+
+}  // namespace breaker::codec
+
+#endif  // PROTO_CODEC_JOURNAL_APPLY_H_

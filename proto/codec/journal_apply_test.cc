@@ -1,0 +1,147 @@
+#include "proto/codec/journal_apply.h"
+
+#include <string>
+
+#include "core/config.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/codec/config_file.h"
+#include "tests/status_matchers.h"
+
+namespace breaker::codec {
+namespace {
+
+namespace v1 = ::breaker::v1;
+using ::breaker::testing::IsOk;
+using ::breaker::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+constexpr core::Slot kStart = 32 * 10;
+
+v1::JournalEntry Missing(const std::string& node, uint64_t sequence, uint64_t builder,
+                         char root) {
+  v1::JournalEntry entry;
+  v1::NodeObservations* batch = entry.mutable_observations();
+  batch->set_node_id(node);
+  v1::Observation* observation = batch->add_observations();
+  observation->set_slot(kStart);
+  observation->set_sequence(sequence);
+  observation->mutable_payload_missing()->set_builder_index(builder);
+  observation->mutable_payload_missing()->set_block_root(std::string(32, root));
+  observation->mutable_payload_missing()->set_attested_fraction(0.9);
+  return entry;
+}
+
+v1::JournalEntry AdvanceTo(core::Slot slot) {
+  v1::JournalEntry entry;
+  entry.set_advance_to_slot(slot);
+  return entry;
+}
+
+class ApplyJournalEntryTest : public ::testing::Test {
+ protected:
+  core::Engine engine_ = core::Engine::Create(core::Config{}, kStart).value();
+};
+
+TEST_F(ApplyJournalEntryTest, ObservationsSayWhatEachDid) {
+  v1::JournalEntry entry = Missing("n1", 1, 5, 'a');
+  // A second observation the codec refuses: a block root of 3 bytes.
+  v1::Observation* bad = entry.mutable_observations()->add_observations();
+  *bad = entry.observations().observations(0);
+  bad->set_sequence(2);
+  bad->mutable_payload_missing()->set_block_root("abc");
+
+  const AppliedEntry applied = ApplyJournalEntry(entry, engine_);
+  EXPECT_THAT(applied.status, IsOk());
+  ASSERT_THAT(applied.observations, SizeIs(2));
+  EXPECT_THAT(applied.observations[0].status, IsOk());
+  EXPECT_EQ(applied.observations[0].observed.outcome, core::ObserveOutcome::kApplied);
+  EXPECT_EQ(applied.observations[0].observed.recorded, core::RecordedFailure::kBuilder);
+  EXPECT_THAT(applied.observations[1].status, StatusIs(absl::StatusCode::kInvalidArgument));
+  // The refused observation's number is used up all the same.
+  EXPECT_EQ(engine_.node_sequences().at("n1"), 2u);
+  EXPECT_TRUE(applied.policy_changed);
+  EXPECT_EQ(engine_.policy().version, applied.previous_version + 1);
+  EXPECT_TRUE(engine_.policy().banned_builders.contains(5));
+
+  // The same entry again is a replay: nothing recorded, no new version.
+  const AppliedEntry replayed = ApplyJournalEntry(Missing("n1", 1, 5, 'a'), engine_);
+  ASSERT_THAT(replayed.observations, SizeIs(1));
+  EXPECT_EQ(replayed.observations[0].observed.outcome, core::ObserveOutcome::kDuplicate);
+  EXPECT_EQ(replayed.observations[0].observed.recorded, core::RecordedFailure::kNone);
+  EXPECT_FALSE(replayed.policy_changed);
+}
+
+TEST_F(ApplyJournalEntryTest, AdvanceRefreshesThePolicy) {
+  ASSERT_TRUE(ApplyJournalEntry(Missing("n1", 1, 5, 'a'), engine_).policy_changed);
+  const core::Epoch lifted = engine_.policy().banned_builders.at(5).until_epoch;
+  const AppliedEntry early = ApplyJournalEntry(AdvanceTo(kStart + 1), engine_);
+  EXPECT_FALSE(early.policy_changed);
+  const AppliedEntry late = ApplyJournalEntry(AdvanceTo(lifted * 32), engine_);
+  EXPECT_THAT(late.status, IsOk());
+  EXPECT_TRUE(late.policy_changed);
+  EXPECT_FALSE(engine_.policy().banned_builders.contains(5));
+  EXPECT_EQ(engine_.current_slot(), lifted * 32);
+}
+
+TEST_F(ApplyJournalEntryTest, AdminActionsAndTheirRefusals) {
+  v1::JournalEntry ban;
+  ban.mutable_admin()->mutable_ban()->set_builder_index(7);
+  ban.mutable_admin()->mutable_ban()->set_reason("manual");
+  const AppliedEntry banned = ApplyJournalEntry(ban, engine_);
+  EXPECT_THAT(banned.status, IsOk());
+  EXPECT_TRUE(banned.policy_changed);
+  EXPECT_TRUE(engine_.policy().banned_builders.contains(7));
+
+  v1::JournalEntry unban;
+  unban.mutable_admin()->mutable_unban()->set_builder_index(8);
+  const AppliedEntry refused = ApplyJournalEntry(unban, engine_);
+  EXPECT_THAT(refused.status, StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_FALSE(refused.policy_changed);
+}
+
+TEST_F(ApplyJournalEntryTest, ReconfigureSaysWhetherTheConfigurationChanged) {
+  v1::JournalEntry same;
+  *same.mutable_reconfigure() = ConfigToProto(engine_.config());
+  const AppliedEntry unchanged = ApplyJournalEntry(same, engine_);
+  EXPECT_THAT(unchanged.status, IsOk());
+  EXPECT_FALSE(unchanged.config_changed);
+
+  core::Config trusting = engine_.config();
+  trusting.trusted_builders = {5};
+  v1::JournalEntry other;
+  *other.mutable_reconfigure() = ConfigToProto(trusting);
+  const AppliedEntry changed = ApplyJournalEntry(other, engine_);
+  EXPECT_THAT(changed.status, IsOk());
+  EXPECT_TRUE(changed.config_changed);
+  EXPECT_THAT(engine_.config().trusted_builders, ::testing::ElementsAre(5));
+
+  v1::JournalEntry invalid = other;
+  invalid.mutable_reconfigure()->set_attestation_threshold(2);
+  const AppliedEntry refused = ApplyJournalEntry(invalid, engine_);
+  EXPECT_THAT(refused.status, StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_FALSE(refused.config_changed);
+  EXPECT_THAT(engine_.config().trusted_builders, ::testing::ElementsAre(5));
+}
+
+TEST_F(ApplyJournalEntryTest, FleetIdRenewalIsOnlyChecked) {
+  v1::JournalEntry renewal;
+  renewal.mutable_renew_fleet_id()->set_node_id("n1");
+  EXPECT_THAT(ApplyJournalEntry(renewal, engine_).status,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("without a fleet id")));
+  renewal.mutable_renew_fleet_id()->set_fleet_id("f");
+  const AppliedEntry applied = ApplyJournalEntry(renewal, engine_);
+  EXPECT_THAT(applied.status, IsOk());
+  EXPECT_FALSE(applied.policy_changed);
+}
+
+TEST_F(ApplyJournalEntryTest, AnEntryWithoutAChangeDoesNothing) {
+  const AppliedEntry applied = ApplyJournalEntry(v1::JournalEntry(), engine_);
+  EXPECT_THAT(applied.status, IsOk());
+  EXPECT_TRUE(applied.observations.empty());
+  EXPECT_FALSE(applied.policy_changed);
+}
+
+}  // namespace
+}  // namespace breaker::codec
