@@ -219,6 +219,17 @@ absl::StatusOr<std::vector<core::BlockRoot>> BeaconApi::GetHeaders(core::Slot sl
   return roots;
 }
 
+absl::StatusOr<core::Epoch> BeaconApi::GetFinalizedEpoch() {
+  absl::StatusOr<std::string> body = Get("/eth/v1/beacon/states/head/finality_checkpoints");
+  if (!body.ok()) return body.status();
+  std::optional<uint64_t> epoch = Uint64(Path(ParseJson(*body), {"data", "finalized", "epoch"}));
+  if (!epoch.has_value()) {
+    return BadAnswer("/eth/v1/beacon/states/head/finality_checkpoints",
+                     "no data.finalized.epoch, a quoted decimal");
+  }
+  return *epoch;
+}
+
 absl::StatusOr<std::vector<ForkChoiceNode>> BeaconApi::GetForkChoice() {
   absl::StatusOr<std::string> body = Get("/eth/v1/debug/fork_choice");
   if (!body.ok()) return body.status();

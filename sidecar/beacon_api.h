@@ -85,6 +85,9 @@ class BeaconApi {
   absl::StatusOr<SyncStatus> GetSyncing();
   // The roots of the node's blocks at `slot` (/eth/v1/beacon/headers?slot=); none for a 404.
   absl::StatusOr<std::vector<core::BlockRoot>> GetHeaders(core::Slot slot);
+  // The epoch of the node's finalized checkpoint
+  // (/eth/v1/beacon/states/head/finality_checkpoints).
+  absl::StatusOr<core::Epoch> GetFinalizedEpoch();
   // /eth/v1/debug/fork_choice; NOT_FOUND when the node does not serve it.
   absl::StatusOr<std::vector<ForkChoiceNode>> GetForkChoice();
   // Gloas: the builder index the bid in block `root` names (/eth/v2/beacon/blocks/{root}).

@@ -149,6 +149,12 @@ void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& r
     }
     body = absl::StrCat(R"({"execution_optimistic":false,"finalized":false,"data":[)", headers,
                         "]}");
+  } else if (request.path == "/eth/v1/beacon/states/head/finality_checkpoints") {
+    const std::string checkpoint = absl::StrCat(R"({"epoch":)", Quoted(finalized_epoch_),
+                                                R"(,"root":"0x)", std::string(64, '3'), R"("})");
+    body = absl::StrCat(R"({"execution_optimistic":false,"finalized":false,"data":{)",
+                        R"("previous_justified":)", checkpoint, R"(,"current_justified":)",
+                        checkpoint, R"(,"finalized":)", checkpoint, "}}");
   } else if (request.path == "/eth/v1/debug/fork_choice") {
     std::string nodes;
     for (const auto& [slot, blocks] : blocks_) {
@@ -282,6 +288,10 @@ void FakeBeaconNode::Reorg(core::Slot slot, const core::BlockRoot& old_head,
 }
 
 void FakeBeaconNode::Finalize(core::Epoch epoch) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finalized_epoch_ = epoch;
+  }
   Emit("finalized_checkpoint", absl::StrCat(R"({"block":"0x)", std::string(64, '3'),
                                             R"(","state":"0x)", std::string(64, '4'),
                                             R"(","epoch":)", Quoted(epoch),
