@@ -319,10 +319,11 @@ void FakeBeaconNode::DropStreams() {
   changed_.notify_all();
 }
 
-void FakeBeaconNode::SetProducing(bool producing) {
+void FakeBeaconNode::SetProducing(bool producing, uint64_t empty_every) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     producing_ = producing;
+    empty_every_ = empty_every;
   }
   changed_.notify_all();
 }
@@ -336,6 +337,7 @@ void FakeBeaconNode::ProduceLoop() {
     const core::Slot slot = core::SlotAt(absl::Now(), chain_);
     if (slot == last_produced) continue;
     last_produced = slot;
+    if (empty_every_ != 0 && slot % empty_every_ == 0) continue;
     lock.unlock();
     AddBlock(slot, ProducedRoot(slot));
     lock.lock();

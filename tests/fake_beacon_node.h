@@ -73,8 +73,9 @@ class FakeBeaconNode {
   // Drops every open event stream, as a restart does.
   void DropStreams();
 
-  // Produces a block at every slot start from now on (root: the slot's number), or stops.
-  void SetProducing(bool producing);
+  // Produces a block at every slot start from now on (root: ProducedRoot), or stops. With
+  // `empty_every` N above 0, the slots divisible by N get no block.
+  void SetProducing(bool producing, uint64_t empty_every = 0);
 
   // Event streams opened so far, and open now.
   int streams_opened() const;
@@ -122,6 +123,7 @@ class FakeBeaconNode {
   uint64_t generation_ = 0;
   bool stopping_ = false;
   bool producing_ = false;
+  uint64_t empty_every_ = 0;
   int streams_opened_ = 0;
   int streams_open_ = 0;
   std::string last_topics_;
