@@ -117,6 +117,8 @@ class BeaconApi {
   std::mutex mu_;
   httplib::Client* stream_client_ = nullptr;  // Guarded by mu_; the stream's, while it runs.
   bool interrupted_ = false;                  // Guarded by mu_.
+  // interrupted_, for the stream's callbacks, which must not wait for mu_.
+  std::atomic<bool> stopping_{false};
 
   std::atomic<uint64_t> bad_answers_{0};
   std::atomic<uint64_t> dropped_events_{0};

@@ -62,6 +62,8 @@ class FakeRelay {
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // A stop() before the server runs would be lost, and the destructor's join would hang.
+    while (port_ > 0 && !server_.is_running()) std::this_thread::yield();
   }
   ~FakeRelay() {
     server_.stop();

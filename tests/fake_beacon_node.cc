@@ -35,6 +35,8 @@ FakeBeaconNode::FakeBeaconNode(const core::ChainSpec& chain, int port) : chain_(
   port_ = port == 0 ? server_.bind_to_any_port("127.0.0.1")
                     : (server_.bind_to_port("127.0.0.1", port) ? port : -1);
   listener_ = std::thread([this] { server_.listen_after_bind(); });
+  // A stop() before the server runs would be lost, and the destructor's join would hang.
+  while (port_ > 0 && !server_.is_running()) std::this_thread::yield();
   producer_ = std::thread([this] { ProduceLoop(); });
 }
 
