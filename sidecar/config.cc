@@ -18,6 +18,7 @@ constexpr uint32_t kMinBodyBytes = 1024;
 constexpr uint32_t kMaxBodyBytes = 64u << 20;
 constexpr uint32_t kMaxTimeoutMs = 60000;
 constexpr size_t kMaxUrlBytes = 512;
+constexpr uint32_t kMaxStalenessSeconds = 86400;
 
 absl::Status Invalid(absl::string_view field, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
@@ -64,6 +65,15 @@ absl::StatusOr<SidecarSettings> SettingsFromProto(const breaker::v1::SidecarConf
   if (settings.beacon_node_url.size() > kMaxUrlBytes) {
     return Invalid("beacon_node_url", absl::StrCat("longer than ", kMaxUrlBytes, " bytes"));
   }
+  if (!settings.beacon_node_url.empty()) {
+    UpstreamSettings split;
+    if (absl::Status valid = SplitUrl("beacon_node_url", settings.beacon_node_url, split);
+        !valid.ok()) {
+      return valid;
+    }
+    settings.beacon_node_base = split.scheme_host_port;
+    settings.beacon_node_path_prefix = split.path_prefix;
+  }
   if (proto.breakerd_addresses().empty()) return Invalid("breakerd_addresses", "required");
   if (static_cast<size_t>(proto.breakerd_addresses_size()) > kMaxBreakerdAddresses) {
     return Invalid("breakerd_addresses", absl::StrCat(proto.breakerd_addresses_size(),
@@ -95,6 +105,11 @@ absl::StatusOr<SidecarSettings> SettingsFromProto(const breaker::v1::SidecarConf
   if (settings.network.size() > 64) return Invalid("network", "longer than 64 bytes");
 
   settings.fallback_config_file = proto.fallback_config_file();
+  if (proto.staleness_limit_seconds() > kMaxStalenessSeconds) {
+    return Invalid("staleness_limit_seconds", absl::StrCat(proto.staleness_limit_seconds(),
+                                                           " is not in 1..", kMaxStalenessSeconds));
+  }
+  settings.staleness_limit = absl::Seconds(proto.staleness_limit_seconds());
   if (!proto.listen_host().empty()) settings.listen_host = proto.listen_host();
   if (proto.upstream_timeout_ms() != 0) {
     if (proto.upstream_timeout_ms() > kMaxTimeoutMs) {

@@ -28,7 +28,11 @@ struct UpstreamSettings {
 };
 
 struct SidecarSettings {
+  // As configured; empty: no observer. Split as for an upstream: "scheme://host[:port]" and
+  // the path before every request's.
   std::string beacon_node_url;
+  std::string beacon_node_base;
+  std::string beacon_node_path_prefix;
   std::vector<std::string> breakerd_addresses;
   std::string tls_ca_file;
   std::string tls_cert_file;
@@ -37,6 +41,8 @@ struct SidecarSettings {
   std::string node_id;
   std::string network;
   std::string fallback_config_file;
+  // Zero: the client library's default.
+  absl::Duration staleness_limit = absl::ZeroDuration();
   std::string listen_host = "127.0.0.1";
   absl::Duration upstream_timeout = absl::Seconds(10);
   size_t max_body_bytes = 16 << 20;

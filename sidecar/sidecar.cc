@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "client/channel_security.h"
+#include "core/chain_time.h"
+#include "core/clock.h"
 #include "proto/codec/config_file.h"
 
 namespace breaker::sidecar {
@@ -34,12 +36,34 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
     options.fallback_config = *std::move(fallback);
   }
   options.client_version = "breaker-sidecar/1";
+  if (settings.staleness_limit > absl::ZeroDuration()) {
+    options.staleness_limit = settings.staleness_limit;
+  }
+  // The chain the library follows, as it picks it: the observer checks the node against it.
+  core::ChainSpec chain;
+  if (options.fallback_config.has_value()) {
+    chain = options.fallback_config->chain;
+  } else if (!settings.network.empty()) {
+    absl::StatusOr<core::ChainSpec> known = core::ChainSpecForNetwork(settings.network);
+    if (known.ok()) chain = *known;  // Otherwise the library refuses the network below.
+  }
 
   std::unique_ptr<Sidecar> sidecar(new Sidecar());
   absl::StatusOr<std::unique_ptr<client::BreakerClient>> client =
       client::StartGrpcClient(std::move(options));
   if (!client.ok()) return client.status();
   sidecar->client_ = *std::move(client);
+
+  if (!settings.beacon_node_url.empty()) {
+    BeaconWatcherOptions watcher;
+    watcher.base = settings.beacon_node_base;
+    watcher.path_prefix = settings.beacon_node_path_prefix;
+    watcher.observer.chain = chain;
+    absl::StatusOr<std::unique_ptr<BeaconWatcher>> started =
+        BeaconWatcher::Start(std::move(watcher), core::SystemClock(), *sidecar->client_);
+    if (!started.ok()) return started.status();
+    sidecar->watcher_ = *std::move(started);
+  }
 
   std::vector<UpstreamIdentity> identities;
   for (const UpstreamSettings& upstream : settings.upstreams) {
@@ -55,6 +79,7 @@ Sidecar::~Sidecar() { Stop(); }
 
 void Sidecar::Stop() {
   if (proxy_ != nullptr) proxy_->Stop();
+  if (watcher_ != nullptr) watcher_->Stop();
   if (client_ != nullptr) client_->Stop();
 }
 

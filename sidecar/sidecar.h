@@ -1,13 +1,14 @@
 #ifndef SIDECAR_SIDECAR_H_
 #define SIDECAR_SIDECAR_H_
 
-// breaker-sidecar as a whole: the client library towards breakerd, the enforcer, and the
-// upstreams' ports.
+// breaker-sidecar as a whole: the client library towards breakerd, the observer of the beacon
+// node (when beacon_node_url is set), the enforcer, and the upstreams' ports.
 
 #include <memory>
 
 #include "absl/status/statusor.h"
 #include "client/client.h"
+#include "sidecar/beacon_watcher.h"
 #include "sidecar/config.h"
 #include "sidecar/enforcer.h"
 #include "sidecar/proxy.h"
@@ -17,13 +18,15 @@ namespace breaker::sidecar {
 class Sidecar {
  public:
   // Starts the client library with `settings`' breakerd addresses, TLS, token, node id and
-  // network, then serves every upstream's port. INVALID_ARGUMENT / NOT_FOUND naming the file
-  // for bad TLS or token files, UNAVAILABLE for a port that cannot be bound.
+  // network, then the observer of the beacon node when `settings` names one, then serves every
+  // upstream's port. INVALID_ARGUMENT / NOT_FOUND naming the file for bad TLS or token files,
+  // FAILED_PRECONDITION naming both values for a beacon node of another chain, UNAVAILABLE
+  // for a port that cannot be bound.
   static absl::StatusOr<std::unique_ptr<Sidecar>> Start(const SidecarSettings& settings);
 
   ~Sidecar();
 
-  // Closes the ports, then stops the client library. Idempotent.
+  // Closes the ports, stops the observer, then the client library. Idempotent.
   void Stop();
 
   client::BreakerClient& client() { return *client_; }
@@ -32,6 +35,7 @@ class Sidecar {
   Sidecar() = default;
 
   std::unique_ptr<client::BreakerClient> client_;
+  std::unique_ptr<BeaconWatcher> watcher_;
   std::unique_ptr<Enforcer> enforcer_;
   std::unique_ptr<Proxy> proxy_;
 };

@@ -1,0 +1,169 @@
+#ifndef SIDECAR_BEACON_API_H_
+#define SIDECAR_BEACON_API_H_
+
+// The sidecar's client of its beacon node's Beacon API (ethereum/beacon-APIs): the few REST
+// reads the observer needs, decoded, and the event stream. Every read is bounded: its body's
+// size, its time, and for the event stream the length of a line, of an event, and the events
+// per second. A node that answers garbage gets an error naming what was wrong, never a crash.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "common/mutex.h"
+#include "core/types.h"
+#include "sidecar/sse_parser.h"
+
+namespace httplib {
+class Client;
+}  // namespace httplib
+
+namespace breaker::sidecar {
+
+struct BeaconApiLimits {
+  // Largest REST answer body read.
+  size_t max_body_bytes = 8 << 20;
+  // Longest a REST read may take; also the connection timeout of the event stream.
+  absl::Duration request_timeout = absl::Seconds(10);
+  // Longest the event stream may stay silent before it is dropped (and reopened).
+  absl::Duration stream_idle_timeout = absl::Seconds(60);
+  SseParser::Limits sse;
+  // Events per second passed on; the excess of a second is dropped and counted.
+  uint32_t max_events_per_second = 500;
+};
+
+// The chain settings a node says it follows (/eth/v1/beacon/genesis, /eth/v1/config/spec).
+struct NodeChain {
+  int64_t genesis_time_unix = 0;
+  uint64_t seconds_per_slot = 0;
+  uint64_t slots_per_epoch = 0;
+  // Absent when the node's spec does not name the fork.
+  std::optional<core::Epoch> gloas_fork_epoch;
+};
+
+struct SyncStatus {
+  bool is_syncing = false;
+  bool is_optimistic = false;
+};
+
+struct ForkChoiceNode {
+  core::Slot slot = 0;
+  core::BlockRoot root;
+  uint64_t weight = 0;
+};
+
+// Counters of what the node sent that was refused or dropped.
+struct BeaconApiStats {
+  uint64_t bad_answers = 0;
+  uint64_t dropped_events = 0;
+  uint64_t streams_opened = 0;
+};
+
+// This class is thread-safe: REST reads may run on several threads at once, and Interrupt
+// from any thread stops the stream in progress.
+class BeaconApi {
+ public:
+  // `base` is "scheme://host[:port]" and `path_prefix` what goes before every path ("" or
+  // "/prefix").
+  BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits);
+  ~BeaconApi();
+
+  // Each REST read returns UNAVAILABLE when the node cannot be reached or answers 5xx,
+  // DEADLINE_EXCEEDED past request_timeout, RESOURCE_EXHAUSTED for a body over
+  // max_body_bytes, and DATA_LOSS for an answer that is not what the spec says (the message
+  // names the endpoint and the field).
+  absl::StatusOr<NodeChain> GetChain();
+  absl::StatusOr<SyncStatus> GetSyncing();
+  // The roots of the node's blocks at `slot` (/eth/v1/beacon/headers?slot=); none for a 404.
+  absl::StatusOr<std::vector<core::BlockRoot>> GetHeaders(core::Slot slot);
+  // The epoch of the node's finalized checkpoint
+  // (/eth/v1/beacon/states/head/finality_checkpoints).
+  absl::StatusOr<core::Epoch> GetFinalizedEpoch();
+  // /eth/v1/debug/fork_choice; NOT_FOUND when the node does not serve it.
+  absl::StatusOr<std::vector<ForkChoiceNode>> GetForkChoice();
+  // Gloas: the builder index the bid in block `root` names (/eth/v2/beacon/blocks/{root}).
+  absl::StatusOr<core::BuilderIndex> GetBlockBidBuilder(const core::BlockRoot& root);
+
+  // Opens GET /eth/v1/events?topics=... and calls `on_open` once the node answered 200, then
+  // `on_event` for every event, on the calling thread, until the stream ends, stays silent
+  // past stream_idle_timeout, or Interrupt is called. Returns INVALID_ARGUMENT when the node
+  // refuses the topics (400), CANCELLED after Interrupt, otherwise why the stream ended.
+  absl::Status StreamEvents(const std::vector<std::string>& topics,
+                            const std::function<void()>& on_open,
+                            const std::function<void(const SseEvent&)>& on_event);
+  // Ends a StreamEvents in progress, and the next one at once. Idempotent.
+  void Interrupt();
+
+  BeaconApiStats stats() const;
+
+ private:
+  // GETs `path` and returns its body, bounded.
+  absl::StatusOr<std::string> Get(const std::string& path);
+  absl::Status BadAnswer(absl::string_view endpoint, absl::string_view what);
+
+  const std::string base_;
+  const std::string path_prefix_;
+  const BeaconApiLimits limits_;
+
+  Mutex mu_;
+  httplib::Client* stream_client_ = nullptr;  // Guarded by mu_; the stream's, while it runs.
+  bool interrupted_ = false;                  // Guarded by mu_.
+  // interrupted_, for the stream's callbacks, which must not wait for mu_.
+  std::atomic<bool> stopping_{false};
+
+  std::atomic<uint64_t> bad_answers_{0};
+  std::atomic<uint64_t> dropped_events_{0};
+  std::atomic<uint64_t> streams_opened_{0};
+};
+
+// One event of the stream, of the topics the observer uses.
+struct BeaconEvent {
+  enum class Kind {
+    kBlock,             // block: slot, root
+    kHead,              // head, head_v2: slot, root, payload_full (head_v2's payload_status)
+    kReorg,             // chain_reorg: slot, root (new head), old_root
+    kFinalized,         // finalized_checkpoint: epoch
+    kBid,               // execution_payload_bid: slot, builder
+    kPayload,           // execution_payload: slot, root, builder
+    kPayloadAvailable,  // execution_payload_available: slot, root
+  };
+  Kind kind = Kind::kBlock;
+  core::Slot slot = 0;
+  core::BlockRoot root;
+  core::BlockRoot old_root;
+  core::Epoch epoch = 0;
+  core::BuilderIndex builder = 0;
+  bool payload_full = false;
+};
+
+// The topics asked for: the pre-Gloas ones, then those of Gloas.
+inline const std::vector<std::string>& PreGloasTopics() {
+  static const auto* topics =
+      new std::vector<std::string>{"block", "head", "chain_reorg", "finalized_checkpoint"};
+  return *topics;
+}
+inline const std::vector<std::string>& GloasTopics() {
+  static const auto* topics = new std::vector<std::string>{
+      "block", "head", "chain_reorg", "finalized_checkpoint", "execution_payload_bid",
+      "execution_payload", "execution_payload_available", "head_v2"};
+  return *topics;
+}
+
+// Decodes `event`: NOT_FOUND for an event of another topic, DATA_LOSS naming the event and the
+// field for one that is not what the spec says (ethereum/beacon-APIs, apis/eventstream).
+// Integers are quoted decimals (a bare number is accepted too), roots 0x and 64 hex digits;
+// `{"version": ..., "data": {...}}` envelopes (Gloas events) are opened.
+absl::StatusOr<BeaconEvent> DecodeEvent(const SseEvent& event);
+
+}  // namespace breaker::sidecar
+
+#endif  // SIDECAR_BEACON_API_H_

@@ -1,0 +1,217 @@
+#include "sidecar/beacon_watcher.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "client/fake_client.h"
+#include "core/observation.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/fake_beacon_node.h"
+#include "tests/status_matchers.h"
+
+namespace breaker::sidecar {
+namespace {
+
+using ::breaker::testing::FakeBeaconNode;
+using ::breaker::testing::IsOk;
+using ::breaker::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// 1 s slots on the real clock: the watcher's threads run in real time. Every wait below is for
+// a condition, with a generous deadline.
+core::ChainSpec Chain() {
+  core::ChainSpec chain;
+  chain.network = "test";
+  chain.genesis_time_unix = absl::ToUnixSeconds(absl::Now()) - 1000;
+  chain.seconds_per_slot = 1;
+  chain.slots_per_epoch = 8;
+  return chain;
+}
+
+bool WaitFor(const std::function<bool()>& condition) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    if (condition()) return true;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return condition();
+}
+
+class BeaconWatcherTest : public ::testing::Test {
+ protected:
+  BeaconWatcherTest() : chain_(Chain()), node_(chain_) {}
+
+  BeaconWatcherOptions Options() const {
+    BeaconWatcherOptions options;
+    options.base = node_.url();
+    options.observer.chain = chain_;
+    options.observer.max_backfill_slots = 4;
+    options.tick_interval = absl::Milliseconds(20);
+    options.initial_backoff = absl::Milliseconds(20);
+    options.max_backoff = absl::Milliseconds(200);
+    return options;
+  }
+
+  // Whether some BlocksSeen of `slot` names `root` (or is empty, for nullopt).
+  bool Reported(core::Slot slot, std::optional<core::BlockRoot> root) const {
+    for (const client::FakeClient::Reported& reported : client_.reports()) {
+      const auto* seen = std::get_if<core::BlocksSeen>(&reported.event);
+      if (seen == nullptr || reported.slot != slot) continue;
+      if (!root.has_value() && seen->roots.empty()) return true;
+      if (root.has_value() &&
+          std::find(seen->roots.begin(), seen->roots.end(), *root) != seen->roots.end()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  core::Slot CurrentSlot() const { return core::SlotAt(absl::Now(), chain_); }
+
+  const core::ChainSpec chain_;
+  FakeBeaconNode node_;
+  client::FakeClient client_;
+};
+
+TEST_F(BeaconWatcherTest, RefusesANodeOfAnotherChainNamingBothValues) {
+  core::ChainSpec other = chain_;
+  other.seconds_per_slot = 12;
+  other.gloas_fork_epoch = 5;
+  node_.SetChain(other);
+  EXPECT_THAT(BeaconWatcher::Start(Options(), core::SystemClock(), client_),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("SECONDS_PER_SLOT 12 (the sidecar's: 1), GLOAS_FORK_EPOCH 5 "
+                                 "(the sidecar's: never (far future))")));
+}
+
+TEST_F(BeaconWatcherTest, ReportsBlocksEmptySlotsAndFinalityOfASyncedNode) {
+  // Finalized before the sidecar started: read from the REST API.
+  node_.Finalize(1);
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(Options(), core::SystemClock(), client_);
+  ASSERT_THAT(watcher, IsOk());
+  ASSERT_TRUE(WaitFor([&] { return node_.streams_open() == 1; }));
+  // Wait for a slot watched whole.
+  const core::Slot start = CurrentSlot();
+  ASSERT_TRUE(WaitFor([&] { return CurrentSlot() >= start + 1; }));
+  const core::Slot slot = CurrentSlot();
+  node_.AddBlock(slot, FakeBeaconNode::ProducedRoot(slot));
+  EXPECT_TRUE(WaitFor([&] { return Reported(slot, FakeBeaconNode::ProducedRoot(slot)); }));
+  // The next slot has no block: judged empty at its end.
+  EXPECT_TRUE(WaitFor([&] { return Reported(slot + 1, std::nullopt); }));
+  EXPECT_FALSE(Reported(slot, std::nullopt));
+  auto finalized = [&](core::Epoch epoch) {
+    for (const auto& reported : client_.reports()) {
+      const auto* seen = std::get_if<core::Finalized>(&reported.event);
+      if (seen != nullptr && seen->epoch == epoch) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(WaitFor([&] { return finalized(1); }));
+  // Then from the event stream.
+  node_.Finalize(2);
+  EXPECT_TRUE(WaitFor([&] { return finalized(2); }));
+}
+
+TEST_F(BeaconWatcherTest, BackfillsTheSlotsMissedWhileTheStreamWasDown) {
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(Options(), core::SystemClock(), client_);
+  ASSERT_THAT(watcher, IsOk());
+  ASSERT_TRUE(WaitFor([&] { return node_.streams_open() == 1; }));
+  // The node "restarts": its streams drop and it refuses the topics for a while, during which
+  // it imports a block (canonical) and a sibling (not), unseen by the stream.
+  node_.SetOffersGloasTopics(false);
+  node_.OverridePath("/eth/v1/events", 503, "{}");
+  node_.DropStreams();
+  ASSERT_TRUE(WaitFor([&] { return node_.streams_open() == 0; }));
+  const core::Slot slot = CurrentSlot();
+  node_.AddBlock(slot, core::BlockRootFromBytes("canonical"));
+  node_.AddBlock(slot, core::BlockRootFromBytes("sibling"), /*canonical=*/false);
+  ASSERT_TRUE(WaitFor([&] { return CurrentSlot() >= slot + 2; }));
+  node_.ClearOverride("/eth/v1/events");
+  EXPECT_TRUE(WaitFor([&] {
+    return Reported(slot, core::BlockRootFromBytes("canonical")) &&
+           Reported(slot, core::BlockRootFromBytes("sibling"));
+  }));
+  EXPECT_TRUE(WaitFor([&] { return Reported(slot + 1, std::nullopt); }));
+  // Reconnected with the pre-Gloas topics.
+  EXPECT_EQ(node_.last_topics(), "block,head,chain_reorg,finalized_checkpoint");
+  EXPECT_GE((*watcher)->stats().reconnects, 1u);
+}
+
+TEST_F(BeaconWatcherTest, ReportsNothingWhileTheNodeSyncs) {
+  node_.SetSyncing(true);
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(Options(), core::SystemClock(), client_);
+  ASSERT_THAT(watcher, IsOk());
+  ASSERT_TRUE(WaitFor([&] { return node_.streams_open() == 1; }));
+  const core::Slot slot = CurrentSlot();
+  node_.AddBlock(slot, FakeBeaconNode::ProducedRoot(slot));
+  ASSERT_TRUE(WaitFor([&] { return CurrentSlot() >= slot + 3; }));
+  EXPECT_TRUE(client_.reports().empty());
+  // Synced: slots are judged again.
+  node_.SetSyncing(false);
+  const core::Slot synced = CurrentSlot();
+  EXPECT_TRUE(WaitFor([&] { return Reported(synced + 1, std::nullopt); }));
+}
+
+TEST_F(BeaconWatcherTest, ANodeRestartedOnAnotherGenesisIsNotObserved) {
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(Options(), core::SystemClock(), client_);
+  ASSERT_THAT(watcher, IsOk());
+  ASSERT_TRUE(WaitFor([&] { return node_.streams_open() == 1; }));
+  core::ChainSpec other = chain_;
+  other.genesis_time_unix += 7;
+  node_.SetChain(other);
+  node_.DropStreams();
+  EXPECT_TRUE(WaitFor([&] { return (*watcher)->stats().chain_mismatches >= 2; }));
+  EXPECT_EQ(node_.streams_open(), 0);
+  const size_t reports = client_.reports().size();
+  const core::Slot now = CurrentSlot();
+  ASSERT_TRUE(WaitFor([&] { return CurrentSlot() >= now + 2; }));
+  EXPECT_EQ(client_.reports().size(), reports);
+}
+
+TEST_F(BeaconWatcherTest, GloasBidsPayloadsAndAMissingPayloadWithItsAttestedFraction) {
+  core::ChainSpec gloas = chain_;
+  gloas.gloas_fork_epoch = 0;
+  node_.SetChain(gloas);
+  BeaconWatcherOptions options = Options();
+  options.observer.chain = gloas;
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(options, core::SystemClock(), client_);
+  ASSERT_THAT(watcher, IsOk());
+  ASSERT_TRUE(WaitFor([&] { return node_.streams_open() == 1; }));
+  const core::Slot start = CurrentSlot();
+  ASSERT_TRUE(WaitFor([&] { return CurrentSlot() >= start + 1; }));
+  const core::Slot slot = CurrentSlot();
+  const core::BlockRoot delivered = core::BlockRootFromBytes("delivered");
+  const core::BlockRoot withheld = core::BlockRootFromBytes("withheld");
+  node_.Bid(slot, 7);
+  node_.AddBlock(slot, delivered, true, /*bid_builder=*/7);
+  node_.Payload(slot, delivered, 7);
+  // A sibling whose builder never reveals; 80 of the slot's 100 (800 / 8 slots) attested it.
+  node_.SetForkChoiceWeights(800, withheld, 80);
+  node_.AddBlock(slot, withheld, false, /*bid_builder=*/9);
+  EXPECT_TRUE(WaitFor([&] {
+    bool bid = false, ok = false, missing = false;
+    for (const auto& reported : client_.reports()) {
+      if (const auto* e = std::get_if<core::BidSeen>(&reported.event)) {
+        bid = bid || (e->builder == 7 && e->relay.empty());
+      } else if (const auto* e = std::get_if<core::PayloadDelivered>(&reported.event)) {
+        ok = ok || (e->builder == 7 && e->root == delivered);
+      } else if (const auto* e = std::get_if<core::PayloadMissing>(&reported.event)) {
+        EXPECT_EQ(e->builder, 9u);
+        EXPECT_EQ(e->root, withheld);
+        EXPECT_DOUBLE_EQ(e->attested_fraction, 0.8);
+        missing = true;
+      }
+    }
+    return bid && ok && missing;
+  }));
+}
+
+}  // namespace
+}  // namespace breaker::sidecar

@@ -1,0 +1,313 @@
+// The fleet of unmodified beacon nodes: breakerd and three breaker-sidecars as child
+// processes, each sidecar beside a fake beacon node (its Beacon API over loopback HTTP) and in
+// front of fake relays. What one node sees reaches every sidecar's decisions.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "breaker/v1/breaker.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "tests/fake_beacon_node.h"
+#include "tests/fleet_harness.h"
+#include "tests/status_matchers.h"
+#include "tests/subprocess.h"
+
+namespace breaker::testing {
+namespace {
+
+constexpr char kSidecar[] = "sidecar/breaker-sidecar";
+constexpr char kHeaderBody[] =
+    R"({"version":"deneb","data":{"message":{"header":{"block_hash":"0x22"},"value":"1"},"signature":"0x00"}})";
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// A relay serving headers; its reveals (blinded_blocks) fail with 500 when `reveals` is false.
+class FakeRelay {
+ public:
+  explicit FakeRelay(bool reveals) {
+    server_.Get("/eth/v1/builder/header/.*", [this](const httplib::Request&,
+                                                   httplib::Response& response) {
+      ++headers_;
+      response.set_content(kHeaderBody, "application/json");
+    });
+    server_.Post("/eth/v1/builder/blinded_blocks", [reveals](const httplib::Request&,
+                                                            httplib::Response& response) {
+      response.status = reveals ? 200 : 500;
+      response.set_content(reveals ? "{}" : R"({"code":500,"message":"no payload"})",
+                           "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // A stop() before the server runs would be lost, and the destructor's join would hang.
+    while (port_ > 0 && !server_.is_running()) std::this_thread::yield();
+  }
+  ~FakeRelay() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return absl::StrCat("http://127.0.0.1:", port_); }
+  int headers() const { return headers_; }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::atomic<int> headers_{0};
+};
+
+class SidecarFleetTest : public FleetTest {
+ protected:
+  struct Sidecar {
+    std::unique_ptr<FakeBeaconNode> node;
+    std::unique_ptr<Subprocess> process;
+    // The local port of each relay, in the order given.
+    std::vector<int> ports;
+  };
+
+  void TearDown() override {
+    for (Sidecar& sidecar : sidecars_) {
+      if (sidecar.process == nullptr) continue;
+      sidecar.process->Kill(SIGTERM);
+      ExpectCleanExit(*sidecar.process);
+    }
+    sidecars_.clear();
+    FleetTest::TearDown();
+  }
+
+  // A fake beacon node producing a block every slot, for each of `count` sidecars: created
+  // before breakerd starts, so that every slot breakerd judges has its block.
+  void StartNodes(int count) {
+    for (int i = 0; i < count; ++i) {
+      Sidecar sidecar;
+      sidecar.node = std::make_unique<FakeBeaconNode>(chain_);
+      sidecar.node->SetProducing(true);
+      sidecars_.push_back(std::move(sidecar));
+    }
+  }
+
+  void StartSidecars(const std::vector<std::string>& relay_urls,
+                     int staleness_limit_seconds = 0) {
+    for (size_t i = 0; i < sidecars_.size(); ++i) {
+      Sidecar& sidecar = sidecars_[i];
+      const std::string config_path = absl::StrCat(dir_, "/sidecar-", i, ".textproto");
+      std::ofstream config(config_path);
+      config << "beacon_node_url: \"" << sidecar.node->url() << "\"\n"
+             << "breakerd_addresses: \"127.0.0.1:" << port_ << "\"\n"
+             << "node_id: \"sidecar-" << i << "\"\n"
+             << "network: \"" << kNetwork << "\"\n"
+             << "fallback_config_file: \"" << config_path_ << "\"\n";
+      if (staleness_limit_seconds > 0) {
+        config << "staleness_limit_seconds: " << staleness_limit_seconds << "\n";
+      }
+      for (const std::string& url : relay_urls) {
+        const int port = FreePort();
+        sidecar.ports.push_back(port);
+        config << "upstreams { listen_port: " << port << " url: \"" << url << "\" }\n";
+      }
+      config.close();
+      Subprocess::Options options;
+      options.binary = kSidecar;
+      options.name = absl::StrCat("sidecar-", i);
+      options.args = {absl::StrCat("--config=", config_path)};
+      absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(options);
+      ASSERT_THAT(started, IsOk());
+      sidecar.process = *std::move(started);
+      ASSERT_TRUE(sidecar.process->WaitForLine(
+          Subprocess::Stream::kStdout,
+          [](absl::string_view line) { return absl::StrContains(line, "sidecar ready"); },
+          Deadline()));
+    }
+  }
+
+  // The status of a getHeader through sidecar `i`'s port for relay `relay`; 0 on a transport
+  // error.
+  int GetHeader(size_t i, size_t relay) {
+    httplib::Client client("127.0.0.1", sidecars_[i].ports[relay]);
+    client.set_connection_timeout(10);
+    client.set_read_timeout(30);
+    httplib::Result result = client.Get(
+        absl::StrCat("/eth/v1/builder/header/", CurrentSlot(), "/0x", std::string(64, '1'),
+                     "/0xaaaa")
+            .c_str());
+    return result ? result->status : 0;
+  }
+
+  bool EverySidecarAnswers(size_t relay, int status,
+                           absl::Duration timeout = kFleetTimeout) {
+    return PollUntil(
+        [&] {
+          for (size_t i = 0; i < sidecars_.size(); ++i) {
+            if (GetHeader(i, relay) != status) return false;
+          }
+          return true;
+        },
+        timeout);
+  }
+
+  void SetProducing(bool producing) {
+    for (Sidecar& sidecar : sidecars_) sidecar.node->SetProducing(producing);
+  }
+
+  // Waits until `fraction` of the slot after the current one has passed.
+  void IntoNextSlot(double fraction) {
+    const core::Slot next = CurrentSlot() + 1;
+    const absl::Time at = core::StartOf(next, chain_) +
+                          fraction * absl::Seconds(chain_.seconds_per_slot);
+    ASSERT_TRUE(PollUntil([&] { return absl::Now() >= at; }));
+  }
+
+  std::vector<Sidecar> sidecars_;
+};
+
+// The seed rule with a short run: more than 2 missed slots in a row trips, until a reset.
+constexpr char kMissedSlotRules[] =
+    "missed_slots { preset: \"custom\" latched_rule: true max_allowed_missing_slots: 2 }\n";
+
+TEST_F(SidecarFleetTest, MissedSlotsSeenByTheNodesTripEveryHeaderToNoContentUntilAReset) {
+  ASSERT_NO_FATAL_FAILURE(Configure(FastChain(/*gloas=*/false), kMissedSlotRules));
+  StartNodes(3);
+  ASSERT_NO_FATAL_FAILURE(StartBreakerd());
+  FakeRelay relay(/*reveals=*/true);
+  ASSERT_NO_FATAL_FAILURE(StartSidecars({relay.url()}));
+  ASSERT_TRUE(EverySidecarAnswers(0, 200));
+
+  // 1. A reorg's non-canonical block keeps its slot present. Slots s, s+1 and s+2 have no
+  //    canonical block on any node, but node 0 imported a block at s that it then reorged out:
+  //    only s+1 and s+2 are missed, a run of 2, which does not trip.
+  ASSERT_NO_FATAL_FAILURE(IntoNextSlot(0.5));
+  SetProducing(false);
+  const core::Slot s = CurrentSlot() + 1;
+  ASSERT_TRUE(PollUntil([&] { return CurrentSlot() == s; }));
+  const core::BlockRoot orphan = core::BlockRootFromBytes("orphan");
+  sidecars_[0].node->AddBlock(s, orphan, /*canonical=*/false);
+  sidecars_[0].node->Reorg(s, orphan, FakeBeaconNode::ProducedRoot(s - 1));
+  ASSERT_TRUE(PollUntil([&] { return CurrentSlot() == s + 3; }));
+  SetProducing(true);
+  // The run ending at s+2 is judged from s+4 on; a few slots more for the reports to travel.
+  ASSERT_TRUE(PollUntil([&] { return CurrentSlot() >= s + 6; }));
+  absl::StatusOr<v1::Policy> after_reorg = GetPolicy();
+  ASSERT_THAT(after_reorg, IsOk());
+  EXPECT_FALSE(after_reorg->missed_slots().tripped()) << after_reorg->missed_slots().rule();
+  EXPECT_EQ(GetHeader(1, 0), 200);
+
+  // 2. Three empty slots in a row, seen by every node's event stream: every sidecar answers
+  //    every getHeader 204, without reaching the relay.
+  SetProducing(false);
+  ASSERT_TRUE(EverySidecarAnswers(0, 204));
+  const v1::Policy tripped = AwaitFleetPolicy({"SELF_BUILD", {}});
+  EXPECT_TRUE(tripped.missed_slots().latched());
+  const int seen = relay.headers();
+  EXPECT_EQ(GetHeader(2, 0), 204);
+  EXPECT_EQ(relay.headers(), seen);
+
+  // 3. Blocks again, and an operator's reset: forwarded again.
+  SetProducing(true);
+  v1::ResetRequest reset;
+  reset.set_reason("chain healthy again");
+  ASSERT_THAT(Call(&v1::Admin::Stub::async::Reset, reset), IsOk());
+  EXPECT_TRUE(EverySidecarAnswers(0, 200));
+}
+
+TEST_F(SidecarFleetTest, ARevealFailureSeenByOneSidecarReachesEveryOneAndOutlivesBreakerd) {
+  // A relay's ban lasts 10 epochs (over 10 minutes here): no epoch boundary lifts it mid-test.
+  ASSERT_NO_FATAL_FAILURE(Configure(FastChain(/*gloas=*/false),
+                                    absl::StrCat("blacklist_period_epochs: 10\n",
+                                                 kMissedSlotRules)));
+  StartNodes(3);
+  ASSERT_NO_FATAL_FAILURE(StartBreakerd());
+  FakeRelay withholding(/*reveals=*/false);
+  FakeRelay honest(/*reveals=*/true);
+  ASSERT_NO_FATAL_FAILURE(
+      StartSidecars({withholding.url(), honest.url()}, /*staleness_limit_seconds=*/3));
+  ASSERT_TRUE(EverySidecarAnswers(0, 200));
+
+  // Sidecar 0's node takes the withholding relay's header, signs it, and gets a 500 for the
+  // payload.
+  const core::Slot slot = CurrentSlot();
+  httplib::Client client("127.0.0.1", sidecars_[0].ports[0]);
+  client.set_read_timeout(30);
+  httplib::Result header = client.Get(absl::StrCat("/eth/v1/builder/header/", slot, "/0x",
+                                                   std::string(64, '1'), "/0xaaaa")
+                                          .c_str());
+  ASSERT_TRUE(header);
+  ASSERT_EQ(header->status, 200);
+  const std::string blinded = absl::StrCat(
+      R"({"message":{"slot":")", slot, R"(","proposer_index":"1","parent_root":"0x)",
+      std::string(64, '5'), R"(","state_root":"0x)", std::string(64, '6'),
+      R"(","body":{"execution_payload_header":{"block_hash":"0x22"}}},"signature":"0x00"})");
+  httplib::Result reveal =
+      client.Post("/eth/v1/builder/blinded_blocks", blinded, "application/json");
+  ASSERT_TRUE(reveal);
+  EXPECT_EQ(reveal->status, 500);
+
+  // Every sidecar refuses that relay (within a second once the policy is out; polled, not
+  // timed), and still forwards to the other.
+  ASSERT_TRUE(EverySidecarAnswers(0, 204));
+  EXPECT_TRUE(EverySidecarAnswers(1, 200));
+
+  // breakerd dies: the sidecars keep the last fleet policy.
+  StopBreakerd(SIGKILL);
+  EXPECT_TRUE(EverySidecarAnswers(0, 204, absl::Seconds(5)));
+  for (size_t i = 0; i < sidecars_.size(); ++i) EXPECT_EQ(GetHeader(i, 1), 200) << i;
+
+  // Past the staleness limit their local rules apply too: the nodes stop seeing blocks, and
+  // each sidecar's own engine trips its missed-slot rule: every header is refused.
+  SetProducing(false);
+  EXPECT_TRUE(EverySidecarAnswers(1, 204));
+  EXPECT_TRUE(EverySidecarAnswers(0, 204));
+}
+
+TEST_F(SidecarFleetTest, ASidecarBesideANodeOfAnotherChainRefusesToStart) {
+  ASSERT_NO_FATAL_FAILURE(Configure(FastChain(/*gloas=*/false)));
+  core::ChainSpec other = chain_;
+  other.seconds_per_slot = 12;
+  FakeBeaconNode node(other);
+  const std::string config_path = dir_ + "/sidecar.textproto";
+  std::ofstream(config_path) << "beacon_node_url: \"" << node.url() << "\"\n"
+                             << "breakerd_addresses: \"127.0.0.1:1\"\n"
+                             << "node_id: \"sidecar-0\"\n"
+                             << "network: \"" << kNetwork << "\"\n"
+                             << "fallback_config_file: \"" << config_path_ << "\"\n"
+                             << "upstreams { listen_port: " << FreePort()
+                             << " url: \"http://127.0.0.1:1\" }\n";
+  Subprocess::Options options;
+  options.binary = kSidecar;
+  options.args = {absl::StrCat("--config=", config_path)};
+  absl::StatusOr<std::unique_ptr<Subprocess>> sidecar = Subprocess::Start(options);
+  ASSERT_THAT(sidecar, IsOk());
+  const int status = (*sidecar)->Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << Subprocess::DescribeStatus(status);
+  EXPECT_TRUE((*sidecar)->WaitForLine(
+      Subprocess::Stream::kStderr,
+      [](absl::string_view line) {
+        return absl::StrContains(line, "SECONDS_PER_SLOT 12 (the sidecar's: 2)");
+      },
+      Deadline()));
+}
+
+}  // namespace
+}  // namespace breaker::testing
