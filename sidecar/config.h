@@ -38,6 +38,8 @@ struct SidecarSettings {
   std::string network;
   std::string fallback_config_file;
   std::string listen_host = "127.0.0.1";
+  // "host:port" of the metrics endpoint; empty: off.
+  std::string metrics_listen;
   absl::Duration upstream_timeout = absl::Seconds(10);
   size_t max_body_bytes = 16 << 20;
   std::vector<UpstreamSettings> upstreams;

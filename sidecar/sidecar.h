@@ -10,6 +10,7 @@
 #include "client/client.h"
 #include "sidecar/config.h"
 #include "sidecar/enforcer.h"
+#include "sidecar/metrics.h"
 #include "sidecar/proxy.h"
 
 namespace breaker::sidecar {
@@ -17,8 +18,9 @@ namespace breaker::sidecar {
 class Sidecar {
  public:
   // Starts the client library with `settings`' breakerd addresses, TLS, token, node id and
-  // network, then serves every upstream's port. INVALID_ARGUMENT / NOT_FOUND naming the file
-  // for bad TLS or token files, UNAVAILABLE for a port that cannot be bound.
+  // network, then serves every upstream's port and the metrics (when metrics_listen is set).
+  // INVALID_ARGUMENT / NOT_FOUND naming the file for bad TLS or token files, INVALID_ARGUMENT
+  // for a metrics_listen that is not host:port, UNAVAILABLE for a port that cannot be bound.
   static absl::StatusOr<std::unique_ptr<Sidecar>> Start(const SidecarSettings& settings);
 
   ~Sidecar();
@@ -34,6 +36,8 @@ class Sidecar {
   std::unique_ptr<client::BreakerClient> client_;
   std::unique_ptr<Enforcer> enforcer_;
   std::unique_ptr<Proxy> proxy_;
+  // Reads the enforcer and the client: declared after them, so destroyed first.
+  std::unique_ptr<Metrics> metrics_;
 };
 
 }  // namespace breaker::sidecar
