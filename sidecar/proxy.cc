@@ -228,9 +228,14 @@ void Proxy::Handle(size_t index, const void* request_ptr, void* response_ptr) {
   }
 
   const absl::Time start = absl::Now();
-  const absl::Duration budget =
-      RequestBudget(request.get_header_value("X-Timeout-Ms"),
-                    request.get_header_value("Date-Milliseconds"), settings_.upstream_timeout, start);
+  // A late header or bid is no use to the proposer any more; any other request (a signed
+  // block's reveal above all) is still worth its whole timeout.
+  const bool auction = route.endpoint == Endpoint::kGetHeader ||
+                       route.endpoint == Endpoint::kGetExecutionPayloadBid;
+  const absl::Duration budget = RequestBudget(
+      request.get_header_value("X-Timeout-Ms"),
+      auction ? request.get_header_value("Date-Milliseconds") : std::string(),
+      settings_.upstream_timeout, start);
   const absl::Time deadline = start + budget;
   httplib::Client client(upstream.scheme_host_port);
   SetTimeouts(client, budget);

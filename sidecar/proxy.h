@@ -31,7 +31,8 @@ namespace breaker::sidecar {
 // the request's own X-Timeout-Ms (mev-boost's, builder-specs') asks for less. With
 // Date-Milliseconds as well (when the request was sent, Unix milliseconds, by a clock taken to
 // be this host's), the time the request already spent on its way counts against it; zero when
-// the request is already late. Unparseable or non-positive headers are ignored.
+// the request is already late. Unparseable or non-positive headers are ignored. The proxy
+// passes Date-Milliseconds only for headers and bids: a late reveal is still worth trying.
 absl::Duration RequestBudget(absl::string_view timeout_ms, absl::string_view date_ms,
                              absl::Duration limit, absl::Time now);
 

@@ -335,14 +335,28 @@ TEST_F(ProxyTest, ARelayTricklingItsHeadersIsCutOffAtTheDeadline) {
   EXPECT_LT(absl::Now() - start, kConfiguredLimit / 2);
 }
 
-TEST_F(ProxyTest, ALateRequestIsAnswered504WithoutContactingTheUpstream) {
-  RawRelay relay([](int fd) { RawRelay::ReadHead(fd); });
+TEST_F(ProxyTest, ALateHeaderIsAnswered504WithoutContactingTheUpstreamALateRevealIsSent) {
+  HttpRelay relay;
+  std::atomic<int> headers{0}, reveals{0};
+  relay.server().Get(".*", [&](const httplib::Request&, httplib::Response&) { ++headers; });
+  relay.server().Post(".*", [&](const httplib::Request&, httplib::Response& response) {
+    ++reveals;
+    response.set_content("{}", "application/json");
+  });
+  relay.Serve();
   ASSERT_NO_FATAL_FAILURE(StartProxy(relay.url()));
-  httplib::Result result = Client().Get(
-      kHeaderPath, httplib::Headers{{"X-Timeout-Ms", "950"}, {"Date-Milliseconds", "1000"}});
-  ASSERT_TRUE(result);
-  EXPECT_EQ(result->status, 504);
-  EXPECT_EQ(relay.connections(), 0);
+  const httplib::Headers late{{"X-Timeout-Ms", "950"}, {"Date-Milliseconds", "1000"}};
+  httplib::Result header = Client().Get(kHeaderPath, late);
+  ASSERT_TRUE(header);
+  EXPECT_EQ(header->status, 504);
+  EXPECT_EQ(headers, 0);
+  // The node signed the block: its reveal is sent however late, and no failure is made up.
+  httplib::Result reveal = Client().Post("/eth/v1/builder/blinded_blocks", late,
+                                         BlindedBlockBody(100), "application/json");
+  ASSERT_TRUE(reveal);
+  EXPECT_EQ(reveal->status, 200);
+  EXPECT_EQ(reveals, 1);
+  EXPECT_TRUE(client_.reports().empty());
 }
 
 TEST_F(ProxyTest, ARelayClosingMidBodyIs502AndAFailedReveal) {
