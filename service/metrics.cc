@@ -1,14 +1,13 @@
 #include "service/metrics.h"
 
 #include <chrono>
-#include <exception>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "breaker/v1/breaker.pb.h"
+#include "common/metrics_exposer.h"
 #include "common/mutex.h"
 #include "core/policy.h"
 #include "prometheus/collectable.h"
@@ -79,21 +78,6 @@ const prometheus::Histogram::BucketBoundaries& StoreBuckets() {
   static const auto* const buckets = new prometheus::Histogram::BucketBoundaries{
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
   return *buckets;
-}
-
-// Civetweb takes a bare port or any string it fails on later with an unhelpful message; insist
-// on host:port (IPv6 hosts in brackets) so that the flag's error can say what is wrong.
-absl::Status ValidateAddress(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--metrics_listen '", address,
-                     "' is not host:port; pass e.g. 127.0.0.1:9464, or empty to turn metrics off"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -243,27 +227,12 @@ Metrics::Metrics()
 }
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address) {
-  if (absl::Status status = ValidateAddress(listen_address); !status.ok()) return status;
   std::unique_ptr<Metrics> metrics(new Metrics());
-  try {
-    // A connection holds one of the HTTP server's threads until its request is read, so an
-    // idle or slow client would hold up every scrape behind it: a few threads, a short read
-    // timeout, and no keep-alive bound what one client can hold.
-    metrics->exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-        "listening_ports", listen_address, "num_threads", "4", "request_timeout_ms", "2000",
-        "enable_keep_alive", "no"});
-  } catch (const std::exception& error) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on '", listen_address, "' (",
-                                               error.what(), "): address in use or ",
-                                               "invalid; pass --metrics_listen with a free "
-                                               "host:port"));
-  }
-  const std::vector<int> ports = metrics->exposer_->GetListeningPorts();
-  if (ports.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on '", listen_address, "': nothing bound"));
-  }
-  metrics->port_ = ports.front();
+  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+      common::StartMetricsExposer(listen_address, "--metrics_listen");
+  if (!exposer.ok()) return exposer.status();
+  metrics->exposer_ = *std::move(exposer);
+  metrics->port_ = metrics->exposer_->GetListeningPorts().front();
   metrics->exposer_->RegisterCollectable(metrics->registry_);
   metrics->exposer_->RegisterCollectable(metrics->state_);
   return metrics;

@@ -115,8 +115,8 @@ class BeaconApi {
   const BeaconApiLimits limits_;
 
   Mutex mu_;
-  httplib::Client* stream_client_ = nullptr;  // Guarded by mu_; the stream's, while it runs.
-  bool interrupted_ = false;                  // Guarded by mu_.
+  httplib::Client* stream_client_ ABSL_GUARDED_BY(mu_) = nullptr;  // The stream's, while it runs.
+  bool interrupted_ ABSL_GUARDED_BY(mu_) = false;
   // interrupted_, for the stream's callbacks, which must not wait for mu_.
   std::atomic<bool> stopping_{false};
 

@@ -93,13 +93,13 @@ class BeaconWatcher {
 
   mutable Mutex mu_;
   CondVar stopping_cv_;
-  bool stopping_ = false;          // Guarded by mu_.
-  bool stream_open_ = false;       // Guarded by mu_.
-  bool synced_ = false;            // Guarded by mu_.
-  uint64_t chain_mismatches_ = 0;  // Guarded by mu_.
-  uint64_t reconnects_ = 0;        // Guarded by mu_.
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stream_open_ ABSL_GUARDED_BY(mu_) = false;
+  bool synced_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t chain_mismatches_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t reconnects_ ABSL_GUARDED_BY(mu_) = 0;
   // Gloas blocks whose bid's builder the tick thread looks up; bounded.
-  std::vector<std::pair<core::Slot, core::BlockRoot>> bid_lookups_;  // Guarded by mu_.
+  std::vector<std::pair<core::Slot, core::BlockRoot>> bid_lookups_ ABSL_GUARDED_BY(mu_);
 
   std::thread stream_thread_;
   std::thread tick_thread_;

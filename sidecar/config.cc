@@ -111,6 +111,10 @@ absl::StatusOr<SidecarSettings> SettingsFromProto(const breaker::v1::SidecarConf
   }
   settings.staleness_limit = absl::Seconds(proto.staleness_limit_seconds());
   if (!proto.listen_host().empty()) settings.listen_host = proto.listen_host();
+  settings.metrics_listen = proto.metrics_listen();
+  if (settings.metrics_listen.size() > kMaxUrlBytes || !PrintableAscii(settings.metrics_listen)) {
+    return Invalid("metrics_listen", "must be host:port, printable ASCII, at most 512 bytes");
+  }
   if (proto.upstream_timeout_ms() != 0) {
     if (proto.upstream_timeout_ms() > kMaxTimeoutMs) {
       return Invalid("upstream_timeout_ms",

@@ -44,6 +44,8 @@ struct SidecarSettings {
   // Zero: the client library's default.
   absl::Duration staleness_limit = absl::ZeroDuration();
   std::string listen_host = "127.0.0.1";
+  // "host:port" of the metrics endpoint; empty: off.
+  std::string metrics_listen;
   absl::Duration upstream_timeout = absl::Seconds(10);
   size_t max_body_bytes = 16 << 20;
   std::vector<UpstreamSettings> upstreams;

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/mutex.h"
 #include "nlohmann/json.hpp"
 
 namespace breaker::sidecar {
@@ -63,14 +64,24 @@ std::string Hex(absl::string_view bytes) {
   return out;
 }
 
-std::optional<BlindedBlock> ParseSsz(absl::string_view body) {
-  // SignedBlindedBeaconBlock: offset of `message` (4 bytes), signature (96), then message:
-  // slot (8), proposer_index (8), parent_root (32), state_root (32), ...
-  if (body.size() < 4) return std::nullopt;
+// An SSZ container that starts with a variable-size `message` and a BLS signature (96 bytes)
+// holds the message's offset (4 bytes) then the signature, so the message starts at 100.
+constexpr uint32_t kSignedMessageOffset = 100;
+
+// The start of a signed container's message, when `body` holds at least `fixed_bytes` of it.
+const char* SignedSszMessage(absl::string_view body, size_t fixed_bytes) {
+  if (body.size() < 4) return nullptr;
   uint32_t offset = 0;
   for (int i = 3; i >= 0; --i) offset = (offset << 8) | static_cast<unsigned char>(body[i]);
-  if (offset != 100 || body.size() < offset + 80) return std::nullopt;
-  const char* message = body.data() + offset;
+  if (offset != kSignedMessageOffset || body.size() < offset + fixed_bytes) return nullptr;
+  return body.data() + offset;
+}
+
+std::optional<BlindedBlock> ParseSsz(absl::string_view body) {
+  // SignedBlindedBeaconBlock's message: slot (8), proposer_index (8), parent_root (32),
+  // state_root (32), ...
+  const char* message = SignedSszMessage(body, 80);
+  if (message == nullptr) return std::nullopt;
   BlindedBlock block;
   block.slot = LittleEndian64(message);
   block.key = Key(block.slot, absl::StrCat(LittleEndian64(message + 8)),
@@ -90,6 +101,12 @@ absl::string_view EndpointName(Endpoint endpoint) {
       return "get_header";
     case Endpoint::kSubmitBlindedBlock:
       return "submit_blinded_block";
+    case Endpoint::kGetExecutionPayloadBid:
+      return "get_execution_payload_bid";
+    case Endpoint::kSubmitBuilderPreferences:
+      return "submit_builder_preferences";
+    case Endpoint::kSubmitBeaconBlock:
+      return "submit_beacon_block";
     case Endpoint::kOther:
       return "other";
   }
@@ -118,6 +135,18 @@ Route ClassifyRoute(absl::string_view method, absl::string_view path) {
   } else if (method == "POST" && (version == "v1" || version == "v2") &&
              name == "blinded_blocks" && parts.size() == 5) {
     route.endpoint = Endpoint::kSubmitBlindedBlock;
+  } else if (method == "POST" && version == "v1" && name == "execution_payload_bid" &&
+             parts.size() == 9) {
+    core::Slot slot = 0;
+    if (absl::SimpleAtoi(parts[5], &slot)) {
+      route.endpoint = Endpoint::kGetExecutionPayloadBid;
+      route.slot = slot;
+    }
+  } else if (method == "POST" && version == "v1" && name == "builder_preferences" &&
+             parts.size() == 6) {
+    route.endpoint = Endpoint::kSubmitBuilderPreferences;
+  } else if (method == "POST" && version == "v1" && name == "beacon_blocks" && parts.size() == 5) {
+    route.endpoint = Endpoint::kSubmitBeaconBlock;
   }
   return route;
 }
@@ -197,30 +226,100 @@ std::string HeaderBlockHash(absl::string_view body) {
   return header == nullptr ? "" : absl::AsciiStrToLower(StringMember(*header, "block_hash"));
 }
 
+std::optional<core::BuilderIndex> BidBuilderIndex(absl::string_view body,
+                                                  absl::string_view content_type) {
+  if (absl::StartsWithIgnoreCase(content_type, "application/octet-stream")) {
+    // ExecutionPayloadBid: parent_block_hash, parent_block_root, block_hash, prev_randao (32
+    // each), fee_recipient (20), gas_limit (8), builder_index (8), slot, value,
+    // execution_payment (8 each), the blob commitments' offset (4), execution_requests_root
+    // (32): 224 bytes before the commitments.
+    const char* message = SignedSszMessage(body, 224);
+    if (message == nullptr) return std::nullopt;
+    return LittleEndian64(message + 156);
+  }
+  const Json json = ParseJson(body);
+  if (json.is_discarded()) return std::nullopt;
+  const Json* signed_bid = &json;
+  if (const Json* data = Member(json, "data"); data != nullptr) signed_bid = data;
+  const Json* message = Member(*signed_bid, "message");
+  const Json* index = message == nullptr ? nullptr : Member(*message, "builder_index");
+  if (index == nullptr) return std::nullopt;
+  core::BuilderIndex builder = 0;
+  if (index->is_number_unsigned()) return index->get<core::BuilderIndex>();
+  if (index->is_string() && absl::SimpleAtoi(index->get<std::string>(), &builder)) return builder;
+  return std::nullopt;
+}
+
 Enforcer::Enforcer(client::BreakerClient& client, std::vector<UpstreamIdentity> upstreams)
     : client_(client), upstreams_(std::move(upstreams)), state_(upstreams_.size()) {}
 
 std::optional<std::string> Enforcer::Refuse(size_t index, const Route& route) {
-  std::optional<std::string> reason;
-  if (route.endpoint == Endpoint::kGetHeader) {
-    const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
-    reason = RefusalReason(snapshot->policy, upstreams_.at(index));
+  if (route.endpoint != Endpoint::kGetHeader && route.endpoint != Endpoint::kGetExecutionPayloadBid) {
+    return std::nullopt;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  Counters& counters = state_.at(index).counters;
-  ++(reason ? counters.refused : counters.forwarded);
+  const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
+  std::optional<std::string> reason = RefusalReason(snapshot->policy, upstreams_.at(index));
+  if (reason) {
+    MutexLock lock(&mu_);
+    ++state_.at(index).counters.refused;
+  }
   return reason;
 }
 
-void Enforcer::OnHeaderAnswered(size_t index, core::Slot slot, int status,
-                                absl::string_view body) {
-  if (status != 200) return;
-  Header header{slot, HeaderBlockHash(body)};
-  std::lock_guard<std::mutex> lock(mu_);
+void Enforcer::OnForwarded(size_t index, bool failed) {
+  MutexLock lock(&mu_);
+  Counters& counters = state_.at(index).counters;
+  ++(failed ? counters.upstream_errors : counters.forwarded);
+}
+
+bool Enforcer::OnHeaderAnswered(size_t index, core::Slot slot, int status,
+                                absl::string_view body, absl::string_view content_type) {
+  if (status != 200) return true;
+  // An SSZ header (mev-boost may ask for one) gives no block hash: matched by slot alone.
+  const bool ssz = absl::StartsWithIgnoreCase(content_type, "application/octet-stream");
+  const bool readable = ssz || !ParseJson(body).is_discarded();
+  Header header{slot, ssz ? std::string() : HeaderBlockHash(body)};
+  MutexLock lock(&mu_);
   PerUpstream& upstream = state_.at(index);
+  if (!readable) {
+    ++upstream.counters.malformed_answers;
+    return false;
+  }
   ++upstream.counters.headers_seen;
   upstream.headers.push_back(std::move(header));
   while (upstream.headers.size() > kMaxRememberedHeaders) upstream.headers.pop_front();
+  return true;
+}
+
+std::optional<std::string> Enforcer::OnBidAnswered(size_t index, core::Slot slot, int status,
+                                                   absl::string_view body,
+                                                   absl::string_view content_type) {
+  if (status != 200) return std::nullopt;
+  const UpstreamIdentity& identity = upstreams_.at(index);
+  const std::optional<core::BuilderIndex> builder = BidBuilderIndex(body, content_type);
+  if (!builder) {
+    MutexLock lock(&mu_);
+    Counters& counters = state_.at(index).counters;
+    ++counters.malformed_answers;
+    ++counters.refused;
+    return std::string("the bid's builder index cannot be read, so the policy cannot be applied");
+  }
+  client_.Report(slot, core::BidSeen{*builder, identity.relay_id, ""});
+  // The policy may have changed while the upstream took its time.
+  const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
+  const core::Policy& policy = snapshot->policy;
+  std::optional<std::string> reason = RefusalReason(policy, identity);
+  if (!reason) {
+    if (auto it = policy.banned_builders.find(*builder); it != policy.banned_builders.end()) {
+      reason = absl::StrCat("builder ", *builder, " is banned (", core::BanKindName(it->second.kind),
+                            "): ", it->second.reason);
+    }
+  }
+  MutexLock lock(&mu_);
+  Counters& counters = state_.at(index).counters;
+  ++counters.bids_seen;
+  if (reason) ++counters.refused;
+  return reason;
 }
 
 bool Enforcer::OnBlindedBlockAnswered(size_t index, absl::string_view request_body,
@@ -229,7 +328,7 @@ bool Enforcer::OnBlindedBlockAnswered(size_t index, absl::string_view request_bo
   const std::optional<BlindedBlock> block = ParseBlindedBlock(request_body, content_type);
   if (!block) return false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     PerUpstream& upstream = state_.at(index);
     bool signed_for_it = false;
     for (const Header& header : upstream.headers) {
@@ -249,7 +348,7 @@ bool Enforcer::OnBlindedBlockAnswered(size_t index, absl::string_view request_bo
 }
 
 Enforcer::Counters Enforcer::counters(size_t index) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return state_.at(index).counters;
 }
 

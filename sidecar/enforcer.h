@@ -5,11 +5,18 @@
 // plumbing: which requests are answered 204 without contacting the upstream, and what is
 // reported to breakerd through the client library.
 //
-//   - A getHeader (GET /eth/v1/builder/header/{slot}/{parent_hash}/{pubkey}) is refused (204)
-//     when the policy in force refuses the upstream: the mode is SELF_BUILD, the upstream's
-//     relay identifier is banned, or the mode is TRUSTED_ONLY and the upstream is trusted
-//     neither by the sidecar's configuration nor by the policy. A pre-Gloas header names no
-//     builder index, so a ban of a builder (not of its relay) cannot be applied here.
+//   - A getHeader (GET /eth/v1/builder/header/{slot}/{parent_hash}/{pubkey}) or a Gloas
+//     getExecutionPayloadBid (POST /eth/v1/builder/execution_payload_bid/{slot}/{parent_hash}/
+//     {parent_root}/{proposer_pubkey}) is refused (204) when the policy in force refuses the
+//     upstream: the mode is SELF_BUILD, the upstream's relay identifier is banned, or the mode
+//     is TRUSTED_ONLY and the upstream is trusted neither by the sidecar's configuration nor by
+//     the policy. A pre-Gloas header names no builder index, so a ban of a builder (not of its
+//     relay) cannot be applied to it.
+//   - A Gloas bid answered 200 names its builder (data.message.builder_index in JSON, the
+//     bid's builder_index field in SSZ). It is reported as a BidSeen through the upstream, and
+//     answered 204 instead of forwarded when the policy in force by then bans that builder or
+//     refuses the upstream. A bid whose builder cannot be read is answered 204 too: the policy
+//     cannot be applied to it, and a 204 costs the node a bid, never its block.
 //   - Every other request is forwarded.
 //   - A header answered 200 is remembered (slot, block hash) for its upstream, bounded. It is
 //     not reported as a BidSeen: a BidSeen needs a builder index, which a pre-Gloas header
@@ -20,13 +27,13 @@
 
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "client/client.h"
+#include "common/mutex.h"
 #include "core/policy.h"
 #include "core/types.h"
 
@@ -37,6 +44,10 @@ enum class Endpoint {
   kRegisterValidators,
   kGetHeader,
   kSubmitBlindedBlock,
+  // Gloas (ePBS).
+  kGetExecutionPayloadBid,
+  kSubmitBuilderPreferences,
+  kSubmitBeaconBlock,
   kOther,
 };
 
@@ -44,7 +55,7 @@ absl::string_view EndpointName(Endpoint endpoint);
 
 struct Route {
   Endpoint endpoint = Endpoint::kOther;
-  // The header's slot (kGetHeader only).
+  // The header's or bid's slot (kGetHeader, kGetExecutionPayloadBid).
   core::Slot slot = 0;
 };
 
@@ -58,7 +69,7 @@ struct UpstreamIdentity {
   bool trusted = false;
 };
 
-// Why `policy` refuses headers through `upstream`; nullopt when it allows them.
+// Why `policy` refuses headers and bids through `upstream`; nullopt when it allows them.
 std::optional<std::string> RefusalReason(const core::Policy& policy,
                                          const UpstreamIdentity& upstream);
 
@@ -83,6 +94,13 @@ std::optional<BlindedBlock> ParseBlindedBlock(absl::string_view body,
 // empty when the body has none (e.g. SSZ).
 std::string HeaderBlockHash(absl::string_view body);
 
+// The builder index of a getExecutionPayloadBid answer: data.message.builder_index (a decimal
+// string, or a number) of JSON, optionally without the {"version", "data"} envelope; or, when
+// `content_type` is application/octet-stream, the builder_index field of an SSZ
+// SignedExecutionPayloadBid. nullopt when the body is neither.
+std::optional<core::BuilderIndex> BidBuilderIndex(absl::string_view body,
+                                                  absl::string_view content_type);
+
 // True when `json` nests arrays and objects deeper than `max_depth`: such a body is not
 // parsed.
 bool JsonTooDeep(absl::string_view json, int max_depth);
@@ -96,10 +114,20 @@ class Enforcer {
   // REQUIRES: `client` outlives the enforcer.
   Enforcer(client::BreakerClient& client, std::vector<UpstreamIdentity> upstreams);
 
+  // Per upstream, since the start. Every request ends as one of forwarded, refused and
+  // upstream_errors.
   struct Counters {
+    // The upstream's answer was passed back (a 5xx one counts as an upstream error).
     uint64_t forwarded = 0;
+    // Answered 204 by the policy, before contacting the upstream or after reading its bid.
     uint64_t refused = 0;
+    // No answer (transport error, timeout, an answer too large) or a 5xx status.
+    uint64_t upstream_errors = 0;
     uint64_t headers_seen = 0;
+    // Gloas bids whose builder index was read, each reported as a BidSeen.
+    uint64_t bids_seen = 0;
+    // 200 answers to a header or bid request that could not be read.
+    uint64_t malformed_answers = 0;
     uint64_t reveal_failures = 0;
   };
 
@@ -107,11 +135,27 @@ class Enforcer {
   size_t upstream_count() const { return upstreams_.size(); }
 
   // Before contacting upstream `index` for `route`: the reason to answer 204 without
-  // contacting it, or nullopt to forward.
+  // contacting it (counted as refused), or nullopt to forward.
   std::optional<std::string> Refuse(size_t index, const Route& route);
 
-  // The upstream answered a getHeader of `slot` with `status` and `body`.
-  void OnHeaderAnswered(size_t index, core::Slot slot, int status, absl::string_view body);
+  // A forwarded request ended: the upstream's answer was passed back, or (`failed`) there was
+  // none or a 5xx one.
+  void OnForwarded(size_t index, bool failed);
+
+  // The upstream answered a getHeader of `slot` with `status`, `body` and `content_type`.
+  // Returns false when a 200 answer in JSON (any content type but application/octet-stream)
+  // cannot be read: counted as malformed, not remembered; the answer is still passed back, for
+  // the node to judge.
+  bool OnHeaderAnswered(size_t index, core::Slot slot, int status, absl::string_view body,
+                        absl::string_view content_type);
+
+  // The upstream answered a getExecutionPayloadBid of `slot`. For a 200 answer: reports the
+  // bid's builder as a BidSeen, then returns the reason to answer 204 instead of the bid (the
+  // builder is banned, the policy in force now refuses the upstream, or the builder index
+  // cannot be read), counted as refused. nullopt: pass the answer back.
+  std::optional<std::string> OnBidAnswered(size_t index, core::Slot slot, int status,
+                                           absl::string_view body,
+                                           absl::string_view content_type);
 
   // The upstream answered a submitBlindedBlock (`failed`: error, timeout or 5xx). Returns
   // whether a RelayRevealMissing was reported.
@@ -132,8 +176,8 @@ class Enforcer {
 
   client::BreakerClient& client_;
   const std::vector<UpstreamIdentity> upstreams_;
-  mutable std::mutex mu_;
-  std::vector<PerUpstream> state_;  // Guarded by mu_.
+  mutable Mutex mu_;
+  std::vector<PerUpstream> state_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace breaker::sidecar

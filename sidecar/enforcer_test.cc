@@ -18,6 +18,26 @@ constexpr char kRelay[] = "http://relay.example";
 constexpr char kTrustedRelay[] = "http://trusted.example";
 
 Route Header(core::Slot slot) { return Route{Endpoint::kGetHeader, slot}; }
+Route Bid(core::Slot slot) { return Route{Endpoint::kGetExecutionPayloadBid, slot}; }
+
+// A getExecutionPayloadBid answer naming `builder_index` (JSON text, quoted or not).
+std::string BidJson(const std::string& builder_index) {
+  return "{\"version\":\"gloas\",\"data\":{\"message\":{\"slot\":\"5\",\"builder_index\":" +
+         builder_index + ",\"value\":\"1\"},\"signature\":\"0x00\"}}";
+}
+
+// An SSZ SignedExecutionPayloadBid naming `builder`, without blob commitments.
+std::string BidSsz(uint64_t builder) {
+  std::string ssz(4 + 96 + 224, '\0');
+  ssz[0] = 100;
+  for (int i = 0; i < 8; ++i) ssz[100 + 156 + i] = static_cast<char>((builder >> (8 * i)) & 0xff);
+  ssz[100 + 164] = 5;  // slot
+  return ssz;
+}
+
+core::Ban OperatorBan(const std::string& reason) {
+  return core::Ban{core::BanKind::kOperator, 0, true, reason};
+}
 
 std::string BlindedBlockJson(core::Slot slot, const std::string& block_hash) {
   return "{\"message\":{\"slot\":\"" + std::to_string(slot) +
@@ -59,6 +79,21 @@ TEST(ClassifyRouteTest, TheBuilderApi) {
   EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/header/1/0xab/0xcd").endpoint, Endpoint::kOther);
   EXPECT_EQ(ClassifyRoute("GET", "/eth/v1/builder/header/1/0xab/0xcd/x").endpoint, Endpoint::kOther);
   EXPECT_EQ(ClassifyRoute("GET", "/base/eth/v1/builder/status").endpoint, Endpoint::kOther);
+  // Gloas.
+  const Route bid = ClassifyRoute(
+      "POST", "/eth/v1/builder/execution_payload_bid/77/0xab/0xcd/0xef");
+  EXPECT_EQ(bid.endpoint, Endpoint::kGetExecutionPayloadBid);
+  EXPECT_EQ(bid.slot, 77u);
+  EXPECT_EQ(ClassifyRoute("GET", "/eth/v1/builder/execution_payload_bid/77/0xab/0xcd/0xef").endpoint,
+            Endpoint::kOther);
+  EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/execution_payload_bid/77/0xab/0xcd").endpoint,
+            Endpoint::kOther);
+  EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/execution_payload_bid/x/0xab/0xcd/0xef").endpoint,
+            Endpoint::kOther);
+  EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/builder_preferences/0xab").endpoint,
+            Endpoint::kSubmitBuilderPreferences);
+  EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/beacon_blocks").endpoint,
+            Endpoint::kSubmitBeaconBlock);
   EXPECT_EQ(ClassifyRoute("GET", "").endpoint, Endpoint::kOther);
 }
 
@@ -92,8 +127,16 @@ TEST_F(EnforcerTest, OnlyHeadersAreRefused) {
   EXPECT_FALSE(enforcer_.Refuse(0, Route{Endpoint::kStatus}).has_value());
   EXPECT_FALSE(enforcer_.Refuse(0, Route{Endpoint::kSubmitBlindedBlock}).has_value());
   EXPECT_FALSE(enforcer_.Refuse(0, Route{Endpoint::kRegisterValidators}).has_value());
-  EXPECT_EQ(enforcer_.counters(0).refused, 1u);
-  EXPECT_EQ(enforcer_.counters(0).forwarded, 3u);
+  EXPECT_FALSE(enforcer_.Refuse(0, Route{Endpoint::kSubmitBeaconBlock}).has_value());
+  EXPECT_FALSE(enforcer_.Refuse(0, Route{Endpoint::kSubmitBuilderPreferences}).has_value());
+  EXPECT_TRUE(enforcer_.Refuse(0, Bid(5)).has_value());
+  EXPECT_EQ(enforcer_.counters(0).refused, 2u);
+  // Forwarded or failed is known only once the upstream answered.
+  EXPECT_EQ(enforcer_.counters(0).forwarded, 0u);
+  enforcer_.OnForwarded(0, /*failed=*/false);
+  enforcer_.OnForwarded(0, /*failed=*/true);
+  EXPECT_EQ(enforcer_.counters(0).forwarded, 1u);
+  EXPECT_EQ(enforcer_.counters(0).upstream_errors, 1u);
 }
 
 TEST_F(EnforcerTest, TheUpstreamsAreDecidedApart) {
@@ -108,13 +151,13 @@ TEST_F(EnforcerTest, TheUpstreamsAreDecidedApart) {
 }
 
 TEST_F(EnforcerTest, HeadersAreNotReportedAsBidsForTheyNameNoBuilder) {
-  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson("0x11"));
+  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson("0x11"), "");
   EXPECT_TRUE(client_.reports().empty());
   EXPECT_EQ(enforcer_.counters(0).headers_seen, 1u);
 }
 
 TEST_F(EnforcerTest, AFailedRevealOfAHeaderItSignedIsReported) {
-  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson("0x11"));
+  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson("0x11"), "");
   EXPECT_TRUE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(5, "0x11"), "application/json",
                                                /*failed=*/true));
   ASSERT_EQ(client_.reports().size(), 1u);
@@ -130,7 +173,7 @@ TEST_F(EnforcerTest, AFailedRevealOfAHeaderItSignedIsReported) {
 }
 
 TEST_F(EnforcerTest, NoRevealFailureWithoutItsHeaderOrWhenItSucceeded) {
-  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson("0x11"));
+  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson("0x11"), "");
   // Succeeded.
   EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(5, "0x11"), "", false));
   // Another block hash: that upstream lost the auction.
@@ -138,7 +181,7 @@ TEST_F(EnforcerTest, NoRevealFailureWithoutItsHeaderOrWhenItSucceeded) {
   // Another slot; another upstream; a 204 header is no header.
   EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(6, "0x11"), "", true));
   EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(1, BlindedBlockJson(5, "0x11"), "", true));
-  enforcer_.OnHeaderAnswered(1, 7, 204, "");
+  enforcer_.OnHeaderAnswered(1, 7, 204, "", "");
   EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(1, BlindedBlockJson(7, "0x11"), "", true));
   // Garbage.
   EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, "{\"message\":", "", true));
@@ -148,7 +191,7 @@ TEST_F(EnforcerTest, NoRevealFailureWithoutItsHeaderOrWhenItSucceeded) {
 
 TEST_F(EnforcerTest, RememberedHeadersAreBounded) {
   for (core::Slot slot = 1; slot <= kMaxRememberedHeaders + 1; ++slot) {
-    enforcer_.OnHeaderAnswered(0, slot, 200, HeaderJson("0x11"));
+    enforcer_.OnHeaderAnswered(0, slot, 200, HeaderJson("0x11"), "");
   }
   EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(1, "0x11"), "", true));
   EXPECT_TRUE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(2, "0x11"), "", true));
@@ -166,6 +209,83 @@ TEST(ParseBlindedBlockTest, SszGivesTheSlotAndTheSameKeyForTheSameBlock) {
   EXPECT_TRUE(block->block_hash.empty());
   EXPECT_FALSE(ParseBlindedBlock(ssz.substr(0, 150), "application/octet-stream").has_value());
   EXPECT_FALSE(ParseBlindedBlock("", "application/octet-stream").has_value());
+}
+
+TEST(BidBuilderIndexTest, JsonAndSsz) {
+  EXPECT_EQ(BidBuilderIndex(BidJson("\"42\""), "application/json"), 42u);
+  EXPECT_EQ(BidBuilderIndex(BidJson("42"), ""), 42u);
+  EXPECT_EQ(BidBuilderIndex(BidJson("\"18446744073709551615\""), ""), UINT64_MAX);
+  // Without the envelope.
+  EXPECT_EQ(BidBuilderIndex("{\"message\":{\"builder_index\":\"9\"}}", ""), 9u);
+  EXPECT_EQ(BidBuilderIndex(BidSsz(0x0102030405060708ull), "application/octet-stream"),
+            0x0102030405060708ull);
+  // Not a bid: negative, fractional, too large, missing, truncated, garbage, too deep.
+  EXPECT_FALSE(BidBuilderIndex(BidJson("-1"), "").has_value());
+  EXPECT_FALSE(BidBuilderIndex(BidJson("1.5"), "").has_value());
+  EXPECT_FALSE(BidBuilderIndex(BidJson("\"18446744073709551616\""), "").has_value());
+  EXPECT_FALSE(BidBuilderIndex("{\"data\":{\"message\":{}}}", "").has_value());
+  EXPECT_FALSE(BidBuilderIndex(BidJson("\"42\"").substr(0, 40), "").has_value());
+  EXPECT_FALSE(BidBuilderIndex("\x00\x01garbage", "").has_value());
+  EXPECT_FALSE(BidBuilderIndex(std::string(100000, '['), "").has_value());
+  EXPECT_FALSE(BidBuilderIndex(BidSsz(1).substr(0, 300), "application/octet-stream").has_value());
+  EXPECT_FALSE(BidBuilderIndex(BidJson("\"42\""), "application/octet-stream").has_value());
+}
+
+TEST_F(EnforcerTest, ABidIsReportedAndForwardedWhileItsBuilderIsAllowed) {
+  EXPECT_EQ(enforcer_.OnBidAnswered(0, 5, 200, BidJson("\"42\""), "application/json"),
+            std::nullopt);
+  const auto reports = client_.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].slot, 5u);
+  const auto* bid = std::get_if<core::BidSeen>(&reports[0].event);
+  ASSERT_NE(bid, nullptr);
+  EXPECT_EQ(bid->builder, 42u);
+  EXPECT_EQ(bid->relay, kRelay);
+  EXPECT_EQ(enforcer_.counters(0).bids_seen, 1u);
+  EXPECT_EQ(enforcer_.counters(0).refused, 0u);
+  // No bid: nothing to report.
+  EXPECT_EQ(enforcer_.OnBidAnswered(0, 6, 204, "", ""), std::nullopt);
+  EXPECT_EQ(enforcer_.OnBidAnswered(0, 6, 400, "{}", ""), std::nullopt);
+  EXPECT_EQ(client_.reports().size(), 1u);
+}
+
+TEST_F(EnforcerTest, ABidOfABannedBuilderIsRefusedYetReported) {
+  core::Policy policy;
+  policy.banned_builders[42] = OperatorBan("withheld");
+  SetPolicy(policy);
+  EXPECT_THAT(enforcer_.OnBidAnswered(1, 5, 200, BidSsz(42), "application/octet-stream")
+                  .value_or(""),
+              HasSubstr("builder 42 is banned (operator): withheld"));
+  EXPECT_EQ(client_.reports().size(), 1u) << "the bid was seen, whatever the policy";
+  EXPECT_EQ(enforcer_.OnBidAnswered(1, 5, 200, BidSsz(43), "application/octet-stream"),
+            std::nullopt);
+  EXPECT_EQ(enforcer_.counters(1).refused, 1u);
+  EXPECT_EQ(enforcer_.counters(1).bids_seen, 2u);
+}
+
+TEST_F(EnforcerTest, APolicyThatChangedWhileTheUpstreamAnsweredApplies) {
+  core::Policy policy;
+  policy.banned_relays[kRelay] = OperatorBan("bad relay");
+  SetPolicy(policy);
+  EXPECT_THAT(enforcer_.OnBidAnswered(0, 5, 200, BidJson("1"), "").value_or(""),
+              HasSubstr("is banned"));
+  EXPECT_EQ(enforcer_.OnBidAnswered(1, 5, 200, BidJson("1"), ""), std::nullopt);
+}
+
+TEST_F(EnforcerTest, AnUnreadableBidIsRefusedAndCounted) {
+  EXPECT_THAT(enforcer_.OnBidAnswered(0, 5, 200, "{\"data\":{\"mess", "application/json")
+                  .value_or(""),
+              HasSubstr("cannot be read"));
+  EXPECT_TRUE(client_.reports().empty());
+  EXPECT_EQ(enforcer_.counters(0).malformed_answers, 1u);
+  EXPECT_EQ(enforcer_.counters(0).refused, 1u);
+}
+
+TEST_F(EnforcerTest, AnUnreadableHeaderIsCountedAndNotRemembered) {
+  EXPECT_FALSE(enforcer_.OnHeaderAnswered(0, 5, 200, "{\"data\":", ""));
+  EXPECT_EQ(enforcer_.counters(0).malformed_answers, 1u);
+  EXPECT_EQ(enforcer_.counters(0).headers_seen, 0u);
+  EXPECT_TRUE(enforcer_.OnHeaderAnswered(0, 5, 204, "", ""));
 }
 
 TEST(JsonTooDeepTest, CountsOutsideStrings) {

@@ -72,6 +72,12 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
   sidecar->enforcer_ = std::make_unique<Enforcer>(*sidecar->client_, std::move(identities));
   sidecar->proxy_ = std::make_unique<Proxy>(settings, *sidecar->enforcer_);
   if (absl::Status started = sidecar->proxy_->Start(); !started.ok()) return started;
+  if (!settings.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<Metrics>> metrics =
+        Metrics::Start(settings.metrics_listen, *sidecar->enforcer_, *sidecar->client_);
+    if (!metrics.ok()) return metrics.status();
+    sidecar->metrics_ = *std::move(metrics);
+  }
   return sidecar;
 }
 

@@ -11,6 +11,7 @@
 #include "sidecar/beacon_watcher.h"
 #include "sidecar/config.h"
 #include "sidecar/enforcer.h"
+#include "sidecar/metrics.h"
 #include "sidecar/proxy.h"
 
 namespace breaker::sidecar {
@@ -19,9 +20,10 @@ class Sidecar {
  public:
   // Starts the client library with `settings`' breakerd addresses, TLS, token, node id and
   // network, then the observer of the beacon node when `settings` names one, then serves every
-  // upstream's port. INVALID_ARGUMENT / NOT_FOUND naming the file for bad TLS or token files,
-  // FAILED_PRECONDITION naming both values for a beacon node of another chain, UNAVAILABLE
-  // for a port that cannot be bound.
+  // upstream's port and the metrics (when metrics_listen is set). INVALID_ARGUMENT / NOT_FOUND
+  // naming the file for bad TLS or token files, INVALID_ARGUMENT for a metrics_listen that is
+  // not host:port, FAILED_PRECONDITION naming both values for a beacon node of another chain,
+  // UNAVAILABLE for a port that cannot be bound.
   static absl::StatusOr<std::unique_ptr<Sidecar>> Start(const SidecarSettings& settings);
 
   ~Sidecar();
@@ -38,6 +40,8 @@ class Sidecar {
   std::unique_ptr<BeaconWatcher> watcher_;
   std::unique_ptr<Enforcer> enforcer_;
   std::unique_ptr<Proxy> proxy_;
+  // Reads the enforcer and the client: declared after them, so destroyed first.
+  std::unique_ptr<Metrics> metrics_;
 };
 
 }  // namespace breaker::sidecar

@@ -23,16 +23,17 @@ int main(int argc, char** argv) {
       "breaker-sidecar --config=FILE\n\n"
       "Serves the builder API of each configured upstream (relay or builder) on a local port\n"
       "of its own, for mev-boost or the beacon node to use in place of the relay's URL.\n"
-      "Header requests are answered 204 No Content, without contacting the upstream, while\n"
-      "breakerd's policy refuses that upstream (banned relay, SELF_BUILD, or TRUSTED_ONLY and\n"
-      "the upstream untrusted); everything else is forwarded unchanged. A failed reveal of a\n"
-      "header the upstream signed is reported to breakerd.\n\n"
+      "Header and Gloas bid requests are answered 204 No Content, without contacting the\n"
+      "upstream, while breakerd's policy refuses that upstream (banned relay, SELF_BUILD, or\n"
+      "TRUSTED_ONLY and the upstream untrusted); a Gloas bid of a banned builder is answered\n"
+      "204 too; everything else is forwarded unchanged, within the request's X-Timeout-Ms.\n"
+      "Bids seen and failed reveals of headers the upstream signed are reported to breakerd.\n\n"
       "With beacon_node_url set, it also observes the beacon node over its Beacon API: at start\n"
       "it refuses a node whose genesis, slot or epoch length, or Gloas fork epoch differs from\n"
       "the chain of `network` (or of fallback_config_file); then it reports the node's blocks\n"
       "(canonical or not), the slots it judged empty, its finality and Gloas bids and payloads\n"
-      "to breakerd, nothing while the node syncs (docs/sidecar-observer.md). Stops at SIGTERM\n"
-      "or SIGINT.\n"
+      "to breakerd, nothing while the node syncs (docs/sidecar-observer.md).\n\n"
+      "Prometheus metrics at /metrics on metrics_listen, when set. Stops at SIGTERM or SIGINT.\n"
       "Prints 'sidecar ready' on stdout once every port listens.");
   absl::FlagsUsageConfig usage;
   // --help lists this file's flags (absl matches files named after the program otherwise).
@@ -56,6 +57,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // A node or relay closing its connection while the sidecar writes to it is that
+  // connection's error, not the process's end.
+  signal(SIGPIPE, SIG_IGN);
   // Blocked before any thread starts, so that only sigwait below sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -12,4 +12,12 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 dir="${BREAKER_TSA_DIR:-$HOME/.cache/breaker-tsa}"
-exec bazel --output_base="$dir/output_base" build --config=tsa "$@" //...
+# Every package of the project, named directory by directory rather than as //...: the bazel-*
+# links of the gcc builds point into another output base, which this build would walk into.
+targets=(//:all)
+for package in */; do
+  package="${package%/}"
+  case "$package" in bazel-*) continue ;; esac
+  if [ -f "$package/BUILD.bazel" ]; then targets+=("//$package/..."); fi
+done
+exec bazel --output_base="$dir/output_base" build --config=tsa "$@" -- "${targets[@]}"

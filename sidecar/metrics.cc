@@ -1,0 +1,160 @@
+#include "sidecar/metrics.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "common/metrics_exposer.h"
+#include "core/policy.h"
+#include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
+
+namespace breaker::sidecar {
+namespace {
+
+using Label = prometheus::ClientMetric::Label;
+
+prometheus::MetricFamily Family(std::string name, std::string help, prometheus::MetricType type) {
+  prometheus::MetricFamily family;
+  family.name = std::move(name);
+  family.help = std::move(help);
+  family.type = type;
+  return family;
+}
+
+void AddGauge(prometheus::MetricFamily& family, double value, std::vector<Label> labels = {}) {
+  prometheus::ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.gauge.value = value;
+  family.metric.push_back(std::move(metric));
+}
+
+void AddCounter(prometheus::MetricFamily& family, double value, std::vector<Label> labels = {}) {
+  prometheus::ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.counter.value = value;
+  family.metric.push_back(std::move(metric));
+}
+
+}  // namespace
+
+class Metrics::Collector final : public prometheus::Collectable {
+ public:
+  Collector(const Enforcer& enforcer, const client::BreakerClient& client)
+      : enforcer_(enforcer), client_(client) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    using prometheus::MetricType;
+    auto requests = Family("breaker_sidecar_requests_total",
+                           "Builder API requests by upstream and outcome: forwarded (the "
+                           "upstream's answer passed back), refused (204 by the policy), "
+                           "upstream_error (no answer, a timeout, an answer too large, or 5xx).",
+                           MetricType::Counter);
+    auto headers = Family("breaker_sidecar_headers_seen_total",
+                          "Pre-Gloas headers (getHeader 200) passed back, by upstream.",
+                          MetricType::Counter);
+    auto bids = Family("breaker_sidecar_bids_seen_total",
+                       "Gloas bids whose builder index was read, each reported to breakerd as "
+                       "a bid seen, by upstream.",
+                       MetricType::Counter);
+    auto malformed = Family("breaker_sidecar_malformed_answers_total",
+                            "200 answers to a header or bid request that could not be read, by "
+                            "upstream.",
+                            MetricType::Counter);
+    auto reveals = Family("breaker_sidecar_reveal_failures_total",
+                          "Payloads an upstream signed a header for and failed to reveal, each "
+                          "reported to breakerd, by upstream.",
+                          MetricType::Counter);
+    for (size_t i = 0; i < enforcer_.upstream_count(); ++i) {
+      const std::string& upstream = enforcer_.upstream(i).relay_id;
+      const Enforcer::Counters counts = enforcer_.counters(i);
+      AddCounter(requests, static_cast<double>(counts.forwarded),
+                 {{"upstream", upstream}, {"outcome", "forwarded"}});
+      AddCounter(requests, static_cast<double>(counts.refused),
+                 {{"upstream", upstream}, {"outcome", "refused"}});
+      AddCounter(requests, static_cast<double>(counts.upstream_errors),
+                 {{"upstream", upstream}, {"outcome", "upstream_error"}});
+      AddCounter(headers, static_cast<double>(counts.headers_seen), {{"upstream", upstream}});
+      AddCounter(bids, static_cast<double>(counts.bids_seen), {{"upstream", upstream}});
+      AddCounter(malformed, static_cast<double>(counts.malformed_answers), {{"upstream", upstream}});
+      AddCounter(reveals, static_cast<double>(counts.reveal_failures), {{"upstream", upstream}});
+    }
+
+    const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
+    const client::ClientStats stats = client_.stats();
+    auto version = Family("breaker_sidecar_policy_version",
+                          "Version of the fleet policy in force; 0 before any reached the "
+                          "sidecar.",
+                          MetricType::Gauge);
+    AddGauge(version, static_cast<double>(snapshot->fleet_version));
+    auto source = Family("breaker_sidecar_policy_source",
+                         "Where the policy in force comes from: 1 for the source in force "
+                         "(fleet; fleet+local: breakerd unreachable past the staleness limit or "
+                         "not caught up; local: no fleet policy yet), 0 for the others.",
+                         MetricType::Gauge);
+    for (client::PolicySource each : {client::PolicySource::kFleet,
+                                      client::PolicySource::kFleetAndLocal,
+                                      client::PolicySource::kLocal}) {
+      AddGauge(source, snapshot->source == each ? 1 : 0,
+               {{"source", std::string(client::PolicySourceName(each))}});
+    }
+    auto mode = Family("breaker_sidecar_mode",
+                       "The mode of the policy in force: 1 for it, 0 for the others.",
+                       MetricType::Gauge);
+    for (core::Mode each :
+         {core::Mode::kAllBuilders, core::Mode::kTrustedOnly, core::Mode::kSelfBuild}) {
+      AddGauge(mode, snapshot->policy.mode == each ? 1 : 0,
+               {{"mode", absl::AsciiStrToLower(core::ModeName(each))}});
+    }
+    auto connected = Family("breaker_sidecar_breakerd_connected",
+                            "1 while the client library holds a stream to breakerd.",
+                            MetricType::Gauge);
+    AddGauge(connected, stats.connected ? 1 : 0);
+    auto reconnects = Family("breaker_sidecar_breakerd_reconnects_total",
+                             "Reconnections of the client library to breakerd.",
+                             MetricType::Counter);
+    AddCounter(reconnects, static_cast<double>(stats.reconnects));
+    auto buffered = Family("breaker_sidecar_observations_buffered",
+                           "Observations waiting for breakerd's acknowledgement.",
+                           MetricType::Gauge);
+    AddGauge(buffered, static_cast<double>(stats.buffered));
+    auto dropped = Family("breaker_sidecar_observations_dropped_total",
+                          "Observations dropped because the buffer was full.",
+                          MetricType::Counter);
+    AddCounter(dropped,
+               static_cast<double>(stats.dropped_bids + stats.dropped_other + stats.dropped_failures));
+
+    std::vector<prometheus::MetricFamily> families;
+    for (auto* family : {&requests, &headers, &bids, &malformed, &reveals, &version, &source, &mode,
+                         &connected, &reconnects, &buffered, &dropped}) {
+      families.push_back(std::move(*family));
+    }
+    return families;
+  }
+
+ private:
+  const Enforcer& enforcer_;
+  const client::BreakerClient& client_;
+};
+
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address,
+                                                        const Enforcer& enforcer,
+                                                        const client::BreakerClient& client) {
+  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+      common::StartMetricsExposer(listen_address, "metrics_listen");
+  if (!exposer.ok()) return exposer.status();
+  std::unique_ptr<Metrics> metrics(new Metrics());
+  metrics->collector_ = std::make_shared<Collector>(enforcer, client);
+  metrics->exposer_ = *std::move(exposer);
+  metrics->port_ = metrics->exposer_->GetListeningPorts().front();
+  metrics->exposer_->RegisterCollectable(metrics->collector_);
+  return metrics;
+}
+
+Metrics::~Metrics() {
+  // Stop serving before the collector goes.
+  exposer_.reset();
+}
+
+}  // namespace breaker::sidecar
