@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "bench/workload.h"
 #include "client/backoff.h"
+#include "common/grpc_keepalive.h"
 #include "common/mutex.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
@@ -53,9 +54,7 @@ std::shared_ptr<grpc::Channel> NewChannel(const FleetOptions& options, int index
   args.SetInt("breaker.bench.channel", index);
   // The client library's channel (client/grpc_client.cc): its keepalive, and gRPC's own
   // reconnection backoff aligned with the library's.
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  SetClientKeepalive(args);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,

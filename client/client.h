@@ -60,7 +60,7 @@ struct ClientOptions {
   // Observations kept until breakerd acknowledges them. When full, the oldest bids are
   // dropped first, then other non-failure observations, failures last; drops are counted.
   size_t max_buffered_observations = 65536;
-  // Observations per message (breakerd accepts at most 1000).
+  // Observations per message: 1..core::bounds::kMaxObservationsPerBatch, which breakerd accepts.
   size_t max_batch = 500;
 
   // Reconnect backoff: the first wait, its growth, its cap, and +/- jitter (a fraction). After

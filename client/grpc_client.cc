@@ -26,6 +26,7 @@
 #include "client/observation_buffer.h"
 #include "client/policy_cell.h"
 #include "client/policy_in_force.h"
+#include "common/grpc_keepalive.h"
 #include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/engine.h"
@@ -210,9 +211,7 @@ class GrpcClient : public BreakerClient {
   std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) const {
     grpc::ChannelArguments args;
     // A long-lived stream through NATs and proxies: ping, within what breakerd permits.
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    SetClientKeepalive(args);
     // Otherwise a channel with the same address and arguments (another client of the same
     // process) would share a subchannel still waiting out gRPC's backoff.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);

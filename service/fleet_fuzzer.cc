@@ -53,6 +53,7 @@
 #include "core/chain_time.h"
 #include "core/config.h"
 #include "core/engine_invariants.h"
+#include "core/input_bounds.h"
 #include "glog/logging.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -75,8 +76,6 @@ constexpr int kMaxFrames = 256;
 // Restarts per input ('r' frames), each of which opens two fleets.
 constexpr int kMaxRestarts = 4;
 constexpr int kStreams = 3;
-// As breakerd's Connect: larger batches are refused before they reach the fleet.
-constexpr int kMaxObservationsPerBatch = 1000;
 
 bool Tracing() {
   static const bool tracing = [] {
@@ -322,7 +321,7 @@ class Run {
       }
       case v1::NodeMessage::kObservations: {
         const v1::ObservationBatch& batch = message.observations();
-        if (node.empty() || batch.observations_size() > kMaxObservationsPerBatch) break;
+        if (node.empty() || batch.observations_size() > core::bounds::kMaxObservationsPerBatch) break;
         auto expected = std::make_shared<ExpectedAck>();
         for (const v1::Observation& observation : batch.observations()) {
           expected->highest = std::max(expected->highest, observation.sequence());

@@ -1,5 +1,7 @@
 #include "service/server_settings.h"
 
+#include "common/grpc_keepalive.h"
+
 namespace breaker::service {
 
 void ApplyServerSettings(grpc::ServerBuilder& builder, int max_receive_message_bytes,
@@ -8,10 +10,11 @@ void ApplyServerSettings(grpc::ServerBuilder& builder, int max_receive_message_b
   // "successfully" and split the fleet's streams between two states.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Streams live for days: find dead peers with pings, and let clients ping every 10 s.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             kMinPingIntervalWithoutDataMs);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   // Hostile or broken input is bounded before it is parsed.
   builder.SetMaxReceiveMessageSize(max_receive_message_bytes);
