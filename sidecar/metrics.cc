@@ -41,8 +41,9 @@ void AddCounter(prometheus::MetricFamily& family, double value, std::vector<Labe
 
 class Metrics::Collector final : public prometheus::Collectable {
  public:
-  Collector(const Enforcer& enforcer, const client::BreakerClient& client)
-      : enforcer_(enforcer), client_(client) {}
+  Collector(const Enforcer& enforcer, const client::BreakerClient& client,
+            const BeaconWatcher* watcher)
+      : enforcer_(enforcer), client_(client), watcher_(watcher) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     using prometheus::MetricType;
@@ -130,22 +131,62 @@ class Metrics::Collector final : public prometheus::Collectable {
                          &connected, &reconnects, &buffered, &dropped}) {
       families.push_back(std::move(*family));
     }
+    if (watcher_ != nullptr) AddBeaconNode(watcher_->stats(), families);
     return families;
   }
 
  private:
+  // What the observer of the beacon node saw and reported, and how its reads went.
+  static void AddBeaconNode(const BeaconWatcherStats& stats,
+                            std::vector<prometheus::MetricFamily>& families) {
+    auto reconnects = Family("breaker_sidecar_beacon_stream_reconnects_total",
+                             "Event streams from the beacon node reopened after one ended",
+                             prometheus::MetricType::Counter);
+    AddCounter(reconnects, static_cast<double>(stats.reconnects));
+    auto syncing = Family("breaker_sidecar_beacon_node_syncing",
+                          "1 while the beacon node syncs (or is optimistic): nothing is reported",
+                          prometheus::MetricType::Gauge);
+    AddGauge(syncing, stats.syncing ? 1 : 0);
+    auto bad = Family("breaker_sidecar_beacon_bad_answers_total",
+                      "Beacon API answers refused: malformed, too large or too slow",
+                      prometheus::MetricType::Counter);
+    AddCounter(bad, static_cast<double>(stats.api.bad_answers));
+    auto dropped = Family("breaker_sidecar_beacon_events_dropped_total",
+                          "Events of the beacon node's stream dropped: malformed, over-long or "
+                          "beyond the rate bound",
+                          prometheus::MetricType::Counter);
+    AddCounter(dropped, static_cast<double>(stats.api.dropped_events));
+    auto observed = Family("breaker_sidecar_observed_total",
+                           "Blocks, empty slots and backfilled slots the observer reported",
+                           prometheus::MetricType::Counter);
+    AddCounter(observed, static_cast<double>(stats.observer.blocks), {{"kind", "block"}});
+    AddCounter(observed, static_cast<double>(stats.observer.empty_slots),
+               {{"kind", "empty_slot"}});
+    AddCounter(observed, static_cast<double>(stats.observer.backfilled_slots),
+               {{"kind", "backfilled_slot"}});
+    auto mismatches = Family("breaker_sidecar_beacon_chain_mismatches_total",
+                             "Reconnections that found the beacon node on another chain",
+                             prometheus::MetricType::Counter);
+    AddCounter(mismatches, static_cast<double>(stats.chain_mismatches));
+    for (auto* family : {&reconnects, &syncing, &bad, &dropped, &observed, &mismatches}) {
+      families.push_back(std::move(*family));
+    }
+  }
+
   const Enforcer& enforcer_;
   const client::BreakerClient& client_;
+  const BeaconWatcher* const watcher_;
 };
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address,
                                                         const Enforcer& enforcer,
-                                                        const client::BreakerClient& client) {
+                                                        const client::BreakerClient& client,
+                                                        const BeaconWatcher* watcher) {
   absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
       common::StartMetricsExposer(listen_address, "metrics_listen");
   if (!exposer.ok()) return exposer.status();
   std::unique_ptr<Metrics> metrics(new Metrics());
-  metrics->collector_ = std::make_shared<Collector>(enforcer, client);
+  metrics->collector_ = std::make_shared<Collector>(enforcer, client, watcher);
   metrics->exposer_ = *std::move(exposer);
   metrics->port_ = metrics->exposer_->GetListeningPorts().front();
   metrics->exposer_->RegisterCollectable(metrics->collector_);

@@ -3,7 +3,8 @@
 
 // breaker-sidecar's Prometheus metrics, served over HTTP at /metrics on a port of their own
 // (the configuration's metrics_listen). Every sample is read at each scrape, from the
-// enforcer's counters and from the client library's policy snapshot and stats, so the metrics
+// enforcer's counters, the beacon node's observer and the client library's policy snapshot and
+// stats, so the metrics
 // can never drift from what the sidecar does. README.md ("Sidecar") lists every metric.
 
 #include <memory>
@@ -12,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "client/client.h"
 #include "prometheus/exposer.h"
+#include "sidecar/beacon_watcher.h"
 #include "sidecar/enforcer.h"
 
 namespace breaker::sidecar {
@@ -21,10 +23,13 @@ class Metrics {
  public:
   // Serves /metrics on `listen_address` ("host:port"; port 0 picks a free port). Returns
   // INVALID_ARGUMENT for an address that is not host:port, UNAVAILABLE when it cannot be bound.
-  // REQUIRES: `enforcer` and `client` outlive the returned object.
+  // `watcher` is the observer of the beacon node, null when the sidecar has none (then its
+  // metrics are not served).
+  // REQUIRES: `enforcer`, `client` and `watcher` outlive the returned object.
   static absl::StatusOr<std::unique_ptr<Metrics>> Start(const std::string& listen_address,
                                                         const Enforcer& enforcer,
-                                                        const client::BreakerClient& client);
+                                                        const client::BreakerClient& client,
+                                                        const BeaconWatcher* watcher);
 
   // Stops serving.
   ~Metrics();

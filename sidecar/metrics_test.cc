@@ -6,12 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "client/fake_client.h"
 #include "core/policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "sidecar/beacon_watcher.h"
 #include "sidecar/enforcer.h"
+#include "tests/fake_beacon_node.h"
 #include "tests/status_matchers.h"
 
 namespace breaker::sidecar {
@@ -38,7 +42,7 @@ TEST(MetricsTest, ServesTheEnforcersCountsAndThePolicyInForce) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client);
+      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
   ASSERT_THAT(metrics, IsOk());
 
   core::Policy policy;
@@ -68,10 +72,53 @@ TEST(MetricsTest, ServesTheEnforcersCountsAndThePolicyInForce) {
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_mode{mode=\"all_builders\"} 0"));
 }
 
+TEST(MetricsTest, WithoutABeaconNodeServesNoObserverMetrics) {
+  client::FakeClient client;
+  Enforcer enforcer(client, {{kRelay, false}});
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
+      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
+  ASSERT_THAT(metrics, IsOk());
+  EXPECT_THAT(Scrape((*metrics)->port()),
+              ::testing::Not(HasSubstr("breaker_sidecar_beacon_stream_reconnects_total")));
+}
+
+TEST(MetricsTest, ServesWhatTheObserverOfTheBeaconNodeSaw) {
+  core::ChainSpec chain;
+  chain.network = "test";
+  chain.genesis_time_unix = absl::ToUnixSeconds(absl::Now()) - 1000;
+  chain.seconds_per_slot = 1;
+  chain.slots_per_epoch = 8;
+  testing::FakeBeaconNode node(chain);
+  client::FakeClient client;
+  BeaconWatcherOptions options;
+  options.base = node.url();
+  options.observer.chain = chain;
+  options.tick_interval = absl::Milliseconds(20);
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(options, core::SystemClock(), client);
+  ASSERT_THAT(watcher, IsOk());
+  Enforcer enforcer(client, {{kRelay, false}});
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
+      Metrics::Start("127.0.0.1:0", enforcer, client, watcher->get());
+  ASSERT_THAT(metrics, IsOk());
+  // Syncing until the watcher has read the node's sync status: each scrape reads it anew.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  std::string text = Scrape((*metrics)->port());
+  while (!absl::StrContains(text, "breaker_sidecar_beacon_node_syncing 0") &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+    text = Scrape((*metrics)->port());
+  }
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_node_syncing 0"));
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_stream_reconnects_total 0"));
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_observed_total{kind=\"empty_slot\"} 0"));
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_bad_answers_total 0"));
+}
+
 TEST(MetricsTest, ABadAddressNamesTheSetting) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});
-  EXPECT_THAT(Metrics::Start("18550", enforcer, client),
+  EXPECT_THAT(Metrics::Start("18550", enforcer, client, /*watcher=*/nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("metrics_listen '18550'")));
 }
 

@@ -74,7 +74,8 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
   if (absl::Status started = sidecar->proxy_->Start(); !started.ok()) return started;
   if (!settings.metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-        Metrics::Start(settings.metrics_listen, *sidecar->enforcer_, *sidecar->client_);
+        Metrics::Start(settings.metrics_listen, *sidecar->enforcer_, *sidecar->client_,
+                       sidecar->watcher_.get());
     if (!metrics.ok()) return metrics.status();
     sidecar->metrics_ = *std::move(metrics);
   }
