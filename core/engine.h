@@ -159,8 +159,10 @@ class Engine {
   // sequence number of 0, a public key that is not 48 bytes).
   static absl::StatusOr<Engine> Import(Config config, EngineState state);
 
-  // Records one observation, and says what it did with it. O(1) expected. Does not recompute
-  // the policy: call RefreshPolicy() after a batch.
+  // Records one observation, and says what it did with it. O(1) expected, except when a record
+  // must be evicted to make room for a newcomer (max_tracked_builders, max_relays reached):
+  // that scans the records, O(n). Does not recompute the policy: call RefreshPolicy() after a
+  // batch.
   // Returns INVALID_ARGUMENT for a malformed observation (empty node, sequence 0, self-build
   // index where a builder is needed, attested fraction NaN or outside [0, 1], malformed relay
   // identifier, a bid's public key neither empty nor 48 bytes, a delivered report naming

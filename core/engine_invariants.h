@@ -234,9 +234,9 @@ class EngineChecker {
   // engine.RelaysServing() for every banned builder at every step would cost more than the
   // engine's own work; CheckServing() compares the two now and then.
   absl::flat_hash_map<BuilderIndex, std::vector<const std::string*>> serving_;
-  // The memory caps hold, except that a configuration that lowers a cap leaves in place what
-  // the engine holds beyond it (the engine evicts only to make room for a newcomer, and prunes
-  // the rest over time). So each count is bounded by its cap or by what a lowered cap found,
+  // The memory caps hold, except that a configuration that lowers a cap evicts down to it at
+  // once but for the records that hold an active ban, and their keys (Engine::Reconfigure),
+  // which stay beyond it. So each count is bounded by its cap or by what a lowered cap found,
   // and that excess may only shrink.
   size_t builders_allowance_ = 0;
   size_t keys_allowance_ = 0;

@@ -149,7 +149,9 @@ class Fleet {
   // fails, instead, submits the next attempt to store again once its time has come.
   void Tick();
 
-  // Blocks until everything submitted before the call has been applied and answered.
+  // Blocks until everything submitted before the call has been applied and answered. It waits
+  // for the queue to be empty and the writer idle, so under steady load it also waits for work
+  // submitted after the call: for tests and shutdown, not for a serving path.
   void Sync();
 
   // The current policy. Never blocks on the store.

@@ -502,7 +502,7 @@ void NodeService::Shutdown() {
     MutexLock lock(&mu_);
     shutting_down_ = true;
     // Every open stream, also those still waiting for their hello: Server::Shutdown would
-    // otherwise wait its whole grace period for them (they were not ended before).
+    // otherwise wait its whole grace period for them.
     for (const auto& [raw, weak] : open_streams_) {
       if (std::shared_ptr<NodeStream> stream = weak.lock()) streams.push_back(std::move(stream));
     }

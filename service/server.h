@@ -74,7 +74,8 @@ absl::Status CheckServerOptions(const ServerOptions& options);
 
 class Metrics;
 
-// A running breakerd. This class is thread-safe.
+// A running breakerd. Its methods may be called from any thread; Shutdown() is idempotent, but
+// not to be called from two threads at once (the destructor calls it).
 class Server {
  public:
   // Restores the state, then starts serving. While the state is restored the address already
