@@ -1,7 +1,5 @@
 #include "service/server.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,24 +45,6 @@ absl::Status EnsureDirectory(const std::string& path) {
   return absl::InvalidArgumentError(absl::StrCat("cannot create state directory '", path,
                                                  "': ", std::strerror(errno),
                                                  "; pass --state_dir with a writable path"));
-}
-
-// Holds an exclusive lock on <state_dir>/LOCK for the process's lifetime: two breakerd writing
-// one journal would corrupt it.
-absl::StatusOr<int> LockStateDirectory(const std::string& path) {
-  const std::string lock_path = path + "/LOCK";
-  const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
-  if (fd < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot open '", lock_path, "': ", std::strerror(errno)));
-  }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    close(fd);
-    return absl::FailedPreconditionError(
-        absl::StrCat("another breakerd is using the state directory '", path,
-                     "'; stop it, or pass --state_dir with another directory"));
-  }
-  return fd;
 }
 
 void SetServing(grpc::Server& server, bool serving) {
@@ -159,9 +139,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     if (!metrics.ok()) return metrics.status();
     server->metrics_ = *std::move(metrics);
   }
-  absl::StatusOr<int> lock = LockStateDirectory(options.state_dir);
-  if (!lock.ok()) return lock.status();
-  server->lock_fd_ = *lock;
   // While the state is restored, the address answers: health NOT_SERVING, calls UNAVAILABLE.
   absl::StatusOr<std::unique_ptr<RestoringServer>> restoring =
       RestoringServer::Start(options.listen_address, *credentials);
@@ -274,8 +251,6 @@ void Server::Shutdown() {
   }
   // After the fleet, which reports to it until it is gone.
   metrics_.reset();
-  if (lock_fd_ >= 0) close(lock_fd_);  // releases the state directory
-  lock_fd_ = -1;
 }
 
 }  // namespace breaker::service

@@ -128,8 +128,6 @@ class Server {
   absl::Duration drain_period_;
   int port_ = 0;
   bool shut_down_ = false;
-  // The state directory's lock, held while the server lives.
-  int lock_fd_ = -1;
 };
 
 }  // namespace breaker::service

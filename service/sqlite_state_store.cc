@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -168,8 +169,7 @@ absl::Status CheckDirectory(const std::string& directory) {
     if (error == ENOENT || error == ENOTDIR) {
       return absl::FailedPreconditionError(absl::StrCat(
           "state directory ", directory,
-          " does not exist: create it (breakerd does not, so that a mistyped path cannot start "
-          "it from empty state) or pass the right one"));
+          " does not exist: create it, or pass the right one"));
     }
     return absl::FailedPreconditionError(
         absl::StrCat("cannot access state directory ", directory, ": ", std::strerror(error)));
@@ -281,9 +281,11 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
     const std::string& directory) {
   if (directory.empty()) return absl::InvalidArgumentError("the state directory is empty");
   if (absl::Status status = CheckDirectory(directory); !status.ok()) return status;
-  std::string path = directory;
-  if (path.back() != '/') path += '/';
-  path += std::string(kFileName);
+  std::string base = directory;
+  if (base.back() != '/') base += '/';
+  absl::StatusOr<std::unique_ptr<DirectoryLock>> lock = LockDirectory(directory, base + "LOCK");
+  if (!lock.ok()) return lock.status();
+  std::string path = base + std::string(kFileName);
   if (struct stat info; stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, " is not a regular file: move it away or pass another directory"));
@@ -370,13 +372,37 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
       return SqliteError(db.get(), code, "preparing statements for", path, /*opening=*/true);
     }
   }
-  return std::unique_ptr<SqliteStateStore>(
-      new SqliteStateStore(std::move(path), std::move(db), std::move(statements)));
+  return std::unique_ptr<SqliteStateStore>(new SqliteStateStore(
+      *std::move(lock), std::move(path), std::move(db), std::move(statements)));
 }
 
-SqliteStateStore::SqliteStateStore(std::string path, std::unique_ptr<sqlite3, ConnectionCloser> db,
+SqliteStateStore::SqliteStateStore(std::unique_ptr<DirectoryLock> lock, std::string path,
+                                   std::unique_ptr<sqlite3, ConnectionCloser> db,
                                    std::unique_ptr<Statements> statements)
-    : path_(std::move(path)), db_(std::move(db)), statements_(std::move(statements)) {}
+    : lock_(std::move(lock)),
+      path_(std::move(path)),
+      db_(std::move(db)),
+      statements_(std::move(statements)) {}
+
+SqliteStateStore::DirectoryLock::~DirectoryLock() { close(fd); }
+
+absl::StatusOr<std::unique_ptr<SqliteStateStore::DirectoryLock>> SqliteStateStore::LockDirectory(
+    const std::string& directory, const std::string& lock_path) {
+  const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    const int error = errno;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot open ", lock_path, ": ", std::strerror(error),
+        "; give breakerd's user write permission on the state directory or pass another one"));
+  }
+  auto lock = std::make_unique<DirectoryLock>(fd);
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("another breakerd is using the state directory ", directory,
+                     "; stop it, or pass --state_dir with another directory"));
+  }
+  return lock;
+}
 
 // Out of line, where Statements is complete.
 SqliteStateStore::~SqliteStateStore() = default;

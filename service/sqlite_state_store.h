@@ -37,11 +37,14 @@ class SqliteStateStore : public StateStore {
   // The schema this code writes (stored as the database's user_version).
   static constexpr int kSchemaVersion = 1;
 
-  // Opens `<directory>/breakerd.db`, creating it (but not the directory) when missing, and
-  // checks it (PRAGMA quick_check), which reads the whole file.
+  // Takes an exclusive lock on `<directory>/LOCK`, held while the store lives: two processes
+  // writing one journal would corrupt it. Then opens `<directory>/breakerd.db`, creating it
+  // (but not the directory) when missing, and checks it (PRAGMA quick_check), which reads the
+  // whole file.
   // Returns
   //   INVALID_ARGUMENT     `directory` is empty;
-  //   FAILED_PRECONDITION  the directory is missing or not a directory, the database cannot
+  //   FAILED_PRECONDITION  another process (or store) holds the directory's lock, the
+  //                        directory is missing or not a directory, the database cannot
   //                        be created or written there (permissions, read-only file system),
   //                        the file is another application's SQLite database, or it has a
   //                        schema newer than kSchemaVersion (written by a newer breakerd);
@@ -71,7 +74,19 @@ class SqliteStateStore : public StateStore {
     void operator()(sqlite3* db) const;
   };
 
-  SqliteStateStore(std::string path, std::unique_ptr<sqlite3, ConnectionCloser> db,
+  // An open file descriptor holding the state directory's lock; closing it releases the lock.
+  struct DirectoryLock {
+    explicit DirectoryLock(int fd) : fd(fd) {}
+    ~DirectoryLock();
+    const int fd;
+  };
+
+  // The lock of `directory`, whose LOCK file is `lock_path`.
+  static absl::StatusOr<std::unique_ptr<DirectoryLock>> LockDirectory(
+      const std::string& directory, const std::string& lock_path);
+
+  SqliteStateStore(std::unique_ptr<DirectoryLock> lock, std::string path,
+                   std::unique_ptr<sqlite3, ConnectionCloser> db,
                    std::unique_ptr<Statements> statements);
 
   // Rolls back the open transaction, if any, and returns `status`.
@@ -87,6 +102,8 @@ class SqliteStateStore : public StateStore {
   absl::Status ReadSequences(absl::string_view action, uint64_t& snapshot_sequence,
                              uint64_t& last_sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Declared first, so released last: after the database is closed.
+  const std::unique_ptr<DirectoryLock> lock_;
   const std::string path_;
 
   Mutex mu_;

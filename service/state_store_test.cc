@@ -469,6 +469,21 @@ TEST(SqliteStateStoreTest, CreatesTheDatabaseInTheDirectory) {
   EXPECT_EQ(stat(DatabasePath(directory).c_str(), &info), 0);
 }
 
+TEST(SqliteStateStoreTest, OneStoreAtATimeHoldsTheDirectory) {
+  const std::string directory = NewTempDirectory();
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStateStore>> first = SqliteStateStore::Open(directory);
+    ASSERT_THAT(first, IsOk());
+    EXPECT_THAT(SqliteStateStore::Open(directory),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         AllOf(HasSubstr("another breakerd is using the state directory " +
+                                         directory),
+                               HasSubstr("--state_dir"))));
+  }
+  // Released with the store.
+  EXPECT_THAT(SqliteStateStore::Open(directory), IsOk());
+}
+
 TEST(SqliteStateStoreTest, UsesWriteAheadLogging) {
   const std::string directory = NewTempDirectory();
   absl::StatusOr<std::unique_ptr<SqliteStateStore>> store = SqliteStateStore::Open(directory);
