@@ -48,7 +48,7 @@
 #include "service/metrics_sink.h"
 #include "service/node_registry.h"
 #include "service/observation_rate_limiter.h"
-#include "service/state_store.h"
+#include "service/storage/state_store.h"
 
 namespace breaker::service {
 

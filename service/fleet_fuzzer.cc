@@ -60,9 +60,9 @@
 #include "google/protobuf/message.h"
 #include "google/protobuf/stubs/logging.h"
 #include "service/fleet.h"
-#include "service/memory_state_store.h"
-#include "tests/fuzz_frames.h"
+#include "service/storage/memory_state_store.h"
 #include "tests/fake_clock.h"
+#include "tests/fuzz_frames.h"
 
 namespace breaker::service {
 namespace {

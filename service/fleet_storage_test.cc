@@ -20,7 +20,7 @@
 #include "core/config.h"
 #include "gtest/gtest.h"
 #include "service/fleet.h"
-#include "service/memory_state_store.h"
+#include "service/storage/memory_state_store.h"
 #include "tests/fake_clock.h"
 #include "tests/status_matchers.h"
 

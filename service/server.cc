@@ -26,7 +26,7 @@
 #include "service/metrics.h"
 #include "service/restoring_server.h"
 #include "service/server_settings.h"
-#include "service/sqlite_state_store.h"
+#include "service/storage/sqlite_state_store.h"
 
 namespace breaker::service {
 namespace {

@@ -32,7 +32,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "service/server_test_support.h"
-#include "service/sqlite_state_store.h"
+#include "service/storage/sqlite_state_store.h"
 #include "tests/fake_clock.h"
 #include "tests/status_matchers.h"
 #include "tests/test_util.h"

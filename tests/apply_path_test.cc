@@ -27,7 +27,7 @@
 #include "gtest/gtest.h"
 #include "proto/codec/config_file.h"
 #include "service/fleet.h"
-#include "service/memory_state_store.h"
+#include "service/storage/memory_state_store.h"
 #include "tests/fake_clock.h"
 #include "tests/status_matchers.h"
 

@@ -1,4 +1,4 @@
-#include "service/sqlite_state_store.h"
+#include "service/storage/sqlite_state_store.h"
 
 #include <fcntl.h>
 #include <sqlite3.h>

@@ -1,5 +1,5 @@
-#ifndef SERVICE_MEMORY_STATE_STORE_H_
-#define SERVICE_MEMORY_STATE_STORE_H_
+#ifndef SERVICE_STORAGE_MEMORY_STATE_STORE_H_
+#define SERVICE_STORAGE_MEMORY_STATE_STORE_H_
 
 // An in-memory StateStore for tests, with fault injection (in the spirit of leveldb's
 // SpecialEnv) and crash simulation.
@@ -29,7 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/mutex.h"
-#include "service/state_store.h"
+#include "service/storage/state_store.h"
 
 namespace breaker::service {
 
@@ -217,4 +217,4 @@ class MemoryStateStore : public StateStore {
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_MEMORY_STATE_STORE_H_
+#endif  // SERVICE_STORAGE_MEMORY_STATE_STORE_H_

@@ -1,5 +1,5 @@
-#ifndef SERVICE_STATE_STORE_H_
-#define SERVICE_STATE_STORE_H_
+#ifndef SERVICE_STORAGE_STATE_STORE_H_
+#define SERVICE_STORAGE_STATE_STORE_H_
 
 // Durable storage of breakerd's state: the latest snapshot plus a journal of the changes made
 // since. The store treats both as opaque bytes; the service encodes them. A restart loads the
@@ -88,4 +88,4 @@ class StateStore {
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_STATE_STORE_H_
+#endif  // SERVICE_STORAGE_STATE_STORE_H_

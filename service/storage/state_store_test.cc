@@ -2,7 +2,7 @@
 // metadata_store_test_suite), then the tests particular to each implementation.
 
 #include "common/mutex.h"
-#include "service/state_store.h"
+#include "service/storage/state_store.h"
 
 #include <signal.h>
 #include <sqlite3.h>
@@ -31,8 +31,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "service/memory_state_store.h"
-#include "service/sqlite_state_store.h"
+#include "service/storage/memory_state_store.h"
+#include "service/storage/sqlite_state_store.h"
 #include "tests/status_matchers.h"
 
 namespace breaker::service {

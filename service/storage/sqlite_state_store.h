@@ -1,5 +1,5 @@
-#ifndef SERVICE_SQLITE_STATE_STORE_H_
-#define SERVICE_SQLITE_STATE_STORE_H_
+#ifndef SERVICE_STORAGE_SQLITE_STATE_STORE_H_
+#define SERVICE_STORAGE_SQLITE_STATE_STORE_H_
 
 // The StateStore of breakerd: one SQLite database, `<directory>/breakerd.db`, in WAL mode
 // with every commit synced to disk.
@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/mutex.h"
-#include "service/state_store.h"
+#include "service/storage/state_store.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -114,4 +114,4 @@ class SqliteStateStore : public StateStore {
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_SQLITE_STATE_STORE_H_
+#endif  // SERVICE_STORAGE_SQLITE_STATE_STORE_H_
