@@ -219,6 +219,17 @@ absl::StatusOr<std::vector<core::BlockRoot>> BeaconApi::GetHeaders(core::Slot sl
   return roots;
 }
 
+absl::StatusOr<core::Epoch> BeaconApi::GetFinalizedEpoch() {
+  absl::StatusOr<std::string> body = Get("/eth/v1/beacon/states/head/finality_checkpoints");
+  if (!body.ok()) return body.status();
+  std::optional<uint64_t> epoch = Uint64(Path(ParseJson(*body), {"data", "finalized", "epoch"}));
+  if (!epoch.has_value()) {
+    return BadAnswer("/eth/v1/beacon/states/head/finality_checkpoints",
+                     "no data.finalized.epoch, a quoted decimal");
+  }
+  return *epoch;
+}
+
 absl::StatusOr<std::vector<ForkChoiceNode>> BeaconApi::GetForkChoice() {
   absl::StatusOr<std::string> body = Get("/eth/v1/debug/fork_choice");
   if (!body.ok()) return body.status();
@@ -302,11 +313,14 @@ absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics,
       (path_prefix_ + "/eth/v1/events?topics=" + absl::StrJoin(topics, ",")).c_str(),
       httplib::Headers{{"Accept", "text/event-stream"}},
       [&](const httplib::Response& response) {
+        // An Interrupt that came before the connection existed could not close it.
+        if (stopping_) return false;
         status = response.status;
         if (status == 200) on_open();
         return true;
       },
       [&](const char* data, size_t length) {
+        if (stopping_) return false;
         if (status != 200) {
           // An error's body, for the message: bounded.
           error_body.append(data, std::min(length, size_t{512} - std::min(error_body.size(),
@@ -342,6 +356,7 @@ absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics,
 void BeaconApi::Interrupt() {
   std::lock_guard<std::mutex> lock(mu_);
   interrupted_ = true;
+  stopping_ = true;
   if (stream_client_ != nullptr) stream_client_->stop();
 }
 

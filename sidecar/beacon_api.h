@@ -85,6 +85,9 @@ class BeaconApi {
   absl::StatusOr<SyncStatus> GetSyncing();
   // The roots of the node's blocks at `slot` (/eth/v1/beacon/headers?slot=); none for a 404.
   absl::StatusOr<std::vector<core::BlockRoot>> GetHeaders(core::Slot slot);
+  // The epoch of the node's finalized checkpoint
+  // (/eth/v1/beacon/states/head/finality_checkpoints).
+  absl::StatusOr<core::Epoch> GetFinalizedEpoch();
   // /eth/v1/debug/fork_choice; NOT_FOUND when the node does not serve it.
   absl::StatusOr<std::vector<ForkChoiceNode>> GetForkChoice();
   // Gloas: the builder index the bid in block `root` names (/eth/v2/beacon/blocks/{root}).
@@ -114,6 +117,8 @@ class BeaconApi {
   std::mutex mu_;
   httplib::Client* stream_client_ = nullptr;  // Guarded by mu_; the stream's, while it runs.
   bool interrupted_ = false;                  // Guarded by mu_.
+  // interrupted_, for the stream's callbacks, which must not wait for mu_.
+  std::atomic<bool> stopping_{false};
 
   std::atomic<uint64_t> bad_answers_{0};
   std::atomic<uint64_t> dropped_events_{0};

@@ -1,6 +1,7 @@
 #include "sidecar/beacon_api.h"
 
 #include <string>
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -163,6 +164,37 @@ TEST_F(BeaconApiTest, StreamsEventsAndSurvivesMalformedFrames) {
   EXPECT_EQ(block->slot, 7u);
   EXPECT_EQ(block->root, Root("a"));
   EXPECT_THAT(node_.last_topics(), "block,head,chain_reorg,finalized_checkpoint");
+}
+
+TEST_F(BeaconApiTest, ReadsTheFinalizedEpoch) {
+  node_.Finalize(12);
+  absl::StatusOr<core::Epoch> epoch = api_.GetFinalizedEpoch();
+  ASSERT_THAT(epoch, IsOk());
+  EXPECT_EQ(*epoch, 12u);
+}
+
+TEST(BeaconApiRateTest, EventsBeyondTheRateAreDropped) {
+  FakeBeaconNode node(Chain());
+  BeaconApiLimits limits;
+  limits.max_events_per_second = 5;
+  BeaconApi api(node.url(), "", limits);
+  std::atomic<int> received{0};
+  std::thread streamer([&] {
+    static_cast<void>(api.StreamEvents(
+        PreGloasTopics(), [] {}, [&](const SseEvent&) { ++received; }));
+  });
+  while (node.streams_open() == 0) absl::SleepFor(absl::Milliseconds(5));
+  std::string burst;
+  for (int i = 0; i < 200; ++i) burst += "event: head\ndata: {}\n\n";
+  node.EmitRaw(burst);
+  while (received + static_cast<int>(api.stats().dropped_events) < 200) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  api.Interrupt();
+  streamer.join();
+  // One second's worth, or two if the burst straddled a second's end.
+  EXPECT_LE(received, 10);
+  EXPECT_GE(api.stats().dropped_events, 190u);
 }
 
 TEST_F(BeaconApiTest, ANodeThatRefusesTheGloasTopicsAnswersInvalidArgument) {

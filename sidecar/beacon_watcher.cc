@@ -198,6 +198,7 @@ void BeaconWatcher::OnEvent(const SseEvent& event) {
 
 void BeaconWatcher::TickLoop() {
   absl::Time next_sync_check = absl::InfinitePast();
+  bool finality_read = false;
   const absl::Duration slot = absl::Seconds(options_.observer.chain.seconds_per_slot);
   while (Sleep(options_.tick_interval)) {
     if (absl::Now() >= next_sync_check) {
@@ -224,7 +225,17 @@ void BeaconWatcher::TickLoop() {
       }
     }
     MeasureOverdue(observer_.Tick());
-    if (observer_.watching()) Backfill();
+    if (observer_.watching()) {
+      // The finalized epoch as of now, once per stream: its events come only when it moves.
+      if (!finality_read) {
+        absl::StatusOr<core::Epoch> finalized = api_.GetFinalizedEpoch();
+        if (finalized.ok()) observer_.OnFinalized(*finalized);
+        finality_read = true;
+      }
+      Backfill();
+    } else {
+      finality_read = false;
+    }
   }
 }
 

@@ -86,7 +86,9 @@ TEST_F(BeaconWatcherTest, RefusesANodeOfAnotherChainNamingBothValues) {
                                  "(the sidecar's: never (far future))")));
 }
 
-TEST_F(BeaconWatcherTest, ReportsBlocksAndEmptySlotsOfASyncedNode) {
+TEST_F(BeaconWatcherTest, ReportsBlocksEmptySlotsAndFinalityOfASyncedNode) {
+  // Finalized before the sidecar started: read from the REST API.
+  node_.Finalize(1);
   absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
       BeaconWatcher::Start(Options(), core::SystemClock(), client_);
   ASSERT_THAT(watcher, IsOk());
@@ -100,14 +102,17 @@ TEST_F(BeaconWatcherTest, ReportsBlocksAndEmptySlotsOfASyncedNode) {
   // The next slot has no block: judged empty at its end.
   EXPECT_TRUE(WaitFor([&] { return Reported(slot + 1, std::nullopt); }));
   EXPECT_FALSE(Reported(slot, std::nullopt));
-  node_.Finalize(2);
-  EXPECT_TRUE(WaitFor([&] {
+  auto finalized = [&](core::Epoch epoch) {
     for (const auto& reported : client_.reports()) {
-      const auto* finalized = std::get_if<core::Finalized>(&reported.event);
-      if (finalized != nullptr && finalized->epoch == 2) return true;
+      const auto* seen = std::get_if<core::Finalized>(&reported.event);
+      if (seen != nullptr && seen->epoch == epoch) return true;
     }
     return false;
-  }));
+  };
+  EXPECT_TRUE(WaitFor([&] { return finalized(1); }));
+  // Then from the event stream.
+  node_.Finalize(2);
+  EXPECT_TRUE(WaitFor([&] { return finalized(2); }));
 }
 
 TEST_F(BeaconWatcherTest, BackfillsTheSlotsMissedWhileTheStreamWasDown) {

@@ -43,6 +43,21 @@ TEST(SidecarConfigTest, DefaultsAndTheUpstreamsSplitUrl) {
   EXPECT_EQ(upstream.path_prefix, "/base");
 }
 
+TEST(SidecarConfigTest, TheBeaconNodeUrlIsSplitAndTheStalenessLimitRead) {
+  absl::StatusOr<SidecarSettings> settings = ParseSidecarConfig(
+      std::string(kMinimal) +
+          "beacon_node_url: \"http://user@127.0.0.1:5052/api/\" staleness_limit_seconds: 30\n",
+      "s.textproto");
+  ASSERT_THAT(settings, IsOk());
+  EXPECT_EQ(settings->beacon_node_base, "http://127.0.0.1:5052");
+  EXPECT_EQ(settings->beacon_node_path_prefix, "/api");
+  EXPECT_EQ(settings->staleness_limit, absl::Seconds(30));
+  absl::StatusOr<SidecarSettings> defaults = ParseSidecarConfig(kMinimal, "s.textproto");
+  ASSERT_THAT(defaults, IsOk());
+  EXPECT_TRUE(defaults->beacon_node_base.empty());
+  EXPECT_EQ(defaults->staleness_limit, absl::ZeroDuration());
+}
+
 TEST(SidecarConfigTest, ErrorsNameTheField) {
   const std::string base = R"(breakerd_addresses: "a:1" node_id: "n" )";
   struct Case {
@@ -65,6 +80,10 @@ TEST(SidecarConfigTest, ErrorsNameTheField) {
       {base + R"(max_body_bytes: 10 upstreams { listen_port: 1 url: "http://r" })",
        "max_body_bytes: 10 is not in 1024..67108864"},
       {base + R"(tls_cert_file: "c" upstreams { listen_port: 1 url: "http://r" })", "tls_key_file:"},
+      {base + R"(beacon_node_url: "127.0.0.1:5052" upstreams { listen_port: 1 url: "http://r" })",
+       "beacon_node_url: '127.0.0.1:5052' is not an http:// or https:// URL"},
+      {base + R"(staleness_limit_seconds: 86401 upstreams { listen_port: 1 url: "http://r" })",
+       "staleness_limit_seconds: 86401 is not in 1..86400"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ParseSidecarConfig(c.text, "s.textproto"),

@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -61,6 +62,8 @@ class FakeRelay {
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // A stop() before the server runs would be lost, and the destructor's join would hang.
+    while (port_ > 0 && !server_.is_running()) std::this_thread::yield();
   }
   ~FakeRelay() {
     server_.stop();
@@ -276,6 +279,34 @@ TEST_F(SidecarFleetTest, ARevealFailureSeenByOneSidecarReachesEveryOneAndOutlive
   SetProducing(false);
   EXPECT_TRUE(EverySidecarAnswers(1, 204));
   EXPECT_TRUE(EverySidecarAnswers(0, 204));
+}
+
+TEST_F(SidecarFleetTest, ASidecarBesideANodeOfAnotherChainRefusesToStart) {
+  ASSERT_NO_FATAL_FAILURE(Configure(FastChain(/*gloas=*/false)));
+  core::ChainSpec other = chain_;
+  other.seconds_per_slot = 12;
+  FakeBeaconNode node(other);
+  const std::string config_path = dir_ + "/sidecar.textproto";
+  std::ofstream(config_path) << "beacon_node_url: \"" << node.url() << "\"\n"
+                             << "breakerd_addresses: \"127.0.0.1:1\"\n"
+                             << "node_id: \"sidecar-0\"\n"
+                             << "network: \"" << kNetwork << "\"\n"
+                             << "fallback_config_file: \"" << config_path_ << "\"\n"
+                             << "upstreams { listen_port: " << FreePort()
+                             << " url: \"http://127.0.0.1:1\" }\n";
+  Subprocess::Options options;
+  options.binary = kSidecar;
+  options.args = {absl::StrCat("--config=", config_path)};
+  absl::StatusOr<std::unique_ptr<Subprocess>> sidecar = Subprocess::Start(options);
+  ASSERT_THAT(sidecar, IsOk());
+  const int status = (*sidecar)->Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << Subprocess::DescribeStatus(status);
+  EXPECT_TRUE((*sidecar)->WaitForLine(
+      Subprocess::Stream::kStderr,
+      [](absl::string_view line) {
+        return absl::StrContains(line, "SECONDS_PER_SLOT 12 (the sidecar's: 2)");
+      },
+      Deadline()));
 }
 
 }  // namespace

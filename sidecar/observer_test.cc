@@ -108,6 +108,17 @@ TEST_F(ObserverTest, ReportsEachBlockAtOnceAndAnEmptySlotAtItsEnd) {
   EXPECT_THAT(Reports(), ElementsAre("101:blocks[]"));
 }
 
+TEST_F(ObserverTest, ALateBlockAmendsASlotJudgedEmpty) {
+  At(100, 0);
+  observer_.SetWatching(true);
+  At(101, 0);
+  observer_.Tick();
+  EXPECT_THAT(Reports(), ElementsAre("100:blocks[]"));
+  At(101, 2);
+  observer_.OnBlock(100, Root("la"));
+  EXPECT_THAT(Reports(), ElementsAre("100:blocks[la]"));
+}
+
 TEST_F(ObserverTest, AReorgedOutBlockKeepsItsSlotPresent) {
   At(100, 0);
   observer_.SetWatching(true);

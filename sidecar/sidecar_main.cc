@@ -1,5 +1,6 @@
-// breaker-sidecar: takes an unmodified beacon node into the fleet's breaker by enforcing the
-// fleet's policy at the builder API, one local port per relay (README.md, "Sidecar").
+// breaker-sidecar: takes an unmodified beacon node into the fleet's breaker by observing it
+// over its Beacon API and enforcing the fleet's policy at the builder API, one local port per
+// relay (README.md, "Sidecar").
 
 #include <csignal>
 #include <iostream>
@@ -25,7 +26,13 @@ int main(int argc, char** argv) {
       "Header requests are answered 204 No Content, without contacting the upstream, while\n"
       "breakerd's policy refuses that upstream (banned relay, SELF_BUILD, or TRUSTED_ONLY and\n"
       "the upstream untrusted); everything else is forwarded unchanged. A failed reveal of a\n"
-      "header the upstream signed is reported to breakerd. Stops at SIGTERM or SIGINT.\n"
+      "header the upstream signed is reported to breakerd.\n\n"
+      "With beacon_node_url set, it also observes the beacon node over its Beacon API: at start\n"
+      "it refuses a node whose genesis, slot or epoch length, or Gloas fork epoch differs from\n"
+      "the chain of `network` (or of fallback_config_file); then it reports the node's blocks\n"
+      "(canonical or not), the slots it judged empty, its finality and Gloas bids and payloads\n"
+      "to breakerd, nothing while the node syncs (docs/sidecar-observer.md). Stops at SIGTERM\n"
+      "or SIGINT.\n"
       "Prints 'sidecar ready' on stdout once every port listens.");
   absl::FlagsUsageConfig usage;
   // --help lists this file's flags (absl matches files named after the program otherwise).

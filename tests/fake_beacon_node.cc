@@ -35,6 +35,8 @@ FakeBeaconNode::FakeBeaconNode(const core::ChainSpec& chain, int port) : chain_(
   port_ = port == 0 ? server_.bind_to_any_port("127.0.0.1")
                     : (server_.bind_to_port("127.0.0.1", port) ? port : -1);
   listener_ = std::thread([this] { server_.listen_after_bind(); });
+  // A stop() before the server runs would be lost, and the destructor's join would hang.
+  while (port_ > 0 && !server_.is_running()) std::this_thread::yield();
   producer_ = std::thread([this] { ProduceLoop(); });
 }
 
@@ -149,6 +151,12 @@ void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& r
     }
     body = absl::StrCat(R"({"execution_optimistic":false,"finalized":false,"data":[)", headers,
                         "]}");
+  } else if (request.path == "/eth/v1/beacon/states/head/finality_checkpoints") {
+    const std::string checkpoint = absl::StrCat(R"({"epoch":)", Quoted(finalized_epoch_),
+                                                R"(,"root":"0x)", std::string(64, '3'), R"("})");
+    body = absl::StrCat(R"({"execution_optimistic":false,"finalized":false,"data":{)",
+                        R"("previous_justified":)", checkpoint, R"(,"current_justified":)",
+                        checkpoint, R"(,"finalized":)", checkpoint, "}}");
   } else if (request.path == "/eth/v1/debug/fork_choice") {
     std::string nodes;
     for (const auto& [slot, blocks] : blocks_) {
@@ -282,6 +290,10 @@ void FakeBeaconNode::Reorg(core::Slot slot, const core::BlockRoot& old_head,
 }
 
 void FakeBeaconNode::Finalize(core::Epoch epoch) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finalized_epoch_ = epoch;
+  }
   Emit("finalized_checkpoint", absl::StrCat(R"({"block":"0x)", std::string(64, '3'),
                                             R"(","state":"0x)", std::string(64, '4'),
                                             R"(","epoch":)", Quoted(epoch),
@@ -309,10 +321,11 @@ void FakeBeaconNode::DropStreams() {
   changed_.notify_all();
 }
 
-void FakeBeaconNode::SetProducing(bool producing) {
+void FakeBeaconNode::SetProducing(bool producing, uint64_t empty_every) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     producing_ = producing;
+    empty_every_ = empty_every;
   }
   changed_.notify_all();
 }
@@ -326,6 +339,7 @@ void FakeBeaconNode::ProduceLoop() {
     const core::Slot slot = core::SlotAt(absl::Now(), chain_);
     if (slot == last_produced) continue;
     last_produced = slot;
+    if (empty_every_ != 0 && slot % empty_every_ == 0) continue;
     lock.unlock();
     AddBlock(slot, ProducedRoot(slot));
     lock.lock();

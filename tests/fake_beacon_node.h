@@ -3,7 +3,8 @@
 
 // A beacon node's Beacon API for tests, over real HTTP on loopback, as ethereum/beacon-APIs
 // specifies it (and with the quirks the spec allows: quoted decimals, SSE comments, CRLF):
-// genesis, spec, syncing, headers, fork choice, blocks (their Gloas bid), and the event stream.
+// genesis, spec, syncing, finality checkpoints, headers, fork choice, blocks (their Gloas bid),
+// and the event stream.
 // The test scripts it: blocks, reorgs, finality, Gloas bids and payloads, raw (malformed)
 // frames, a body of its choosing for any path, a restart (every stream dropped), another
 // genesis, syncing.
@@ -60,6 +61,7 @@ class FakeBeaconNode {
   // The node reorged from `old_head` to `new_head` at `slot`: `old_head` leaves the canonical
   // chain (headers no longer list it); a chain_reorg event.
   void Reorg(core::Slot slot, const core::BlockRoot& old_head, const core::BlockRoot& new_head);
+  // The finalized checkpoint moves to `epoch`: the REST API says so, and an event.
   void Finalize(core::Epoch epoch);
   // Gloas events.
   void Bid(core::Slot slot, core::BuilderIndex builder);
@@ -71,8 +73,9 @@ class FakeBeaconNode {
   // Drops every open event stream, as a restart does.
   void DropStreams();
 
-  // Produces a block at every slot start from now on (root: the slot's number), or stops.
-  void SetProducing(bool producing);
+  // Produces a block at every slot start from now on (root: ProducedRoot), or stops. With
+  // `empty_every` N above 0, the slots divisible by N get no block.
+  void SetProducing(bool producing, uint64_t empty_every = 0);
 
   // Event streams opened so far, and open now.
   int streams_opened() const;
@@ -111,6 +114,7 @@ class FakeBeaconNode {
   bool offers_gloas_topics_ = true;
   std::map<std::string, std::pair<int, std::string>> overrides_;
   std::map<core::Slot, std::vector<Block>> blocks_;
+  core::Epoch finalized_epoch_ = 0;
   uint64_t total_weight_ = 0;
   std::map<std::string, uint64_t> weights_;
   // Every frame sent; each stream reads from where it joined. `generation_` ends the streams
@@ -119,6 +123,7 @@ class FakeBeaconNode {
   uint64_t generation_ = 0;
   bool stopping_ = false;
   bool producing_ = false;
+  uint64_t empty_every_ = 0;
   int streams_opened_ = 0;
   int streams_open_ = 0;
   std::string last_topics_;

@@ -15,10 +15,13 @@ ABSL_FLAG(int64_t, genesis_time, 0,
           "the chain's genesis, in seconds since the Unix epoch; 0: mainnet's");
 ABSL_FLAG(uint64_t, seconds_per_slot, 12, "the chain's slot length");
 ABSL_FLAG(uint64_t, slots_per_epoch, 32, "the chain's epoch length");
+ABSL_FLAG(uint64_t, empty_every, 0,
+          "the slots divisible by this get no block (missed slots); 0: every slot has one");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "fake_beacon_node_main [--port=N] [--genesis_time=T] [--seconds_per_slot=S]\n"
+      "fake_beacon_node_main [--port=N] [--genesis_time=T] [--seconds_per_slot=S] "
+      "[--empty_every=N]\n"
       "Serves a fake beacon node's Beacon API (genesis, spec, syncing, headers, fork choice, "
       "events) producing a block at every slot.");
   absl::ParseCommandLine(argc, argv);
@@ -38,7 +41,7 @@ int main(int argc, char** argv) {
               << "\n";
     return 1;
   }
-  node.SetProducing(true);
+  node.SetProducing(true, absl::GetFlag(FLAGS_empty_every));
   std::cout << "fake beacon node listening on " << node.url() << std::endl;
   int signal = 0;
   sigwait(&stop_signals, &signal);
