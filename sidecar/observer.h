@@ -33,7 +33,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "core/chain_time.h"
