@@ -23,8 +23,11 @@ packages=(
   python3-yaml              # checks the example Prometheus alert rules (examples/prometheus)
   clang-14                  # the fuzz targets under libFuzzer (tools/fuzz.sh; README: Fuzzing)
   libclang-rt-14-dev        # libFuzzer and the sanitizers' runtimes for clang 14
+  make                      # tests/lodestar: node-gyp builds Lodestar's native modules
+  python3                   # tests/lodestar: node-gyp runs on it
 )
-# Node.js and npm for tests/interop, from Debian only when no node is installed already.
+# Node.js and npm for tests/interop and tests/lodestar, from Debian only when no node is
+# installed already.
 command -v node >/dev/null || packages+=(nodejs npm)
 
 missing=()
@@ -42,18 +45,31 @@ else
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# The interop test's npm packages, exactly as package-lock.json pins them, into
-# tests/interop/node_modules (git-ignored). A stamp of the lockfile skips `npm ci` (which
-# deletes and refetches everything) when nothing changed, so a second run stays offline.
-interop="$(cd "$(dirname "$0")/.." && pwd)/tests/interop"
-stamp="$interop/node_modules/.setup-lock.sha256"
-lock_sum=$(cat "$interop/package.json" "$interop/package-lock.json" | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" = "$lock_sum" ]; then
-  echo "setup: tests/interop/node_modules up to date"
-else
+# A test's npm packages, exactly as its package-lock.json pins them, into <dir>/node_modules
+# (git-ignored). A stamp of the lockfile skips `npm ci` (which deletes and refetches everything)
+# when nothing changed, so a second run stays offline.
+#   npm_ci DIR [NPM_CI_FLAG...]
+npm_ci() {
+  local dir="$1"
+  shift
+  local name="${dir#"$repo"/}"
+  local stamp="$dir/node_modules/.setup-lock.sha256"
+  local lock_sum
+  lock_sum=$(cat "$dir/package.json" "$dir/package-lock.json" | sha256sum | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" = "$lock_sum" ]; then
+    echo "setup: $name/node_modules up to date"
+    return
+  fi
   command -v npm >/dev/null || { echo "setup: npm is missing: install npm beside node" >&2; exit 1; }
-  echo "setup: npm ci in tests/interop"
-  # No install scripts: none of the locked packages needs one to work.
-  (cd "$interop" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "setup: npm ci in $name"
+  (cd "$dir" && npm ci "$@" --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$lock_sum" >"$stamp"
-fi
+}
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+# The interop test's gRPC client. No install scripts: none of the locked packages needs one.
+npm_ci "$repo/tests/interop" --ignore-scripts
+# Lodestar for tests/lodestar. Its native modules (BLS, LevelDB, snappy, ...) build from source
+# with node-gyp (python3, make, g++), which is why package.json's allowScripts approves their
+# install scripts; the two that first try to download a prebuilt binary fall back to building.
+npm_ci "$repo/tests/lodestar"
