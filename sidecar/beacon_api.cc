@@ -310,8 +310,11 @@ absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics,
         ++dropped_events_;
         LOG(WARNING) << "the beacon node's event stream sent " << reason << ": dropped";
       });
+  // One `topics` key per topic: the query form of an array in the Beacon API's OpenAPI
+  // description, and the only one some nodes read (Lodestar 1.5 never answers a request whose
+  // topics are joined by commas).
   httplib::Result result = client.Get(
-      (path_prefix_ + "/eth/v1/events?topics=" + absl::StrJoin(topics, ",")).c_str(),
+      (path_prefix_ + "/eth/v1/events?topics=" + absl::StrJoin(topics, "&topics=")).c_str(),
       httplib::Headers{{"Accept", "text/event-stream"}},
       [&](const httplib::Response& response) {
         // An Interrupt that came before the connection existed could not close it.

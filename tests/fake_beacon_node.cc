@@ -201,7 +201,12 @@ void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& r
 }
 
 void FakeBeaconNode::ServeEvents(const httplib::Request& request, httplib::Response& response) {
-  const std::string topics = request.get_param_value("topics");
+  // Every `topics` key, each possibly a comma-separated list: nodes take both forms.
+  std::vector<std::string> requested;
+  for (size_t i = 0; i < request.get_param_value_count("topics"); ++i) {
+    requested.push_back(request.get_param_value("topics", i));
+  }
+  const std::string topics = absl::StrJoin(requested, ",");
   MutexLock lock(&mu_);
   last_topics_ = topics;
   if (!offers_gloas_topics_) {

@@ -79,7 +79,7 @@ class FakeBeaconNode {
   // Event streams opened so far, and open now.
   int streams_opened() const;
   int streams_open() const;
-  // The topics of the latest stream request.
+  // The topics of the latest stream request, joined by commas however they were sent.
   std::string last_topics() const;
 
   static std::string Hex(const core::BlockRoot& root);
