@@ -2,8 +2,6 @@
 // processes, each sidecar beside a fake beacon node (its Beacon API over loopback HTTP) and in
 // front of fake relays. What one node sees reaches every sidecar's decisions.
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,18 +30,6 @@ namespace {
 constexpr char kSidecar[] = "sidecar/breaker-sidecar";
 constexpr char kHeaderBody[] =
     R"({"version":"deneb","data":{"message":{"header":{"block_hash":"0x22"},"value":"1"},"signature":"0x00"}})";
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 // A relay serving headers; its reveals (blinded_blocks) fail with 500 when `reveals` is false.
 class FakeRelay {
@@ -124,7 +110,7 @@ class SidecarFleetTest : public FleetTest {
         config << "staleness_limit_seconds: " << staleness_limit_seconds << "\n";
       }
       for (const std::string& url : relay_urls) {
-        const int port = FreePort();
+        const int port = FreeLoopbackPort();
         sidecar.ports.push_back(port);
         config << "upstreams { listen_port: " << port << " url: \"" << url << "\" }\n";
       }
@@ -292,7 +278,7 @@ TEST_F(SidecarFleetTest, ASidecarBesideANodeOfAnotherChainRefusesToStart) {
                              << "node_id: \"sidecar-0\"\n"
                              << "network: \"" << kNetwork << "\"\n"
                              << "fallback_config_file: \"" << config_path_ << "\"\n"
-                             << "upstreams { listen_port: " << FreePort()
+                             << "upstreams { listen_port: " << FreeLoopbackPort()
                              << " url: \"http://127.0.0.1:1\" }\n";
   Subprocess::Options options;
   options.binary = kSidecar;

@@ -4,8 +4,6 @@
 // breakerd as a bid seen through its relay, and is answered 204 once its builder is banned; the
 // sidecar's /metrics counts what happened.
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -48,19 +46,6 @@ constexpr char kBidBody[] =
     R"({"version":"gloas","data":{"message":{"builder_index":"5","value":"1"},"signature":"0x00"}})";
 
 // A port no one listens on now (the kernel's pick, released).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 // A relay serving one header, counting what it is asked.
 class FakeRelay {
  public:
@@ -120,8 +105,8 @@ class SidecarE2eTest : public FleetTest {
   }
 
   void StartSidecar(const std::string& relay_url) {
-    sidecar_port_ = FreePort();
-    metrics_port_ = FreePort();
+    sidecar_port_ = FreeLoopbackPort();
+    metrics_port_ = FreeLoopbackPort();
     const std::string config_path = dir_ + "/sidecar.textproto";
     std::ofstream(config_path) << "breakerd_addresses: \"127.0.0.1:" << port_ << "\"\n"
                                << "node_id: \"sidecar-1\"\n"

@@ -117,6 +117,11 @@ class Subprocess {
   std::thread readers_[2];
 };
 
+// A loopback TCP port free at the time of the call, for a child process to listen on. Another
+// process may take it before the child does; tests that cannot bear that let the child pick
+// (port 0) and read the port it prints.
+int FreeLoopbackPort();
+
 }  // namespace breaker::testing
 
 #endif  // TESTS_SUBPROCESS_H_
