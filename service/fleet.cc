@@ -86,19 +86,18 @@ ObservationOutcome OutcomeOf(core::ObserveOutcome outcome) {
   return ObservationOutcome::kApplied;
 }
 
-// Times a store operation for the metrics.
+// Times a store operation for the metrics, by the clock's monotonic reading.
 class StoreTimer {
  public:
-  StoreTimer(MetricsSink& metrics, StoreOperation operation)
-      : metrics_(metrics), operation_(operation), start_(std::chrono::steady_clock::now()) {}
-  ~StoreTimer() {
-    metrics_.StoreWrite(operation_, absl::FromChrono(std::chrono::steady_clock::now() - start_));
-  }
+  StoreTimer(MetricsSink& metrics, const core::Clock& clock, StoreOperation operation)
+      : metrics_(metrics), clock_(clock), operation_(operation), start_(clock.Monotonic()) {}
+  ~StoreTimer() { metrics_.StoreWrite(operation_, clock_.Monotonic() - start_); }
 
  private:
   MetricsSink& metrics_;
+  const core::Clock& clock_;
   const StoreOperation operation_;
-  const std::chrono::steady_clock::time_point start_;
+  const absl::Duration start_;
 };
 
 // What the submitter of a change (`observations`, or another) is told when the store fails
@@ -511,7 +510,7 @@ void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
   }
   absl::StatusOr<uint64_t> last_sequence;
   {
-    StoreTimer timer(metrics_, StoreOperation::kAppend);
+    StoreTimer timer(metrics_, clock_, StoreOperation::kAppend);
     last_sequence = store_->Append(entries);
   }
   if (!last_sequence.ok()) {
@@ -817,7 +816,7 @@ std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
   *message.mutable_policy() = published->proto;
   const std::string bytes = message.SerializeAsString();
   published->server_message = grpc::Slice(bytes);
-  published->published_at = std::chrono::steady_clock::now();
+  published->published_at = clock_.Monotonic();
   republish_ = false;
   MutexLock lock(&policy_mu_);
   published->generation = policy_ == nullptr ? 1 : policy_->generation + 1;
@@ -853,7 +852,7 @@ absl::Status Fleet::WriteSnapshot() {
     snapshot_epoch_ = engine_.current_epoch();
   }
   const std::string bytes = Serialize(snapshot);
-  StoreTimer timer(metrics_, StoreOperation::kSnapshot);
+  StoreTimer timer(metrics_, clock_, StoreOperation::kSnapshot);
   return store_->WriteSnapshot(bytes, snapshot.journal_sequence());
 }
 

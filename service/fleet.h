@@ -59,8 +59,9 @@ struct PublishedPolicy {
   breaker::v1::Policy proto;
   // A ServerMessage holding `proto`, serialized. Every stream writes this same slice.
   grpc::Slice server_message;
-  // When the fleet published it, in real time, for the fan-out latency metric.
-  std::chrono::steady_clock::time_point published_at;
+  // When the fleet published it, by its clock's monotonic reading, for the fan-out latency
+  // metric.
+  absl::Duration published_at;
   // Counts the fleet's publications since it opened, from 1: a later one has a higher number.
   // Versions alone do not order them: a new fleet id publishes the same version again.
   uint64_t generation = 0;
@@ -208,6 +209,8 @@ class Fleet {
   absl::Status AdmitNode(const std::string& node_id);
   // Where the fleet and its streams report events (a no-op sink when metrics are off).
   MetricsSink& metrics() const { return metrics_; }
+  // The fleet's clock, for its streams' timings too.
+  const core::Clock& clock() const { return clock_; }
 
   // --- The node registry, kept by the streams. ---
   // A node opened a stream (now, by the fleet's clock), holding policy `policy_version`.

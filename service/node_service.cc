@@ -170,7 +170,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       sent_fleet_id_ = hello.fleet_id();
       pending_node_state_.emplace().set_last_sequence(fleet_->LastSequence(node_id_));
       TakeConfigLocked(fleet_->config());
-      subscribed_at_ = std::chrono::steady_clock::now();
+      subscribed_at_ = fleet_->clock().Monotonic();
     }
     // The access file may have been reloaded since the stream opened: a reload from now on
     // sees the node id, one before is checked here.
@@ -274,7 +274,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     write_in_flight_ = false;
     if (ok && writing_published_at_.has_value()) {
       fleet_->metrics().FanOut(
-          absl::FromChrono(std::chrono::steady_clock::now() - *writing_published_at_));
+          fleet_->clock().Monotonic() - *writing_published_at_);
     }
     writing_published_at_.reset();
     if (!ok) {
@@ -397,10 +397,11 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   std::optional<v1::Config> pending_config_ ABSL_GUARDED_BY(mu_);
   // The generation (PublishedConfig) of the latest configuration taken for sending.
   uint64_t config_generation_ ABSL_GUARDED_BY(mu_) = 0;
-  // When the stream subscribed to the fleet's policies (its hello).
-  std::chrono::steady_clock::time_point subscribed_at_ ABSL_GUARDED_BY(mu_);
+  // When the stream subscribed to the fleet's policies (its hello), by the fleet clock's
+  // monotonic reading.
+  absl::Duration subscribed_at_ ABSL_GUARDED_BY(mu_);
   // The publication time of the policy being written, when its fan-out latency counts.
-  std::optional<std::chrono::steady_clock::time_point> writing_published_at_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Duration> writing_published_at_ ABSL_GUARDED_BY(mu_);
 };
 
 NodeService::NodeService(Fleet* fleet, const Authorizer* authorizer)
