@@ -111,8 +111,11 @@ TEST(MetricsTest, ServesWhatTheObserverOfTheBeaconNodeSaw) {
   }
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_node_syncing 0"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_stream_reconnects_total 0"));
-  EXPECT_THAT(text, HasSubstr("breaker_sidecar_observed_total{kind=\"empty_slot\"} 0"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_bad_answers_total 0"));
+  // Slots without a block are judged (and backfilled) as they end: how many by now depends on
+  // timing, so only the series is asserted.
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_observed_total{kind=\"empty_slot\"} "));
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_observed_total{kind=\"block\"} 0"));
 }
 
 TEST(MetricsTest, ABadAddressNamesTheSetting) {
