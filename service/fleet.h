@@ -290,6 +290,13 @@ class Fleet {
   const bool ticker_enabled_;
   MetricsSink& metrics_;
 
+  // Lock order, the one place it is written:
+  //   - engine_mu_ before policy_mu_ (Publish runs under engine_mu_), and before the locks of
+  //     registry_ and rate_limiter_, which are leaves (their classes take nothing else);
+  //   - storage_watcher_mu_ before queue_mu_;
+  //   - queue_mu_ and engine_mu_ are never held together: the writer takes the queue's work
+  //     under queue_mu_, then applies it under engine_mu_;
+  //   - listeners_mu_ is taken with no other lock held (listeners are called under it).
   mutable Mutex engine_mu_;
   core::Engine engine_ ABSL_GUARDED_BY(engine_mu_);
   // The last journal sequence applied to engine_.
@@ -333,7 +340,6 @@ class Fleet {
   // An attempt is queued or running: Tick() submits one at a time.
   bool storage_retry_queued_ ABSL_GUARDED_BY(queue_mu_) = false;
 
-  // Taken before queue_mu_, never the other way round.
   Mutex storage_watcher_mu_;
   std::function<void(bool writable)> storage_watcher_ ABSL_GUARDED_BY(storage_watcher_mu_);
 
