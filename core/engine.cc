@@ -20,13 +20,6 @@ constexpr size_t kMaxVotesPerSlot = 64;
 // Names at most this many builders in a reason, then "and N more".
 constexpr size_t kMaxNamedInReason = 10;
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
-
 std::string NameList(std::vector<BuilderIndex> builders) {
   std::sort(builders.begin(), builders.end());
   std::string names;

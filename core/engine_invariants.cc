@@ -16,13 +16,6 @@
 namespace breaker::core {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
-
 // Builders asked whether a bid through a banned relay is allowed: any builder must be refused.
 constexpr BuilderIndex kBannedRelayProbes[] = {0, 1, 4, 30};
 

@@ -12,6 +12,15 @@
 
 namespace breaker::core {
 
+// Visits a variant with one lambda per alternative: std::visit(Overloaded{[](const A&) {...},
+// [](const B&) {...}}, value).
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
 using Slot = uint64_t;
 using Epoch = uint64_t;
 using BuilderIndex = uint64_t;

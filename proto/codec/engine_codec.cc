@@ -20,13 +20,6 @@ namespace {
 
 namespace v1 = ::breaker::v1;
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
-
 // --- Sorting, for deterministic output -------------------------------------------------------
 
 template <typename Key>
@@ -382,7 +375,7 @@ v1::Observation ObservationToProto(const core::Observation& observation) {
   v1::Observation proto;
   proto.set_sequence(observation.sequence);
   proto.set_slot(observation.slot);
-  std::visit(Overloaded{
+  std::visit(core::Overloaded{
                  [&](const core::BidSeen& bid) {
                    v1::BidSeen* out = proto.mutable_bid_seen();
                    out->set_builder_index(bid.builder);
