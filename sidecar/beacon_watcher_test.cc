@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "tests/fake_beacon_node.h"
 #include "tests/status_matchers.h"
+#include "tests/test_util.h"
 
 namespace breaker::sidecar {
 namespace {
@@ -31,12 +32,7 @@ core::ChainSpec Chain() {
 }
 
 bool WaitFor(const std::function<bool()>& condition) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (absl::Now() < deadline) {
-    if (condition()) return true;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return condition();
+  return testing::WaitFor(condition, absl::Seconds(60), absl::Milliseconds(10));
 }
 
 class BeaconWatcherTest : public ::testing::Test {

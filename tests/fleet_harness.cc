@@ -22,12 +22,7 @@ using Stream = Subprocess::Stream;
 
 bool PollUntil(const std::function<bool()>& condition, absl::Duration timeout,
                absl::Duration interval) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(interval);
-  }
-  return true;
+  return WaitFor(condition, timeout, interval);
 }
 
 // --- Chains -------------------------------------------------------------------------------

@@ -26,15 +26,16 @@
 
 namespace breaker::testing {
 
-// Polls `condition` every 2 ms until it holds or `timeout` of real time has passed; returns
-// whether it holds. The timeout is generous: sanitizers slow everything down. (Polling for a
-// condition with a deadline, never a fixed sleep.)
+// Polls `condition` every `interval` until it holds or `timeout` of real time has passed;
+// returns whether it holds. The timeout is generous: sanitizers slow everything down. (Polling
+// for a condition with a deadline, never a fixed sleep.) The one such loop of the tests.
 inline bool WaitFor(const std::function<bool()>& condition,
-                    absl::Duration timeout = absl::Seconds(30)) {
+                    absl::Duration timeout = absl::Seconds(30),
+                    absl::Duration interval = absl::Milliseconds(2)) {
   const absl::Time deadline = absl::Now() + timeout;
   while (!condition()) {
     if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(2));
+    absl::SleepFor(interval);
   }
   return true;
 }
