@@ -52,8 +52,8 @@ std::shared_ptr<grpc::Channel> NewChannel(const FleetOptions& options, int index
   // pool and an argument of its own give each channel its connection.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt("breaker.bench.channel", index);
-  // The client library's channel (client/grpc_client.cc): its keepalive, and gRPC's own
-  // reconnection backoff aligned with the library's.
+  // The client library's keepalive; gRPC's own reconnection backoff aligned with the simulated
+  // nodes' (the library itself opens a new channel for each attempt instead).
   SetClientKeepalive(args);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
