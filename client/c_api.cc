@@ -1,7 +1,9 @@
-// The C API (client/breaker_client.h) over breaker::client::BreakerClient.
+// The C API (client/c_api.h) over breaker::client::BreakerClient.
 //
 // Nothing here catches exceptions: the C++ side reports errors as absl::Status and does not
 // throw (an allocation failure would terminate the process, as anywhere in the library).
+
+#include "client/c_api.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +20,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "client/breaker_client.h"
 #include "client/channel_security.h"
 #include "client/client.h"
 #include "core/config.h"

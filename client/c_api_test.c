@@ -1,4 +1,4 @@
-/* Tests of the C API (client/breaker_client.h), written in C so that the header is compiled as
+/* Tests of the C API (client/c_api.h), written in C so that the header is compiled as
  * C. No breakerd runs: the client points at a port nothing listens on, keeps retrying in the
  * background, and answers from its local policy. */
 
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/breaker_client.h"
+#include "client/c_api.h"
 
 static int passed = 0;
 static int failed = 0;

@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "client/breaker_client.h"
+#include "client/c_api.h"
 #include "core/chain_time.h"
 #include "gtest/gtest.h"
 #include "service/server.h"

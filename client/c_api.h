@@ -1,5 +1,5 @@
-#ifndef CLIENT_BREAKER_CLIENT_H_
-#define CLIENT_BREAKER_CLIENT_H_
+#ifndef CLIENT_C_API_H_
+#define CLIENT_C_API_H_
 
 /*
  * The C API of the breakerd client library: what a beacon node written in Go, Rust, Java or
@@ -281,4 +281,4 @@ void breaker_get_stats(const breaker_client* client, breaker_stats* out);
 } /* extern "C" */
 #endif
 
-#endif /* CLIENT_BREAKER_CLIENT_H_ */
+#endif /* CLIENT_C_API_H_ */
