@@ -52,7 +52,7 @@ void PolicyWatch::OnReadDone(bool ok) {
 void PolicyWatch::OnDone(const grpc::Status& status) {
   MutexLock lock(&mu_);
   done_ = true;
-  end_status_ = FromGrpcStatus(status);
+  end_status_ = DescribedStatus(status);
   // Under the lock: the destructor may free this object as soon as the lock is released.
   changed_.SignalAll();
 }

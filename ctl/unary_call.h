@@ -17,15 +17,16 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/channel_security.h"
+#include "common/grpc_status.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
 
 namespace breaker::ctl {
 
-// gRPC's status as an absl::Status. The canonical codes have the same numbers in both.
-inline absl::Status FromGrpcStatus(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      client::DescribeStatus(status));
+// An answer's status as breakerctl shows it: its code, and its message as the client library
+// describes it (a message refused for its size says what that means).
+inline absl::Status DescribedStatus(const grpc::Status& status) {
+  return absl::Status(FromGrpcStatus(status).code(), client::DescribeStatus(status));
 }
 
 // Calls `method` of `stub` (e.g. &breaker::v1::Admin::Stub::async::GetPolicy) with `request`
@@ -44,7 +45,7 @@ absl::StatusOr<Response> CallUnary(Stub& stub,
   Response response;
   std::promise<absl::Status> done;
   (stub.async()->*method)(&context, &request, &response,
-                          [&done](grpc::Status status) { done.set_value(FromGrpcStatus(status)); });
+                          [&done](grpc::Status status) { done.set_value(DescribedStatus(status)); });
   if (absl::Status status = done.get_future().get(); !status.ok()) return status;
   return response;
 }

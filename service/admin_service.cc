@@ -5,10 +5,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "common/mutex.h"
 #include "glog/logging.h"
 #include "proto/codec/request_checks.h"
-#include "service/grpc_status.h"
 
 namespace breaker::service {
 

@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "common/mutex.h"
 #include "core/input_bounds.h"
 #include "glog/logging.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 #include "proto/codec/request_checks.h"
-#include "service/grpc_status.h"
 
 namespace breaker::service {
 

@@ -50,7 +50,7 @@ inline std::string TestDir() {
 }
 
 // The test side's conversion of a call's status, for the status matchers.
-inline absl::Status FromGrpc(const grpc::Status& status) { return ctl::FromGrpcStatus(status); }
+inline absl::Status FromGrpc(const grpc::Status& status) { return ctl::DescribedStatus(status); }
 
 // Calls a unary rpc of `stub` with a 10 s deadline and waits for it (see ctl/unary_call.h: through
 // the callback API, which ThreadSanitizer can follow).
