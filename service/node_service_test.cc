@@ -42,37 +42,23 @@ namespace {
 
 namespace v1 = ::breaker::v1;
 
-using ::breaker::testing::CallUnary;
-using ::breaker::testing::FakeClock;
-using ::breaker::testing::FromGrpc;
 using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
-using ::breaker::testing::TestDir;
-using ::breaker::testing::WaitFor;
 using ::google::protobuf::util::MessageDifferencer;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-using ::breaker::testing::CheckHealth;
 using test_support::BannedIndices;
 using test_support::Bans;
 using test_support::Bid;
 using test_support::Chain;
-using test_support::Deadline;
 using test_support::Delivered;
-using test_support::Indices;
-using test_support::kChainConfig;
-using test_support::kSlot;
 using test_support::kStartEpoch;
 using test_support::kStartSlot;
 using test_support::Missing;
 using test_support::NodeClient;
-using test_support::Root;
 using test_support::ServerTest;
-
-// ---------------------------------------------------------------------------------------------
-// Start-up
 
 // ---------------------------------------------------------------------------------------------
 // The Connect handshake
