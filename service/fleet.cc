@@ -1,7 +1,6 @@
 #include "service/fleet.h"
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 #include <random>
 #include <utility>
@@ -50,7 +49,7 @@ google::protobuf::Timestamp ToProto(absl::Time time) {
 }
 
 // The metrics' name of an observation's event: its field name in the proto's oneof.
-// A switch, not a descriptor look-up: it runs for every observation on the writer thread.
+// A switch, not a descriptor look-up: it runs for every observation on the applier thread.
 absl::string_view EventKind(const breaker::v1::Observation& observation) {
   using breaker::v1::Observation;
   switch (observation.event_case()) {
@@ -85,20 +84,6 @@ ObservationOutcome OutcomeOf(core::ObserveOutcome outcome) {
   }
   return ObservationOutcome::kApplied;
 }
-
-// Times a store operation for the metrics, by the clock's monotonic reading.
-class StoreTimer {
- public:
-  StoreTimer(MetricsSink& metrics, const core::Clock& clock, StoreOperation operation)
-      : metrics_(metrics), clock_(clock), operation_(operation), start_(clock.Monotonic()) {}
-  ~StoreTimer() { metrics_.StoreWrite(operation_, clock_.Monotonic() - start_); }
-
- private:
-  MetricsSink& metrics_;
-  const core::Clock& clock_;
-  const StoreOperation operation_;
-  const absl::Duration start_;
-};
 
 // What the submitter of a change (`observations`, or another) is told when the store fails
 // with `fault`. `written`: the change was in the write that failed, which may have landed,
@@ -198,12 +183,12 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
     for (const auto& [sequence, bytes] : stored->journal) {
       Work work;
       work.replay = true;
-      if (!work.entry.ParseFromString(bytes)) {
+      if (!work.parsed.ParseFromString(bytes)) {
         return absl::DataLossError(absl::StrCat("journal entry ", sequence,
                                                 " cannot be parsed; restore the state "
                                                 "directory from a backup"));
       }
-      fleet->Apply(work);
+      fleet->ApplyOne(work);
       fleet->journal_sequence_ = sequence;
     }
     fleet->Publish();
@@ -223,12 +208,20 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
     if (absl::Status status = fleet->WriteSnapshot(); !status.ok()) return status;
   }
 
-  fleet->writer_ = std::thread([fleet = fleet.get()] { fleet->WriterLoop(); });
+  JournalWriter::Options writer;
+  writer.store = fleet->store_.get();
+  writer.supervisor = &fleet->supervisor_;
+  writer.sink = fleet.get();
+  writer.metrics = &fleet->metrics_;
+  writer.clock = &fleet->clock_;
+  writer.snapshot_every_entries = fleet->snapshot_every_entries_;
+  writer.snapshot_every_bytes = fleet->snapshot_every_bytes_;
+  fleet->writer_ = std::make_unique<JournalWriter>(writer);
 
   // The configuration given now replaces the stored one, through the journal like a reload.
   if (Serialize(codec::ConfigToProto(config)) != Serialize(fleet->EffectiveConfig())) {
     auto work = std::make_unique<Work>();
-    *work->entry.mutable_reconfigure() = codec::ConfigToProto(config);
+    *work->parsed.mutable_reconfigure() = codec::ConfigToProto(config);
     fleet->Enqueue(std::move(work));
   }
   fleet->Tick();
@@ -236,9 +229,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   // The configuration given, or the clock's slot, is not stored: starting would serve without
   // them (a restart, once the storage is fixed, tries again).
   if (absl::Status fault = fleet->storage_status(); !fault.ok()) return fault;
-  if (fleet->ticker_enabled_) {
-    fleet->ticker_ = std::thread([fleet = fleet.get()] { fleet->TickerLoop(); });
-  }
+  if (fleet->ticker_enabled_) fleet->ticker_.Start();
   return fleet;
 }
 
@@ -254,19 +245,17 @@ Fleet::Fleet(Options options, core::Engine engine, std::string fleet_id)
       engine_(std::move(engine)),
       fleet_id_(std::move(fleet_id)),
       registry_(clock_),
-      rate_limiter_(clock_) {
+      rate_limiter_(clock_),
+      ticker_(
+          clock_, [this] { return NextTick(); }, [this] { Tick(); }),
+      supervisor_(clock_, [this] { ticker_.Wake(); }) {
   snapshot_epoch_ = engine_.current_epoch();
   SetLimits(engine_.config());
 }
 
 Fleet::~Fleet() {
-  {
-    MutexLock lock(&queue_mu_);
-    stopping_ = true;
-    queue_changed_.SignalAll();
-  }
-  if (ticker_.joinable()) ticker_.join();
-  if (writer_.joinable()) writer_.join();
+  ticker_.Stop();
+  writer_.reset();
   if (absl::Status status = WriteSnapshot(); !status.ok()) {
     LOG(ERROR) << "final snapshot failed (the journal still holds every change): " << status;
   }
@@ -276,16 +265,9 @@ Fleet::~Fleet() {
 // Submitting work
 
 void Fleet::Enqueue(std::unique_ptr<Work> work) {
-  {
-    MutexLock lock(&queue_mu_);
-    if (storage_fault_.ok()) {
-      queue_.push_back(std::move(work));
-      queue_changed_.SignalAll();
-      return;
-    }
-    work->status = Unstored(work->entry.has_observations(), storage_fault_, /*written=*/false);
-  }
-  if (work->on_done) work->on_done();
+  // Here, on the submitter's thread, not the writer's: the submitters run in parallel.
+  work->entry = Serialize(work->parsed);
+  writer_->Submit(std::move(work));
 }
 
 void Fleet::SubmitObservations(std::string node_id,
@@ -329,7 +311,7 @@ void Fleet::SubmitObservations(std::string node_id,
     }
   }
   auto work = std::make_unique<Work>();
-  v1::NodeObservations* entry = work->entry.mutable_observations();
+  v1::NodeObservations* entry = work->parsed.mutable_observations();
   entry->set_node_id(std::move(node_id));
   entry->mutable_observations()->Swap(&observations);
   Work* raw = work.get();
@@ -353,7 +335,7 @@ void Fleet::SubmitObservations(std::string node_id,
 
 void Fleet::Submit(v1::JournalEntry entry, std::function<void(const absl::Status&)> done) {
   auto work = std::make_unique<Work>();
-  work->entry = std::move(entry);
+  work->parsed = std::move(entry);
   Work* raw = work.get();
   work->on_done = [done = std::move(done), raw] { done(raw->status); };
   Enqueue(std::move(work));
@@ -437,128 +419,66 @@ core::Slot Fleet::ClockSlot() const {
 }
 
 void Fleet::Tick() {
-  const core::Slot slot = ClockSlot();
-  const absl::Time now = clock_.Now();
-  MutexLock lock(&queue_mu_);
-  if (!storage_fault_.ok()) {
-    // No advance while nothing can be stored: the first Tick() after recovery submits it.
-    if (storage_retry_queued_ || now < storage_retry_at_) return;
-    storage_retry_queued_ = true;
-    auto work = std::make_unique<Work>();
-    work->retry_storage = true;
-    queue_.push_back(std::move(work));
-    queue_changed_.SignalAll();
+  if (!supervisor_.status().ok()) {
+    // No advance while nothing can be stored: the recovery submits it.
+    if (supervisor_.TakeDueAttempt()) writer_->RequestRecovery();
     return;
   }
-  if (slot <= submitted_slot_) return;
-  submitted_slot_ = slot;
+  const core::Slot slot = ClockSlot();
+  core::Slot submitted = submitted_slot_.load();
+  do {
+    if (slot <= submitted) return;
+  } while (!submitted_slot_.compare_exchange_weak(submitted, slot));
   auto work = std::make_unique<Work>();
-  work->entry.set_advance_to_slot(slot);
-  queue_.push_back(std::move(work));
-  queue_changed_.SignalAll();
+  work->parsed.set_advance_to_slot(slot);
+  Enqueue(std::move(work));
 }
 
-void Fleet::Sync() {
-  MutexLock lock(&queue_mu_);
-  while (!queue_.empty() || in_flight_ != 0) queue_changed_.Wait(&queue_mu_);
+absl::Time Fleet::NextTick() const {
+  absl::Time next_slot;
+  {
+    MutexLock lock(&engine_mu_);
+    const core::ChainSpec& chain = engine_.config().chain;
+    next_slot = core::StartOf(core::SlotAt(clock_.Now(), chain) + 1, chain);
+  }
+  return std::min(next_slot, supervisor_.next_attempt());
 }
+
+void Fleet::Sync() { writer_->Sync(); }
 
 // ---------------------------------------------------------------------------------------------
-// The writer
+// Applying what the journal writer stored
 
-void Fleet::WriterLoop() {
-  while (true) {
-    std::vector<std::unique_ptr<Work>> works;
-    {
-      MutexLock lock(&queue_mu_);
-      while (queue_.empty() && !stopping_) queue_changed_.Wait(&queue_mu_);
-      if (queue_.empty()) return;  // stopping, and everything submitted is done
-      works.swap(queue_);
-      in_flight_ = works.size();
-    }
-    // An attempt to store again is no change: it runs first, and the changes of the round
-    // then go to the store if it works.
-    const auto retries = std::stable_partition(
-        works.begin(), works.end(), [](const auto& work) { return !work->retry_storage; });
-    if (retries != works.end()) {
-      works.erase(retries, works.end());
-      RetryStorage();
-    }
-    if (!works.empty()) WriteRound(works);
-    MutexLock lock(&queue_mu_);
-    in_flight_ = 0;
-    queue_changed_.SignalAll();
-  }
-}
-
-void Fleet::WriteRound(std::vector<std::unique_ptr<Work>>& works) {
-  // Queued before the store failed, or while a retry failed.
-  if (absl::Status fault = storage_status(); !fault.ok()) {
-    for (auto& work : works)
-      work->status = Unstored(work->entry.has_observations(), fault, /*written=*/false);
-    Refuse(works);
-    return;
-  }
-
-  // 1. Durable first: what is acknowledged below must survive a crash right after.
-  std::vector<std::string> entries;
-  entries.reserve(works.size());
-  uint64_t bytes = 0;
-  for (const auto& work : works) {
-    entries.push_back(Serialize(work->entry));
-    bytes += entries.back().size();
-  }
-  absl::StatusOr<uint64_t> last_sequence;
-  {
-    StoreTimer timer(metrics_, clock_, StoreOperation::kAppend);
-    last_sequence = store_->Append(entries);
-  }
-  if (!last_sequence.ok()) {
-    // Nothing applied, nothing acknowledged: memory holds only what the store surely holds.
-    // Whether the write landed, RecoverStorage finds out.
-    EnterStorageFault(last_sequence.status());
-    for (auto& work : works) {
-      work->status =
-          Unstored(work->entry.has_observations(), last_sequence.status(), /*written=*/true);
-    }
-    Refuse(works);
-    return;
-  }
-
-  // 2. Apply in journal order, publishing each new policy version and configuration.
+bool Fleet::Apply(const JournalChanges& changes, uint64_t last_sequence) {
   std::vector<std::shared_ptr<const PublishedPolicy>> published;
   std::shared_ptr<const PublishedConfig> config;
-  bool snapshot_due = false;
+  bool new_epoch;
   {
     MutexLock lock(&engine_mu_);
     const uint64_t before = engine_.policy().version;
-    for (auto& work : works) Apply(*work);
-    journal_sequence_ = *last_sequence;
-    entries_since_snapshot_ += works.size();
-    bytes_since_snapshot_ += bytes;
+    // Every change the fleet submits is a Work (Enqueue).
+    for (const auto& change : changes) ApplyOne(static_cast<Work&>(*change));
+    journal_sequence_ = last_sequence;
     if (engine_.policy().version != before || republish_) published.push_back(Publish());
     config = TakeConfigChange();
-    snapshot_due = entries_since_snapshot_ >= snapshot_every_entries_ ||
-                   bytes_since_snapshot_ >= snapshot_every_bytes_ ||
-                   engine_.current_epoch() != snapshot_epoch_;
+    new_epoch = engine_.current_epoch() != snapshot_epoch_;
   }
-  // 3. Tell the streams, then the submitters. The configuration first: a node gets the rules
+  // Tell the streams, then the submitters. The configuration first: a node gets the rules
   // before the policy they made.
   NotifyConfigListeners(config);
   NotifyListeners(published);
-  for (const auto& work : works) {
-    if (work->on_done) work->on_done();
+  for (const auto& change : changes) {
+    const Work& work = static_cast<const Work&>(*change);
+    if (work.on_done) work.on_done();
   }
-  if (snapshot_due) {
-    if (absl::Status status = WriteSnapshot(); !status.ok()) {
-      LOG(ERROR) << "snapshot failed (the journal still holds every change): " << status;
-    }
-  }
+  return new_epoch;
 }
 
-void Fleet::Refuse(std::vector<std::unique_ptr<Work>>& works) {
-  for (const auto& work : works) {
-    if (work->on_done) work->on_done();
+void Fleet::Refuse(const JournalChanges& changes, const absl::Status& fault, bool written) {
+  for (const auto& change : changes) {
+    Work& work = static_cast<Work&>(*change);
+    work.status = Unstored(work.parsed.has_observations(), fault, written);
+    if (work.on_done) work.on_done();
   }
 }
 
@@ -578,69 +498,24 @@ void Fleet::NotifyConfigListeners(const std::shared_ptr<const PublishedConfig>& 
 // ---------------------------------------------------------------------------------------------
 // Storage faults
 
-absl::Status Fleet::storage_status() const {
-  MutexLock lock(&queue_mu_);
-  return storage_fault_;
-}
+absl::Status Fleet::storage_status() const { return supervisor_.status(); }
 
 void Fleet::WatchStorage(std::function<void(bool writable)> watcher) {
-  MutexLock lock(&storage_watcher_mu_);
-  storage_watcher_ = std::move(watcher);
-  if (storage_watcher_) storage_watcher_(storage_status().ok());
+  supervisor_.Watch(std::move(watcher));
 }
 
-void Fleet::NotifyStorageWatcher() {
-  // The state now, not the one that caused the call: a watcher set meanwhile has heard it.
-  MutexLock lock(&storage_watcher_mu_);
-  if (storage_watcher_) storage_watcher_(storage_status().ok());
-}
-
-void Fleet::EnterStorageFault(const absl::Status& fault) {
-  LOG(ERROR) << "the state store failed to append; breakerd refuses observations and changes "
-             << "(health NOT_SERVING) until it takes writes again, trying again in "
-             << kFirstStorageRetry << ": " << fault;
-  {
-    MutexLock lock(&queue_mu_);
-    storage_fault_ = fault;
-    // The failed round, or one queued meanwhile, may have held an advance: the first Tick()
-    // after recovery submits the clock's slot again (a slot already reached changes nothing).
-    submitted_slot_ = 0;
-    storage_retry_wait_ = kFirstStorageRetry;
-    ScheduleStorageRetryLocked();
-    queue_changed_.SignalAll();  // the ticker wakes for the retry
-  }
-  NotifyStorageWatcher();
-}
-
-absl::Duration Fleet::ScheduleStorageRetryLocked() {
-  const absl::Duration wait = storage_retry_wait_;
-  storage_retry_at_ = clock_.Now() + wait;
-  storage_retry_wait_ = std::min(2 * wait, kMaxStorageRetry);
-  return wait;
-}
-
-void Fleet::RetryStorage() {
+void Fleet::Recover() {
   const absl::Status status = RecoverStorage();
-  absl::Duration next_wait;
-  {
-    MutexLock lock(&queue_mu_);
-    storage_retry_queued_ = false;
-    if (status.ok()) {
-      storage_fault_ = absl::OkStatus();
-      storage_retry_at_ = absl::InfiniteFuture();
-    } else {
-      storage_fault_ = status;
-      next_wait = ScheduleStorageRetryLocked();
-    }
-    queue_changed_.SignalAll();
-  }
+  const absl::Duration next_wait = supervisor_.AttemptDone(status);
   if (!status.ok()) {
     LOG(WARNING) << "the state store still fails, trying again in " << next_wait << ": " << status;
     return;
   }
   LOG(INFO) << "the state store takes writes again; breakerd takes observations and changes";
-  NotifyStorageWatcher();
-  Tick();  // the advance skipped while the store failed
+  // An advance refused while the store failed is submitted again (a slot already reached
+  // changes nothing).
+  submitted_slot_ = 0;
+  Tick();
 }
 
 absl::Status Fleet::RecoverStorage() {
@@ -666,7 +541,7 @@ absl::Status Fleet::RecoverStorage() {
       if (sequence <= journal_sequence_) continue;
       Work& work = landed.emplace_back();
       work.replay = true;
-      if (!work.entry.ParseFromString(bytes)) {
+      if (!work.parsed.ParseFromString(bytes)) {
         return absl::DataLossError(absl::StrCat("journal entry ", sequence,
                                                 " cannot be parsed; restore the state "
                                                 "directory from a backup"));
@@ -676,9 +551,8 @@ absl::Status Fleet::RecoverStorage() {
       LOG(WARNING) << "the failed append stored its " << landed.size()
                    << " changes after all; applying them as a restart would";
       const uint64_t before = engine_.policy().version;
-      for (Work& work : landed) Apply(work);
+      for (Work& work : landed) ApplyOne(work);
       journal_sequence_ = stored->last_sequence();
-      entries_since_snapshot_ += landed.size();
       if (engine_.policy().version != before || republish_) published.push_back(Publish());
       config = TakeConfigChange();
     }
@@ -690,43 +564,8 @@ absl::Status Fleet::RecoverStorage() {
   return WriteSnapshot();
 }
 
-// The longest the ticker sleeps before it looks at the clock again.
-constexpr absl::Duration kMaxTickerWait = absl::Minutes(1);
-
-void Fleet::TickerLoop() {
-  while (true) {
-    absl::Time next_slot;
-    {
-      MutexLock lock(&engine_mu_);
-      const core::ChainSpec& chain = engine_.config().chain;
-      next_slot = core::StartOf(core::SlotAt(clock_.Now(), chain) + 1, chain);
-    }
-    {
-      // Wake at the slot boundary or when the store is due to be tried again (whichever comes
-      // first), at once when stopping, and to wait again when the retry's time changes.
-      MutexLock lock(&queue_mu_);
-      const absl::Time retry_at = storage_retry_at_;
-      const bool retry_queued = storage_retry_queued_;
-      const absl::Time wake = retry_queued ? next_slot : std::min(next_slot, retry_at);
-      // At most kMaxTickerWait at a time: a wait near the largest duration (a genesis far
-      // ahead) overflows the condition variable's deadline, which then never blocks.
-      const absl::Duration wait = std::min(wake - clock_.Now(), kMaxTickerWait);
-      const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
-      bool timed_out = false;
-      while (!timed_out && !stopping_ && storage_retry_at_ == retry_at &&
-             storage_retry_queued_ == retry_queued) {
-        timed_out = queue_changed_.WaitUntil(&queue_mu_, deadline);
-      }
-      if (stopping_) return;
-      if (storage_retry_at_ != retry_at || storage_retry_queued_ != retry_queued) continue;
-      if (clock_.Now() < wake) continue;  // a capped wait ended early
-    }
-    Tick();
-  }
-}
-
-void Fleet::Apply(Work& work) {
-  const v1::JournalEntry& entry = work.entry;
+void Fleet::ApplyOne(Work& work) {
+  const v1::JournalEntry& entry = work.parsed;
   const codec::AppliedEntry applied = codec::ApplyJournalEntry(entry, engine_);
   work.status = applied.status;
   switch (entry.change_case()) {
@@ -768,7 +607,7 @@ void Fleet::Apply(Work& work) {
 }
 
 void Fleet::AnswerObservations(Work& work, const codec::AppliedEntry& applied) {
-  const v1::NodeObservations& batch = work.entry.observations();
+  const v1::NodeObservations& batch = work.parsed.observations();
   uint64_t highest = 0;
   int refused = 0;
   for (int i = 0; i < batch.observations_size(); ++i) {
@@ -847,8 +686,6 @@ absl::Status Fleet::WriteSnapshot() {
     *snapshot.mutable_config() = codec::ConfigToProto(engine_.config());
     snapshot.set_journal_sequence(journal_sequence_);
     snapshot.set_fleet_id(fleet_id_);
-    entries_since_snapshot_ = 0;
-    bytes_since_snapshot_ = 0;
     snapshot_epoch_ = engine_.current_epoch();
   }
   const std::string bytes = Serialize(snapshot);

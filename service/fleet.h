@@ -5,22 +5,25 @@
 // clock, published to every stream. Adapts the engine to concurrency, storage and time.
 //
 // Every change of state (a batch of observations, a slot passing, an operator action, a new
-// configuration, a new fleet id) is a journal entry. One writer thread takes the entries
-// submitted since its last round, appends them to the state store in one durable write (group
-// commit), applies them to the engine in order, publishes the policy (and the configuration) if
-// it changed, and only then answers the submitters. A restart loads the latest snapshot and replays the journal after it through the
-// same code, so the engine, and the policy version, come back exactly as they were.
+// configuration, a new fleet id) is a journal entry. The journal writer (journal_writer.h)
+// appends the entries submitted since its last round to the state store in one durable write
+// (group commit), then hands them to the fleet, which applies them to the engine in order,
+// publishes the policy (and the configuration) if it changed, and only then answers the
+// submitters; the next round is appended meanwhile. A restart loads the latest snapshot and
+// replays the journal after it through the same code, so the engine, and the policy version,
+// come back exactly as they were.
 //
 // Storage faults (a full disk, an unwritable state directory). When an append fails, its
 // changes are not applied, and their submitters get UNAVAILABLE: nothing is acknowledged that
 // the store may not hold. The fleet is then degraded: every new submission is refused at once
 // with UNAVAILABLE (nodes keep their observations and resend them), storage_status() says why
 // and WatchStorage's watcher hears it (breakerd's health turns NOT_SERVING). Reads go on from
-// memory, which holds only what was stored. At times growing from kFirstStorageRetry to
-// kMaxStorageRetry (by the fleet's clock, at Tick()), the writer loads the store again: the
-// failed append may have landed after all, and then its entries are applied as a restart
-// would replay them, so memory matches the journal (their submitters' resends are duplicates,
-// counted once). Once a snapshot write succeeds too, the fleet takes changes again.
+// memory, which holds only what was stored. At times growing from
+// StorageSupervisor::kFirstAttempt to kMaxAttempt (by the fleet's clock, at Tick()), the fleet
+// loads the store again: the failed append may have landed after all, and then its entries are
+// applied as a restart would replay them, so memory matches the journal (their submitters'
+// resends are duplicates, counted once). Once a snapshot write succeeds too, the fleet takes
+// changes again.
 
 #include <atomic>
 #include <chrono>
@@ -28,7 +31,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -47,8 +49,11 @@
 #include "proto/codec/journal_apply.h"
 #include "service/metrics_sink.h"
 #include "service/node_registry.h"
+#include "service/journal_writer.h"
 #include "service/observation_rate_limiter.h"
 #include "service/storage/state_store.h"
+#include "service/storage_supervisor.h"
+#include "service/ticker.h"
 
 namespace breaker::service {
 
@@ -75,8 +80,8 @@ struct PublishedConfig {
   breaker::v1::Config proto;
 };
 
-// Receives every new policy version and every new configuration. Called on the fleet's writer
-// thread: must not block.
+// Receives every new policy version and every new configuration. Called on the journal
+// writer's applier thread: must not block.
 class PolicyListener {
  public:
   virtual ~PolicyListener() = default;
@@ -87,7 +92,7 @@ class PolicyListener {
 };
 
 // This class is thread-safe.
-class Fleet {
+class Fleet : private JournalWriter::Sink {
  public:
   struct Options {
     // The configuration to run with (from the file, or the defaults).
@@ -109,10 +114,6 @@ class Fleet {
     MetricsSink* metrics = nullptr;
   };
 
-  // First and longest waits between attempts to store again after a storage fault.
-  static constexpr absl::Duration kFirstStorageRetry = absl::Seconds(1);
-  static constexpr absl::Duration kMaxStorageRetry = absl::Seconds(30);
-
   // Restores the stored state (snapshot, then journal), applies `options.config` if it differs
   // from the stored one, moves time to the clock's slot and starts the writer.
   // Returns the store's errors, or DATA_LOSS when a stored snapshot or entry cannot be parsed.
@@ -132,7 +133,7 @@ class Fleet {
   // acknowledgement (and the refused ones); or with UNAVAILABLE when the store failed (see
   // Storage faults above): none of them was acknowledged, the node resends them; or with
   // AdmitNode's RESOURCE_EXHAUSTED for a new node beyond max_known_nodes. It runs on the
-  // writer thread, or on the caller's when the answer is known at once.
+  // journal writer's threads, or on the caller's when the answer is known at once.
   void SubmitObservations(std::string node_id,
                           google::protobuf::RepeatedPtrField<breaker::v1::Observation> observations,
                           AckCallback done);
@@ -165,7 +166,7 @@ class Fleet {
   absl::Status storage_status() const;
 
   // `watcher` hears whether the store takes writes: at once, then at every change, on the
-  // writer's thread (it must not block, nor call WatchStorage). Replaces the previous watcher;
+  // journal writer's appender thread (it must not block, nor call WatchStorage). Replaces the previous watcher;
   // after it returns, that one is not called any more. Null: none.
   void WatchStorage(std::function<void(bool writable)> watcher);
 
@@ -196,7 +197,7 @@ class Fleet {
   // since the backup name other policies than the ones the nodes hold: the fleet then takes a
   // new random fleet id (journaled, kept by later snapshots), publishes the current policy
   // under it to every listener, and logs a warning. Does nothing otherwise, or while a renewal
-  // is under way. Returns at once; the new policy follows on the writer thread.
+  // is under way. Returns at once; the new policy follows on the journal writer's thread.
   void RenewFleetId(const std::string& node_id, const std::string& fleet_id, uint64_t held_version);
   // The highest observation sequence number handled from `node_id` (0: none), as the node's
   // hello is answered (breaker.v1.NodeState).
@@ -222,13 +223,11 @@ class Fleet {
 
  private:
   // A journal entry waiting for the writer, and who to tell when it is applied.
-  struct Work {
-    breaker::v1::JournalEntry entry;
+  struct Work : JournalChange {
+    breaker::v1::JournalEntry parsed;
     // Replayed from the journal (at start-up, or what a failed write stored after all):
     // nobody to answer, nothing to log.
     bool replay = false;
-    // Not a change: the writer tries the store again (Tick() submits it after a fault).
-    bool retry_storage = false;
     // Answers the submitter once the work is applied, or refused (status UNAVAILABLE).
     std::function<void()> on_done;
     // Filled by Apply() for on_done, or by a refusal.
@@ -238,47 +237,44 @@ class Fleet {
 
   Fleet(Options options, core::Engine engine, std::string fleet_id);
 
-  // Queues `work` for the writer, or refuses it at once while the store fails.
+  // Serializes `work`'s entry (on the caller's thread) and hands it to the journal writer.
   void Enqueue(std::unique_ptr<Work> work);
   // Enqueues `entry`; `done` gets the status of applying it.
   void Submit(breaker::v1::JournalEntry entry, std::function<void(const absl::Status&)> done);
-  void WriterLoop();
-  // Appends the changes of `works` durably, applies them and answers their submitters; or
-  // refuses them all when the store fails (now, or since an earlier fault).
-  void WriteRound(std::vector<std::unique_ptr<Work>>& works);
-  // Answers every work of `works`, whose status holds its refusal, applying none.
-  static void Refuse(std::vector<std::unique_ptr<Work>>& works);
-  // The store failed to append: refuse changes until it recovers.
-  void EnterStorageFault(const absl::Status& fault);
-  // Sets the time of the next attempt to store again, and doubles the wait after it (up to
-  // kMaxStorageRetry). Returns the wait until that attempt.
-  absl::Duration ScheduleStorageRetryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);
+
+  // --- JournalWriter::Sink ---
+  // Applies a stored round, publishes what changed and answers the submitters. Wants a
+  // snapshot at every new epoch.
+  bool Apply(const JournalChanges& changes, uint64_t last_sequence) override;
+  void Refuse(const JournalChanges& changes, const absl::Status& fault, bool written) override;
+  absl::Status WriteSnapshot() override;
   // Tries the store again (see Storage faults above), and leaves the fault when it works.
-  void RetryStorage();
+  void Recover() override;
+
   // Applies what a failed append stored after all, and proves that the store writes again.
   absl::Status RecoverStorage();
-  void NotifyStorageWatcher();
   // Tells the listeners about each of `published`, in order.
   void NotifyListeners(const std::vector<std::shared_ptr<const PublishedPolicy>>& published);
   // Builds the published form of the engine's configuration and makes it current.
   std::shared_ptr<const PublishedConfig> PublishConfig() ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
-  // Publishes the configuration when Apply() changed it since the last call; null otherwise.
+  // Publishes the configuration when ApplyOne() changed it since the last call; null otherwise.
   std::shared_ptr<const PublishedConfig> TakeConfigChange()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
   // Tells the listeners about `config` (nothing when null).
   void NotifyConfigListeners(const std::shared_ptr<const PublishedConfig>& config);
-  void TickerLoop();
+  // When Tick() has something to do next: the next slot boundary, or the next attempt to
+  // store again.
+  absl::Time NextTick() const;
   // Applies one journal entry to the engine (codec::ApplyJournalEntry, as `breakerctl
   // simulate` does), then keeps what the fleet holds beside the engine: the fleet id, the
   // configuration's publication and limits, the answer to the submitter, the metrics.
-  void Apply(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  void ApplyOne(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
   // Fills the acknowledgement of an observations entry from what applying it did, and counts
   // it (not for a replay).
   void AnswerObservations(Work& work, const codec::AppliedEntry& applied)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
   // Builds the published form of the engine's policy and makes it current.
   std::shared_ptr<const PublishedPolicy> Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
-  absl::Status WriteSnapshot();
   core::Slot ClockSlot() const;
 
   const core::Clock& clock_;
@@ -293,22 +289,20 @@ class Fleet {
   // Lock order, the one place it is written:
   //   - engine_mu_ before policy_mu_ (Publish runs under engine_mu_), and before the locks of
   //     registry_ and rate_limiter_, which are leaves (their classes take nothing else);
-  //   - storage_watcher_mu_ before queue_mu_;
-  //   - queue_mu_ and engine_mu_ are never held together: the writer takes the queue's work
-  //     under queue_mu_, then applies it under engine_mu_;
-  //   - listeners_mu_ is taken with no other lock held (listeners are called under it).
+  //   - listeners_mu_ is taken with no other lock of the fleet held (listeners are called
+  //     under it);
+  //   - the journal writer's, the supervisor's and the ticker's locks are their own: the fleet
+  //     calls them with none of its locks held, and they call the fleet with none of theirs.
   mutable Mutex engine_mu_;
   core::Engine engine_ ABSL_GUARDED_BY(engine_mu_);
   // The last journal sequence applied to engine_.
   uint64_t journal_sequence_ ABSL_GUARDED_BY(engine_mu_) = 0;
-  uint64_t entries_since_snapshot_ ABSL_GUARDED_BY(engine_mu_) = 0;
-  uint64_t bytes_since_snapshot_ ABSL_GUARDED_BY(engine_mu_) = 0;
   core::Epoch snapshot_epoch_ ABSL_GUARDED_BY(engine_mu_) = 0;
   // This state's identity; changes only by a journaled renewal (RenewFleetId).
   std::string fleet_id_ ABSL_GUARDED_BY(engine_mu_);
   // A renewal of the fleet id is submitted and not yet answered.
   bool renewing_fleet_id_ ABSL_GUARDED_BY(engine_mu_) = false;
-  // Apply() changed what the policy is published under (the fleet id), not its version.
+  // ApplyOne() changed what the policy is published under (the fleet id), not its version.
   bool republish_ ABSL_GUARDED_BY(engine_mu_) = false;
   // A reconfiguration applied since the configuration was last published changed it.
   bool config_changed_ ABSL_GUARDED_BY(engine_mu_) = false;
@@ -322,26 +316,8 @@ class Fleet {
 
   NodeRegistry registry_;
 
-  mutable Mutex queue_mu_;
-  // Signalled when queue_, in_flight_, stopping_ or the storage retry change.
-  CondVar queue_changed_;
-  std::vector<std::unique_ptr<Work>> queue_ ABSL_GUARDED_BY(queue_mu_);
-  // Works taken by the writer and not yet answered; Sync() waits for both to drain.
-  size_t in_flight_ ABSL_GUARDED_BY(queue_mu_) = 0;
   // The latest slot an advance was submitted for, so that Tick() submits each slot once.
-  core::Slot submitted_slot_ ABSL_GUARDED_BY(queue_mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
-  // The store's latest failure while the fleet refuses changes; OK while it takes writes.
-  absl::Status storage_fault_ ABSL_GUARDED_BY(queue_mu_);
-  // When Tick() submits the next attempt to store again (by clock_), and the wait after that
-  // one. InfiniteFuture while the store takes writes.
-  absl::Time storage_retry_at_ ABSL_GUARDED_BY(queue_mu_) = absl::InfiniteFuture();
-  absl::Duration storage_retry_wait_ ABSL_GUARDED_BY(queue_mu_) = kFirstStorageRetry;
-  // An attempt is queued or running: Tick() submits one at a time.
-  bool storage_retry_queued_ ABSL_GUARDED_BY(queue_mu_) = false;
-
-  Mutex storage_watcher_mu_;
-  std::function<void(bool writable)> storage_watcher_ ABSL_GUARDED_BY(storage_watcher_mu_);
+  std::atomic<core::Slot> submitted_slot_{0};
 
   // --- Service limits (the configuration's; the engine ignores them) ---
   // Takes the limits of `config` (at start and at every reconfiguration).
@@ -349,8 +325,12 @@ class Fleet {
   std::atomic<uint32_t> max_connected_nodes_{0};
   ObservationRateLimiter rate_limiter_;
 
-  std::thread writer_;
-  std::thread ticker_;
+  // Runs Tick() at slot boundaries and when an attempt to store again is due (if
+  // Options::run_ticker). Stopped first at destruction; the supervisor wakes it.
+  Ticker ticker_;
+  StorageSupervisor supervisor_;
+  // Started once the stored state is restored; destroyed after the ticker stops.
+  std::unique_ptr<JournalWriter> writer_;
 };
 
 }  // namespace breaker::service

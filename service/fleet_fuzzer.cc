@@ -1,4 +1,4 @@
-// Fuzz target for the fleet (service/fleet.h): the engine behind its journal, its writer thread
+// Fuzz target for the fleet (service/fleet.h): the engine behind its journal, its writer's threads
 // and its store. The input is what nodes and operators send: serialized breaker.v1.NodeMessages
 // on a few streams and breaker.v1.AdminActions, with the clock moving between them. The fleet
 // runs over the in-memory store with a fake clock and no ticker, and the target checks that
@@ -159,7 +159,7 @@ bool Parse(absl::string_view bytes, google::protobuf::Message& message) {
 
 using Reader = ::breaker::testing::FrameReader;
 
-// Checks that the published versions only go up. Called on the fleet's writer thread.
+// Checks that the published versions only go up. Called on the journal writer's applier thread.
 class VersionListener : public PolicyListener {
  public:
   void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {

@@ -230,7 +230,7 @@ TEST_F(FleetStorageTest, RecoversWhenTheStoreWritesAgainAndTakesTheResentObserva
   const int snapshots = store_->write_snapshot_calls();
 
   // Not before its time.
-  AdvanceAndTick(Fleet::kFirstStorageRetry - absl::Milliseconds(1));
+  AdvanceAndTick(StorageSupervisor::kFirstAttempt - absl::Milliseconds(1));
   EXPECT_EQ(store_->load_calls(), loads);
   EXPECT_FALSE(fleet_->storage_status().ok());
 
@@ -262,7 +262,7 @@ TEST_F(FleetStorageTest, AFailedAppendThatLandedIsAppliedOnRecoveryAndResendsCou
   EXPECT_TRUE(versions_.versions().empty());
 
   // The store works again, and holds the batch: applied as a restart would replay it.
-  AdvanceAndTick(Fleet::kFirstStorageRetry);
+  AdvanceAndTick(StorageSupervisor::kFirstAttempt);
   ASSERT_THAT(fleet_->storage_status(), IsOk());
   EXPECT_THAT(Builders(), ElementsAre(std::make_tuple(5u, 1u, true)));
   EXPECT_EQ(Version(), version + 1);
@@ -290,7 +290,7 @@ TEST_F(FleetStorageTest, AnAdminActionWhoseWriteLandedSaysItMayTakeEffect) {
   EXPECT_THAT(Ban(7),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("may still have stored it")));
   EXPECT_TRUE(Builders().empty());
-  AdvanceAndTick(Fleet::kFirstStorageRetry);
+  AdvanceAndTick(StorageSupervisor::kFirstAttempt);
   ASSERT_THAT(fleet_->storage_status(), IsOk());
   EXPECT_THAT(Builders(), ElementsAre(std::make_tuple(7u, 0u, true)));
 }
@@ -332,7 +332,7 @@ TEST_F(FleetStorageTest, TimeMovesOnAfterRecovery) {
   store_->FailNextAppends(1, absl::UnavailableError("disk full"));
   AdvanceAndTick(absl::Seconds(chain.seconds_per_slot * 3));
   ASSERT_FALSE(fleet_->storage_status().ok());
-  AdvanceAndTick(Fleet::kFirstStorageRetry);
+  AdvanceAndTick(StorageSupervisor::kFirstAttempt);
   ASSERT_THAT(fleet_->storage_status(), IsOk());
   // The engine is at the clock's slot: an observation of that slot is not beyond
   // max_future_slots.

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 
 namespace breaker::service {
 
@@ -72,6 +73,24 @@ inline MetricsSink& NoMetrics() {
   static MetricsSink* const sink = new MetricsSink();
   return *sink;
 }
+
+// Times a store operation for `metrics`, from construction to destruction, by the clock's
+// monotonic reading.
+class StoreTimer {
+ public:
+  StoreTimer(MetricsSink& metrics, const core::Clock& clock, StoreOperation operation)
+      : metrics_(metrics), clock_(clock), operation_(operation), start_(clock.Monotonic()) {}
+  ~StoreTimer() { metrics_.StoreWrite(operation_, clock_.Monotonic() - start_); }
+
+  StoreTimer(const StoreTimer&) = delete;
+  StoreTimer& operator=(const StoreTimer&) = delete;
+
+ private:
+  MetricsSink& metrics_;
+  const core::Clock& clock_;
+  const StoreOperation operation_;
+  const absl::Duration start_;
+};
 
 }  // namespace breaker::service
 

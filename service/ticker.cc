@@ -1,0 +1,58 @@
+#include "service/ticker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+namespace breaker::service {
+
+Ticker::Ticker(const core::Clock& clock, std::function<absl::Time()> next,
+               std::function<void()> tick)
+    : clock_(clock), next_(std::move(next)), tick_(std::move(tick)) {}
+
+Ticker::~Ticker() { Stop(); }
+
+void Ticker::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void Ticker::Stop() {
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+    changed_.SignalAll();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Ticker::Wake() {
+  MutexLock lock(&mu_);
+  ++wakes_;
+  changed_.SignalAll();
+}
+
+void Ticker::Loop() {
+  while (true) {
+    uint64_t wakes;
+    {
+      MutexLock lock(&mu_);
+      if (stopping_) return;
+      wakes = wakes_;
+    }
+    const absl::Time at = next_();
+    {
+      MutexLock lock(&mu_);
+      // The clock may be a test's: wait by real time for as long as it says, then read it
+      // again.
+      const absl::Duration wait = std::min(at - clock_.Now(), kMaxWait);
+      const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
+      bool timed_out = wait <= absl::ZeroDuration();
+      while (!timed_out && !stopping_ && wakes_ == wakes) {
+        timed_out = changed_.WaitUntil(&mu_, deadline);
+      }
+      if (stopping_) return;
+      if (wakes_ != wakes) continue;  // woken: ask `next` again
+    }
+    if (clock_.Now() >= at) tick_();
+  }
+}
+
+}  // namespace breaker::service
