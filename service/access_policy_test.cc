@@ -5,7 +5,7 @@
 #include "breaker/v1/access.pb.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "tests/status_matchers.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::service {
 namespace {

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "service/access_policy.h"
-#include "tests/status_matchers.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::service {
 namespace {

@@ -26,8 +26,8 @@
 #include "gtest/gtest.h"
 #include "service/server.h"
 #include "service/server_test_support.h"
-#include "tests/status_matchers.h"
-#include "tests/test_util.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::service {
 namespace {

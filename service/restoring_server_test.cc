@@ -9,8 +9,8 @@
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-#include "tests/status_matchers.h"
-#include "tests/test_util.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::service {
 namespace {

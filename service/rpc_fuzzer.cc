@@ -72,8 +72,8 @@
 #include "grpcpp/support/channel_arguments.h"
 #include "grpcpp/support/status.h"
 #include "service/server.h"
-#include "tests/fuzz_frames.h"
-#include "tests/fake_clock.h"
+#include "tests/support/fuzz_frames.h"
+#include "tests/support/fake_clock.h"
 
 namespace breaker::service {
 namespace {

@@ -34,9 +34,9 @@
 #include "gtest/gtest.h"
 #include "service/server_test_support.h"
 #include "service/storage/sqlite_state_store.h"
-#include "tests/fake_clock.h"
-#include "tests/status_matchers.h"
-#include "tests/test_util.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::service {
 namespace {

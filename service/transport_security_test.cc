@@ -3,7 +3,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tests/status_matchers.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::service {
 namespace {
@@ -11,7 +11,7 @@ namespace {
 using ::breaker::testing::StatusIs;
 using ::testing::HasSubstr;
 
-constexpr char kTls[] = "tests/testdata/tls/";
+constexpr char kTls[] = "tests/support/testdata/tls/";
 
 std::string Fixture(const std::string& name) { return kTls + name; }
 

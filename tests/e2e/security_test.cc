@@ -13,8 +13,8 @@
 #include "client/client.h"
 #include "gtest/gtest.h"
 #include "service/server_test_support.h"
-#include "tests/status_matchers.h"
-#include "tests/test_util.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::service {
 namespace {
@@ -29,7 +29,7 @@ using test_support::NodeClient;
 using test_support::ServerTest;
 using ::testing::HasSubstr;
 
-constexpr char kTestdata[] = "tests/testdata/";
+constexpr char kTestdata[] = "tests/support/testdata/";
 
 std::string Tls(const std::string& name) { return absl::StrCat(kTestdata, "tls/", name); }
 

@@ -20,10 +20,10 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "tests/fleet_harness.h"
-#include "tests/status_matchers.h"
-#include "tests/subprocess.h"
-#include "tests/test_util.h"
+#include "tests/support/fleet_harness.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/test_util.h"
 
 namespace breaker {
 namespace {

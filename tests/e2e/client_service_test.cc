@@ -41,9 +41,9 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "service/server.h"
-#include "tests/fake_clock.h"
-#include "tests/status_matchers.h"
-#include "tests/test_util.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
 
 namespace breaker {
 namespace {

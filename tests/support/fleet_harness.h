@@ -28,8 +28,8 @@
 #include "core/chain_time.h"
 #include "core/types.h"
 #include "gtest/gtest.h"
-#include "tests/subprocess.h"
-#include "tests/test_util.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::testing {
 

@@ -8,7 +8,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/time/clock.h"
-#include "tests/fake_beacon_node.h"
+#include "tests/support/fake_beacon_node.h"
 
 ABSL_FLAG(int, port, 0, "the port to serve on, on 127.0.0.1; 0: one of the kernel's choice");
 ABSL_FLAG(int64_t, genesis_time, 0,

@@ -38,10 +38,10 @@
 #include "gtest/gtest.h"
 #include "proto/codec/config_file.h"
 #include "service/server.h"
-#include "tests/fake_clock.h"
-#include "tests/status_matchers.h"
-#include "tests/subprocess.h"
-#include "tests/test_util.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/test_util.h"
 
 namespace breaker {
 namespace {
@@ -117,7 +117,7 @@ std::ostream& operator<<(std::ostream& os, const Outcome& outcome) {
             << outcome.err;
 }
 
-// breakerctl running as a child process (see tests/subprocess.h).
+// breakerctl running as a child process (see tests/support/subprocess.h).
 class Child {
  public:
   explicit Child(const std::vector<std::string>& args) {
@@ -626,14 +626,14 @@ TEST_F(BreakerctlTest, TlsFlagsAndRolesAreCheckedAndExplained) {
   // breakerd again, now with mutual TLS and the test access file.
   TearDown();
   service::ServerOptions options;
-  const std::string tls = "tests/testdata/tls/";
+  const std::string tls = "tests/support/testdata/tls/";
   options.listen_address = "127.0.0.1:0";
   options.state_dir = dir_ + "/state";
   options.config_path = config_path_;
   options.clock = &clock_;
   options.run_ticker = false;
   options.tls = {tls + "server.pem", tls + "server.key", tls + "ca.pem"};
-  options.access_file = "tests/testdata/access.textproto";
+  options.access_file = "tests/support/testdata/access.textproto";
   absl::StatusOr<std::unique_ptr<service::Server>> server = service::Server::Start(options);
   ASSERT_THAT(server, IsOk());
   server_ = *std::move(server);

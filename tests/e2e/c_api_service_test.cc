@@ -16,8 +16,8 @@
 #include "core/chain_time.h"
 #include "gtest/gtest.h"
 #include "service/server.h"
-#include "tests/status_matchers.h"
-#include "tests/test_util.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
 
 namespace breaker {
 namespace {

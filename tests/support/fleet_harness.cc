@@ -1,4 +1,4 @@
-#include "tests/fleet_harness.h"
+#include "tests/support/fleet_harness.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "tests/status_matchers.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::testing {
 

@@ -1,4 +1,4 @@
-#include "tests/tcp_proxy.h"
+#include "tests/support/tcp_proxy.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -17,12 +17,12 @@ def fuzzer(name, target, corpus, test_args = []):
         name = name,
         testonly = True,
         linkopts = select({
-            "//tests:fuzzing": ["-fsanitize=fuzzer"],
+            "//tests/support:fuzzing": ["-fsanitize=fuzzer"],
             "//conditions:default": [],
         }),
         deps = [target] + select({
-            "//tests:fuzzing": [],
-            "//conditions:default": ["//tests:fuzz_replay_main"],
+            "//tests/support:fuzzing": [],
+            "//conditions:default": ["//tests/support:fuzz_replay_main"],
         }),
     )
     native.cc_test(
@@ -32,6 +32,6 @@ def fuzzer(name, target, corpus, test_args = []):
         data = native.glob([corpus + "/*"]),
         deps = [
             target,
-            "//tests:fuzz_replay_main",
+            "//tests/support:fuzz_replay_main",
         ],
     )

@@ -1,4 +1,4 @@
-#include "tests/fake_beacon_node.h"
+#include "tests/support/fake_beacon_node.h"
 
 #include <chrono>
 #include <utility>

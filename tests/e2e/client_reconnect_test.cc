@@ -20,9 +20,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "tests/fleet_harness.h"
-#include "tests/status_matchers.h"
-#include "tests/subprocess.h"
+#include "tests/support/fleet_harness.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/subprocess.h"
 
 namespace breaker::testing {
 namespace {

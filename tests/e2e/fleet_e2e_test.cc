@@ -2,7 +2,7 @@
 // processes (each a beacon node linking the client library), over real loopback TCP, on the
 // real clock. The test drives the nodes by writing observations to their stdin (example_node
 // --script) and checks what every node prints, and what breakerd's Admin API says (the
-// harness, tests/fleet_harness.h, is shared with the crash-loop test).
+// harness, tests/support/fleet_harness.h, is shared with the crash-loop test).
 //
 // Everything here crosses processes, so every wait is for a condition with a generous deadline
 // (sanitizers on a loaded 2-core machine), and nothing asserts how long anything took. The
@@ -27,10 +27,10 @@
 #include "client/channel_security.h"
 #include "core/types.h"
 #include "gtest/gtest.h"
-#include "tests/fleet_harness.h"
-#include "tests/status_matchers.h"
-#include "tests/subprocess.h"
-#include "tests/tcp_proxy.h"
+#include "tests/support/fleet_harness.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/tcp_proxy.h"
 
 namespace breaker {
 namespace {

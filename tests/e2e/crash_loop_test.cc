@@ -42,9 +42,9 @@
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "core/types.h"
 #include "gtest/gtest.h"
-#include "tests/fleet_harness.h"
-#include "tests/status_matchers.h"
-#include "tests/subprocess.h"
+#include "tests/support/fleet_harness.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/subprocess.h"
 
 namespace breaker {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/subprocess.h"
+#include "tests/support/subprocess.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

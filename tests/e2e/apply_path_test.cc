@@ -28,8 +28,8 @@
 #include "proto/codec/config_file.h"
 #include "service/fleet.h"
 #include "service/storage/memory_state_store.h"
-#include "tests/fake_clock.h"
-#include "tests/status_matchers.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker {
 namespace {
