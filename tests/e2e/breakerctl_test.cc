@@ -37,7 +37,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "proto/codec/config_file.h"
-#include "service/server.h"
+#include "service/rpc/server.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/subprocess.h"

@@ -15,7 +15,7 @@
 #include "client/c_api.h"
 #include "core/chain_time.h"
 #include "gtest/gtest.h"
-#include "service/server.h"
+#include "service/rpc/server.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
 

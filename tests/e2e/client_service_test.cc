@@ -40,7 +40,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "service/server.h"
+#include "service/rpc/server.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"

@@ -12,7 +12,7 @@
 #include "client/channel_security.h"
 #include "client/client.h"
 #include "gtest/gtest.h"
-#include "service/server_test_support.h"
+#include "service/rpc/server_test_support.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
 

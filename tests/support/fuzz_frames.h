@@ -4,7 +4,7 @@
 // Reads a fuzz input as frames: single bytes (an operation's choice) and length-prefixed
 // messages (two bytes of length, big-endian, then that many bytes). Past the input's end every
 // byte reads as 0 and every message is cut short, so any input is a valid sequence of frames.
-// Shared by the fuzz targets that take frames (service/fleet_fuzzer.cc, service/rpc_fuzzer.cc).
+// Shared by the fuzz targets that take frames (service/fleet_fuzzer.cc, service/rpc/rpc_fuzzer.cc).
 
 #include <algorithm>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "service/transport_security.h"
+#include "service/rpc/transport_security.h"
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>

@@ -1,8 +1,8 @@
-#ifndef SERVICE_ACCESS_POLICY_H_
-#define SERVICE_ACCESS_POLICY_H_
+#ifndef SERVICE_RPC_ACCESS_POLICY_H_
+#define SERVICE_RPC_ACCESS_POLICY_H_
 
 // Who may call what: the access file's principals, found by the credential a caller presents,
-// and what each role may do. Pure logic; service/authorizer reads the credentials off a call.
+// and what each role may do. Pure logic; service/rpc/authorizer reads the credentials off a call.
 
 #include <cstddef>
 #include <string>
@@ -69,4 +69,4 @@ class AccessPolicy {
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_ACCESS_POLICY_H_
+#endif  // SERVICE_RPC_ACCESS_POLICY_H_

@@ -1,5 +1,5 @@
-#ifndef SERVICE_SERVER_SETTINGS_H_
-#define SERVICE_SERVER_SETTINGS_H_
+#ifndef SERVICE_RPC_SERVER_SETTINGS_H_
+#define SERVICE_RPC_SERVER_SETTINGS_H_
 
 // breakerd's gRPC transport settings, in one place: its own server, the placeholder that
 // answers while it restores, and the benchmark's bare-gRPC baseline all apply them.
@@ -20,4 +20,4 @@ void ApplyServerSettings(grpc::ServerBuilder& builder, int max_receive_message_b
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_SERVER_SETTINGS_H_
+#endif  // SERVICE_RPC_SERVER_SETTINGS_H_

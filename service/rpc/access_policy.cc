@@ -1,4 +1,4 @@
-#include "service/access_policy.h"
+#include "service/rpc/access_policy.h"
 
 #include <openssl/sha.h>
 

@@ -1,4 +1,4 @@
-#include "service/admin_service.h"
+#include "service/rpc/admin_service.h"
 
 #include <memory>
 #include <optional>

@@ -2,7 +2,7 @@
 // port 0) driven over gRPC by node clients and an operator, with time moved by a fake clock (the
 // fixture is in server_test_support.h).
 
-#include "service/server.h"
+#include "service/rpc/server.h"
 
 #include <chrono>
 #include <cstdint>
@@ -31,7 +31,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "service/server_test_support.h"
+#include "service/rpc/server_test_support.h"
 #include "service/storage/sqlite_state_store.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/status_matchers.h"

@@ -1,4 +1,4 @@
-#include "service/authorizer.h"
+#include "service/rpc/authorizer.h"
 
 #include <string>
 #include <utility>

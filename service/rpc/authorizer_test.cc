@@ -1,7 +1,7 @@
 // The authorizer over credentials read off a call, and the swap of its access file at a
 // reload: calls authorized from then on see the new file, a bad or missing file keeps the old.
 
-#include "service/authorizer.h"
+#include "service/rpc/authorizer.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "service/access_policy.h"
+#include "service/rpc/access_policy.h"
 #include "tests/support/status_matchers.h"
 
 namespace breaker::service {

@@ -1,4 +1,4 @@
-// Fuzz target for breakerd's gRPC surface (service/server.h): raw bytes sent as the request of
+// Fuzz target for breakerd's gRPC surface (service/rpc/server.h): raw bytes sent as the request of
 // every unary rpc of breaker.v1.Breaker and breaker.v1.Admin, and as the messages of Connect
 // streams, by a client that does not build them from the protos, as a client of another stack
 // or an attacker may. One breakerd runs in the process, started before the first input: SQLite
@@ -71,9 +71,9 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "grpcpp/support/status.h"
-#include "service/server.h"
-#include "tests/support/fuzz_frames.h"
+#include "service/rpc/server.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/fuzz_frames.h"
 
 namespace breaker::service {
 namespace {

@@ -1,4 +1,4 @@
-#include "service/restoring_server.h"
+#include "service/rpc/restoring_server.h"
 
 #include <chrono>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "service/server_settings.h"
+#include "service/rpc/server_settings.h"
 
 #include "common/grpc_keepalive.h"
 

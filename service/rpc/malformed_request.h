@@ -1,5 +1,5 @@
-#ifndef SERVICE_MALFORMED_REQUEST_H_
-#define SERVICE_MALFORMED_REQUEST_H_
+#ifndef SERVICE_RPC_MALFORMED_REQUEST_H_
+#define SERVICE_RPC_MALFORMED_REQUEST_H_
 
 // gRPC answers a request it cannot parse into the rpc's request message with UNIMPLEMENTED and
 // no message, and logs nothing: a client sending bad bytes learns nothing, and neither does
@@ -18,4 +18,4 @@ MakeMalformedRequestInterceptorFactory();
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_MALFORMED_REQUEST_H_
+#endif  // SERVICE_RPC_MALFORMED_REQUEST_H_

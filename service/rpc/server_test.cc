@@ -3,7 +3,7 @@
 // with time moved by a fake clock (the fixture is in server_test_support.h). The node and Admin
 // services are tested in node_service_test.cc and admin_service_test.cc, on the same fixture.
 
-#include "service/server.h"
+#include "service/rpc/server.h"
 
 #include <chrono>
 #include <cstdint>
@@ -32,7 +32,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "service/server_test_support.h"
+#include "service/rpc/server_test_support.h"
 #include "service/storage/sqlite_state_store.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/status_matchers.h"

@@ -1,5 +1,5 @@
-#ifndef SERVICE_SERVER_TEST_SUPPORT_H_
-#define SERVICE_SERVER_TEST_SUPPORT_H_
+#ifndef SERVICE_RPC_SERVER_TEST_SUPPORT_H_
+#define SERVICE_RPC_SERVER_TEST_SUPPORT_H_
 
 // The fixture of the service-level tests: a real Server (SQLite state in a temporary directory,
 // port 0) driven over gRPC by node clients and an operator, with time moved by a fake clock;
@@ -26,7 +26,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "service/server.h"
+#include "service/rpc/server.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
@@ -513,4 +513,4 @@ class ServerTest : public ::testing::Test {
 
 }  // namespace breaker::service::test_support
 
-#endif  // SERVICE_SERVER_TEST_SUPPORT_H_
+#endif  // SERVICE_RPC_SERVER_TEST_SUPPORT_H_

@@ -1,5 +1,5 @@
-#ifndef SERVICE_TRANSPORT_SECURITY_H_
-#define SERVICE_TRANSPORT_SECURITY_H_
+#ifndef SERVICE_RPC_TRANSPORT_SECURITY_H_
+#define SERVICE_RPC_TRANSPORT_SECURITY_H_
 
 // How breakerd's listening port is secured: TLS or mutual TLS from PEM files, and the rule that
 // plaintext stays on loopback unless the operator says otherwise.
@@ -35,4 +35,4 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_TRANSPORT_SECURITY_H_
+#endif  // SERVICE_RPC_TRANSPORT_SECURITY_H_

@@ -1,5 +1,5 @@
-#ifndef SERVICE_NODE_SERVICE_H_
-#define SERVICE_NODE_SERVICE_H_
+#ifndef SERVICE_RPC_NODE_SERVICE_H_
+#define SERVICE_RPC_NODE_SERVICE_H_
 
 // breaker.v1.Breaker: the beacon nodes' Connect streams and unary Report.
 
@@ -10,8 +10,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "common/mutex.h"
-#include "service/authorizer.h"
 #include "service/fleet.h"
+#include "service/rpc/authorizer.h"
 
 namespace breaker::service {
 
@@ -73,4 +73,4 @@ class NodeService final
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_NODE_SERVICE_H_
+#endif  // SERVICE_RPC_NODE_SERVICE_H_

@@ -1,4 +1,4 @@
-#include "service/server.h"
+#include "service/rpc/server.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,10 +22,10 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "proto/codec/config_file.h"
-#include "service/malformed_request.h"
 #include "service/metrics.h"
-#include "service/restoring_server.h"
-#include "service/server_settings.h"
+#include "service/rpc/malformed_request.h"
+#include "service/rpc/restoring_server.h"
+#include "service/rpc/server_settings.h"
 #include "service/storage/sqlite_state_store.h"
 
 namespace breaker::service {

@@ -1,4 +1,4 @@
-#include "service/node_service.h"
+#include "service/rpc/node_service.h"
 
 #include <algorithm>
 #include <chrono>

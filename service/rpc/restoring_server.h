@@ -1,5 +1,5 @@
-#ifndef SERVICE_RESTORING_SERVER_H_
-#define SERVICE_RESTORING_SERVER_H_
+#ifndef SERVICE_RPC_RESTORING_SERVER_H_
+#define SERVICE_RPC_RESTORING_SERVER_H_
 
 // What answers on breakerd's address while it restores its state: health says NOT_SERVING
 // (overall and for both services), and every other call is UNAVAILABLE, so that health
@@ -42,4 +42,4 @@ std::string WithPort(const std::string& address, int port);
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_RESTORING_SERVER_H_
+#endif  // SERVICE_RPC_RESTORING_SERVER_H_

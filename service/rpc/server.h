@@ -1,5 +1,5 @@
-#ifndef SERVICE_SERVER_H_
-#define SERVICE_SERVER_H_
+#ifndef SERVICE_RPC_SERVER_H_
+#define SERVICE_RPC_SERVER_H_
 
 // breakerd assembled: the fleet state over a SQLite store, the node and admin services, health
 // and reflection, on one gRPC server.
@@ -13,12 +13,12 @@
 #include "grpcpp/channel.h"
 #include "grpcpp/server.h"
 #include "grpcpp/support/channel_arguments.h"
-#include "service/admin_service.h"
-#include "service/authorizer.h"
 #include "service/fleet.h"
-#include "service/node_service.h"
-#include "service/server_settings.h"
-#include "service/transport_security.h"
+#include "service/rpc/admin_service.h"
+#include "service/rpc/authorizer.h"
+#include "service/rpc/node_service.h"
+#include "service/rpc/server_settings.h"
+#include "service/rpc/transport_security.h"
 
 namespace breaker::service {
 
@@ -132,4 +132,4 @@ class Server {
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_SERVER_H_
+#endif  // SERVICE_RPC_SERVER_H_

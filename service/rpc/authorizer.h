@@ -1,5 +1,5 @@
-#ifndef SERVICE_AUTHORIZER_H_
-#define SERVICE_AUTHORIZER_H_
+#ifndef SERVICE_RPC_AUTHORIZER_H_
+#define SERVICE_RPC_AUTHORIZER_H_
 
 // Each call's caller, from its credentials, checked against what the call needs.
 
@@ -14,7 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "common/mutex.h"
 #include "grpcpp/server_context.h"
-#include "service/access_policy.h"
+#include "service/rpc/access_policy.h"
 
 namespace breaker::service {
 
@@ -76,4 +76,4 @@ class Authorizer {
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_AUTHORIZER_H_
+#endif  // SERVICE_RPC_AUTHORIZER_H_

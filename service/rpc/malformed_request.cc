@@ -1,4 +1,4 @@
-#include "service/malformed_request.h"
+#include "service/rpc/malformed_request.h"
 
 #include <memory>
 #include <string>

@@ -1,5 +1,5 @@
-#ifndef SERVICE_ADMIN_SERVICE_H_
-#define SERVICE_ADMIN_SERVICE_H_
+#ifndef SERVICE_RPC_ADMIN_SERVICE_H_
+#define SERVICE_RPC_ADMIN_SERVICE_H_
 
 // breaker.v1.Admin: the operators' inspection and steering API.
 
@@ -11,8 +11,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "common/mutex.h"
-#include "service/authorizer.h"
 #include "service/fleet.h"
+#include "service/rpc/authorizer.h"
 
 namespace breaker::service {
 
@@ -111,4 +111,4 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
 
 }  // namespace breaker::service
 
-#endif  // SERVICE_ADMIN_SERVICE_H_
+#endif  // SERVICE_RPC_ADMIN_SERVICE_H_
