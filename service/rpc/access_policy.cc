@@ -8,7 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "proto/codec/config_file.h"
+#include "proto/codec/text_file.h"
 
 namespace breaker::service {
 

@@ -11,7 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "proto/codec/config_file.h"
+#include "proto/codec/text_file.h"
 
 namespace breaker::service {
 namespace {

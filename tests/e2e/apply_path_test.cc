@@ -26,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/codec/config_file.h"
+#include "proto/codec/text_file.h"
 #include "service/fleet.h"
 #include "service/storage/memory_state_store.h"
 #include "tests/support/fake_clock.h"
