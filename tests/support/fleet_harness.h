@@ -10,7 +10,7 @@
 // (sanitizers on a loaded 2-core machine), and nothing asserts how long anything took. The
 // chains are the test's own (a custom network, its genesis set by the test).
 //
-// The binaries must be in the test's data: //service:breakerd and //client:example_node.
+// The binaries must be in the test's data: //service:breakerd and //examples:example_node.
 
 #include <cstdint>
 #include <functional>
@@ -35,7 +35,7 @@ namespace breaker::testing {
 
 // The binaries, from the runfiles root of the workspace (the test's working directory).
 inline constexpr char kBreakerd[] = "service/breakerd";
-inline constexpr char kExampleNode[] = "client/example_node";
+inline constexpr char kExampleNode[] = "examples/example_node";
 
 // Every cross-process wait: generous, since sanitizers slow each process down several times
 // and the machine is shared.
