@@ -19,12 +19,12 @@
 #include "bench/baseline_service.h"
 #include "bench/server_messages.h"
 #include "common/mutex.h"
-#include "service/server_settings.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "service/rpc/server_settings.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "Address to serve on, host:port (port 0: any).");
 ABSL_FLAG(std::string, messages, "",
@@ -36,7 +36,7 @@ ABSL_FLAG(int, max_concurrent_streams, 100,
 namespace breaker::bench {
 namespace {
 
-// breakerd's gRPC server (service/server.cc) with nothing behind Connect: the same services
+// breakerd's gRPC server (service/rpc/server.cc) with nothing behind Connect: the same services
 // around it and transport settings, so that only what is behind Connect differs.
 std::unique_ptr<grpc::Server> StartServer(const std::string& address, grpc::Service* service,
                                           int* port) {

@@ -9,7 +9,7 @@
 #include "core/input_bounds.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/support/client_interceptor.h"
-#include "proto/codec/config_file.h"
+#include "proto/codec/text_file.h"
 
 namespace breaker::client {
 namespace {

@@ -21,9 +21,9 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-#include "tests/fake_clock.h"
-#include "tests/status_matchers.h"
-#include "tests/test_util.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::client {
 namespace {

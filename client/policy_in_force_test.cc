@@ -7,7 +7,7 @@
 #include "core/policy.h"
 #include "core/types.h"
 #include "gtest/gtest.h"
-#include "tests/fake_clock.h"
+#include "tests/support/fake_clock.h"
 
 namespace breaker::client {
 namespace {

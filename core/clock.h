@@ -2,7 +2,7 @@
 #define CORE_CLOCK_H_
 
 // Time as the adapters see it. The engine never reads a clock: the service and the client
-// read one of these and tell the engine the slot. Tests inject a fake (tests/fake_clock.h).
+// read one of these and tell the engine the slot. Tests inject a fake (tests/support/fake_clock.h).
 
 #include "absl/time/time.h"
 

@@ -9,7 +9,7 @@
 #include "core/input_bounds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/status_matchers.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::core {
 namespace {

@@ -20,10 +20,10 @@
 #include "core/engine.h"
 #include "core/relay_id.h"
 #include "google/protobuf/util/json_util.h"
-#include "proto/codec/config_file.h"
 #include "proto/codec/engine_codec.h"
 #include "proto/codec/journal_apply.h"
 #include "proto/codec/scenario_codec.h"
+#include "proto/codec/text_file.h"
 
 namespace breaker::ctl {
 namespace {

@@ -25,7 +25,8 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/codec/config_file.h"
-#include "tests/status_matchers.h"
+#include "proto/codec/text_file.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::ctl {
 namespace {

@@ -14,7 +14,7 @@
 #include "absl/time/time.h"
 #include "common/mutex.h"
 #include "glog/logging.h"
-#include "service/server.h"
+#include "service/rpc/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to serve gRPC on, HOST:PORT (the port is required; 0 picks a free one).");

@@ -61,8 +61,8 @@
 #include "google/protobuf/stubs/logging.h"
 #include "service/fleet.h"
 #include "service/storage/memory_state_store.h"
-#include "tests/fake_clock.h"
-#include "tests/fuzz_frames.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/fuzz_frames.h"
 
 namespace breaker::service {
 namespace {

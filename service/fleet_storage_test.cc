@@ -21,8 +21,8 @@
 #include "gtest/gtest.h"
 #include "service/fleet.h"
 #include "service/storage/memory_state_store.h"
-#include "tests/fake_clock.h"
-#include "tests/status_matchers.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::service {
 namespace {

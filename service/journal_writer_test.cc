@@ -11,8 +11,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/storage/memory_state_store.h"
-#include "tests/fake_clock.h"
-#include "tests/test_util.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::service {
 namespace {

@@ -23,10 +23,10 @@
 #include "absl/strings/strip.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "service/server.h"
-#include "service/server_test_support.h"
-#include "tests/status_matchers.h"
-#include "tests/test_util.h"
+#include "service/rpc/server.h"
+#include "service/rpc/server_test_support.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::service {
 namespace {

@@ -4,8 +4,8 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/fake_clock.h"
-#include "tests/status_matchers.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::service {
 namespace {

@@ -6,7 +6,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/fake_clock.h"
+#include "tests/support/fake_clock.h"
 
 namespace breaker::service {
 namespace {

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/fake_clock.h"
+#include "tests/support/fake_clock.h"
 
 namespace breaker::service {
 namespace {

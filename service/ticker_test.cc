@@ -3,8 +3,8 @@
 #include <atomic>
 
 #include "gtest/gtest.h"
-#include "tests/fake_clock.h"
-#include "tests/test_util.h"
+#include "tests/support/fake_clock.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::service {
 namespace {

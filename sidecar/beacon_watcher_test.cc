@@ -8,9 +8,9 @@
 #include "core/observation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/fake_beacon_node.h"
-#include "tests/status_matchers.h"
-#include "tests/test_util.h"
+#include "tests/support/fake_beacon_node.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::sidecar {
 namespace {

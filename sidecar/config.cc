@@ -9,7 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/relay_id.h"
-#include "proto/codec/config_file.h"
+#include "proto/codec/text_file.h"
 
 namespace breaker::sidecar {
 namespace {

@@ -15,8 +15,8 @@
 #include "httplib.h"
 #include "sidecar/beacon_watcher.h"
 #include "sidecar/enforcer.h"
-#include "tests/fake_beacon_node.h"
-#include "tests/status_matchers.h"
+#include "tests/support/fake_beacon_node.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::sidecar {
 namespace {

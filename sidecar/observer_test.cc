@@ -8,7 +8,7 @@
 #include "core/observation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/fake_clock.h"
+#include "tests/support/fake_clock.h"
 
 namespace breaker::sidecar {
 namespace {

@@ -28,7 +28,7 @@
 #include "httplib.h"
 #include "sidecar/config.h"
 #include "sidecar/enforcer.h"
-#include "tests/status_matchers.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::sidecar {
 namespace {

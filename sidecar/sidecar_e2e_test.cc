@@ -22,9 +22,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "tests/fleet_harness.h"
-#include "tests/status_matchers.h"
-#include "tests/subprocess.h"
+#include "tests/support/fleet_harness.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/subprocess.h"
 
 namespace breaker::testing {
 namespace {

@@ -2,10 +2,10 @@
 # Runs one of the fuzz targets under libFuzzer (README.md, Fuzzing).
 #
 #   tools/fuzz.sh TARGET [SECONDS] [LIBFUZZER_FLAG...]   fuzz TARGET for SECONDS (default 60)
-#   tools/fuzz.sh seeds                                  rewrite service/fuzz_corpus/{fleet,rpc}/
+#   tools/fuzz.sh seeds                                  rewrite service/fuzz_corpus/fleet/ and service/rpc/fuzz_corpus/rpc/
 #
 # TARGET is engine (//core:engine_fuzzer), config (//proto/codec:config_file_fuzzer), fleet
-# (//service:fleet_fuzzer) or rpc (//service:rpc_fuzzer). The build is --config=fuzz (.bazelrc): clang 14, -fsanitize=fuzzer,
+# (//service:fleet_fuzzer) or rpc (//service/rpc:rpc_fuzzer). The build is --config=fuzz (.bazelrc): clang 14, -fsanitize=fuzzer,
 # address. Choosing the compiler re-runs Bazel's toolchain configuration, so the build lives in
 # an output base of its own under $BREAKER_FUZZ_DIR (default ~/.cache/breaker-fuzz), where it
 # neither rebuilds nor disturbs the gcc builds. The inputs libFuzzer finds are kept there too
@@ -236,7 +236,7 @@ repeat() { head -c "$2" /dev/zero | tr '\0' "$1"; }  # CHARACTER COUNT
 
 # Observations of the slot before the clock's (rpc_fuzzer.cc: kStartSlot).
 write_rpc_seeds() {
-  local dir=service/fuzz_corpus/rpc
+  local dir=service/rpc/fuzz_corpus/rpc
   mkdir -p "$dir"
   rm -f "$dir"/*.bin
   local slot=9999999
@@ -337,8 +337,8 @@ case "$target" in
     dict=""
     ;;
   rpc)
-    label=//service:rpc_fuzzer
-    seeds=service/fuzz_corpus/rpc
+    label=//service/rpc:rpc_fuzzer
+    seeds=service/rpc/fuzz_corpus/rpc
     dict=""
     # Its breakerd keeps state from one input to the next, so most inputs allocate more than
     # they free, and libFuzzer would take each for a leak and scan the whole heap: a fifth of

@@ -1,12 +1,12 @@
 #!/bin/bash
-# Writes the TLS test fixtures in tests/testdata/tls: a test CA, breakerd's certificate (for
+# Writes the TLS test fixtures in tests/support/testdata/tls: a test CA, breakerd's certificate (for
 # localhost and 127.0.0.1), client certificates for each role, and one from a CA that breakerd
 # does not trust. They are valid for 100 years and for tests only: their keys are public.
 #
 #   tools/make_test_certs.sh
 set -euo pipefail
 
-out="$(cd "$(dirname "$0")/.." && pwd)/tests/testdata/tls"
+out="$(cd "$(dirname "$0")/.." && pwd)/tests/support/testdata/tls"
 mkdir -p "${out}"
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT

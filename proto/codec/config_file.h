@@ -2,9 +2,9 @@
 #define PROTO_CODEC_CONFIG_FILE_H_
 
 // breakerd's configuration file: a text-format `breaker.v1.Config` (proto/breaker/v1/config.proto)
-// turned into the engine's `core::Config`, and back for GetConfig and logs. The reading and
-// parsing of a text-format file is shared with the other hand-written files (breakerctl's
-// scenarios), so that they all report a missing file and a syntax error alike.
+// turned into the engine's `core::Config`, and back for GetConfig and logs. The file is read
+// and parsed as every hand-written file is (text_file.h), so that they all report a missing
+// file and a syntax error alike.
 //
 // An absent field takes the core default, except where a default depends on another field:
 //   - chain: "mainnet", "hoodi" and "sepolia" start from that network's spec; any other name is a
@@ -20,7 +20,6 @@
 #include "absl/strings/string_view.h"
 #include "breaker/v1/config.pb.h"
 #include "core/config.h"
-#include "google/protobuf/message.h"
 
 namespace breaker::codec {
 
@@ -49,19 +48,6 @@ absl::StatusOr<core::Config> LoadConfigFile(const std::string& path);
 
 // Returns the text format of ConfigToProto(config), for logs and `breakerctl config`.
 std::string ConfigToText(const core::Config& config);
-
-// --- Text-format files in general ---
-
-// Reads the whole file at `path`; `what` names the kind of file in errors ("config file").
-// Returns NOT_FOUND "<what> '<path>' does not exist" when the file does not exist, and
-// FAILED_PRECONDITION (with the system's reason) when it cannot be opened or read.
-absl::StatusOr<std::string> ReadTextFile(const std::string& path, absl::string_view what);
-
-// Parses `text` as the text format of `message`'s type into `message` (cleared first).
-// Returns INVALID_ARGUMENT "<source_name>:<line>:<column>: <message>" (1-based) for a syntax
-// error, an unknown field (named in the message) or a singular field given twice.
-absl::Status ParseTextFormat(absl::string_view text, absl::string_view source_name,
-                             google::protobuf::Message& message);
 
 }  // namespace breaker::codec
 

@@ -10,7 +10,7 @@
 #include "core/observation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/status_matchers.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::codec {
 namespace {

@@ -4,9 +4,9 @@
 
 #include "absl/status/statusor.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "proto/codec/admin_action.h"
 #include "proto/codec/config_file.h"
 #include "proto/codec/engine_codec.h"
-#include "proto/codec/scenario_codec.h"
 
 namespace breaker::codec {
 namespace {

@@ -33,7 +33,7 @@
 #include "gtest/gtest.h"
 #include "service/storage/memory_state_store.h"
 #include "service/storage/sqlite_state_store.h"
-#include "tests/status_matchers.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::service {
 

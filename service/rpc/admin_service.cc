@@ -1,0 +1,368 @@
+#include "service/rpc/admin_service.h"
+
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/mutex.h"
+#include "glog/logging.h"
+#include "proto/codec/request_checks.h"
+
+namespace breaker::service {
+
+namespace v1 = ::breaker::v1;
+
+namespace {
+
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+}  // namespace
+
+absl::Status AdminService::Authorize(grpc::CallbackServerContext* context,
+                                     Permission permission) const {
+  absl::StatusOr<Principal> caller = authorizer_->Authorize(*context, permission);
+  if (caller.ok()) return absl::OkStatus();
+  fleet_->metrics().Refused(RefusedInput::kAdmin, caller.status().code());
+  LOG(WARNING) << "admin call from " << context->peer() << " refused: " << caller.status();
+  return caller.status();
+}
+
+// A WatchPolicy call: the current policy, then each newer one. One write in flight; a slow
+// reader gets the newest version next and skips those in between.
+class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyListener {
+ public:
+  // `credentials`: the caller's, authorized for Permission::kView.
+  PolicyWatch(AdminService* service, Fleet* fleet, Credentials credentials)
+      : service_(service), fleet_(fleet), credentials_(std::move(credentials)) {
+    fleet_->Subscribe(this);
+    OnPolicy(fleet_->policy());
+  }
+
+  void OnPolicy(std::shared_ptr<const PublishedPolicy> policy) override {
+    MutexLock lock(&mu_);
+    // The constructor's fleet_->policy() can arrive after a newer publication to this (just
+    // subscribed) listener; never step back to it. (A new fleet id publishes a version again.)
+    if (latest_ != nullptr && latest_->generation >= policy->generation) return;
+    latest_ = std::move(policy);
+    MaybeWriteLocked();
+  }
+
+  // Ends the call with PERMISSION_DENIED when the caller's credential no longer gives read
+  // access under the access file in force. Returns whether it did.
+  bool Reauthorize(const Authorizer& authorizer) {
+    absl::StatusOr<Principal> caller = authorizer.Authorize(credentials_, Permission::kView);
+    if (caller.ok()) return false;
+    {
+      MutexLock lock(&mu_);
+      if (finished_ || pending_finish_.has_value()) return false;
+    }
+    const std::string message =
+        absl::StrCat("breakerd's access file changed: ", caller.status().message());
+    LOG(WARNING) << "policy watch ended: " << message;
+    fleet_->metrics().Refused(RefusedInput::kAdmin, absl::StatusCode::kPermissionDenied);
+    End(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message));
+    return true;
+  }
+
+  // Ends the call with `status` (shutting down), after the write in flight.
+  void End(const grpc::Status& status) {
+    MutexLock lock(&mu_);
+    if (finished_) return;
+    if (writing_) {
+      if (!pending_finish_.has_value()) pending_finish_ = status;
+      return;
+    }
+    finished_ = true;
+    Finish(status);
+  }
+
+ private:
+  void OnWriteDone(bool ok) override {
+    MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok || pending_finish_.has_value()) {
+      finished_ = true;
+      Finish(ok ? *pending_finish_ : grpc::Status::OK);
+      return;
+    }
+    MaybeWriteLocked();
+  }
+
+  void OnCancel() override {
+    MutexLock lock(&mu_);
+    if (finished_ || writing_) return;  // OnWriteDone(false) finishes a write in flight
+    finished_ = true;
+    Finish(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    service_->Forget(this);
+    fleet_->Unsubscribe(this);
+    delete this;
+  }
+
+  void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || writing_ || pending_finish_.has_value() || latest_ == nullptr ||
+        latest_->generation == sent_) {
+      return;
+    }
+    sent_ = latest_->generation;
+    current_ = latest_;
+    writing_ = true;
+    StartWrite(&current_->proto);
+  }
+
+  AdminService* const service_;
+  Fleet* const fleet_;
+  const Credentials credentials_;
+  Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
+  // The generation (PublishedPolicy) of the publication sent last.
+  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;
+  std::shared_ptr<const PublishedPolicy> latest_ ABSL_GUARDED_BY(mu_);
+  // Keeps the message being written alive until OnWriteDone.
+  std::shared_ptr<const PublishedPolicy> current_ ABSL_GUARDED_BY(mu_);
+};
+
+namespace {
+
+// A WatchPolicy call refused before anything is written.
+class RefusedWatch : public grpc::ServerWriteReactor<v1::Policy> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+
+ private:
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AdminService::GetPolicy(grpc::CallbackServerContext* context,
+                                                  const v1::GetPolicyRequest*,
+                                                  v1::Policy* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
+  *response = fleet_->policy()->proto;
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::ListBuilders(grpc::CallbackServerContext* context,
+                                                     const v1::ListBuildersRequest* request,
+                                                     v1::ListBuildersResponse* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
+  absl::StatusOr<v1::ListBuildersResponse> page = fleet_->ListBuilders(*request);
+  if (!page.ok()) return Answer(context, ToGrpcStatus(page.status()));
+  *response = *std::move(page);
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::GetBuilder(grpc::CallbackServerContext* context,
+                                                   const v1::GetBuilderRequest* request,
+                                                   v1::Builder* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
+  absl::StatusOr<v1::Builder> builder = fleet_->GetBuilder(request->builder_index());
+  if (!builder.ok()) return Answer(context, ToGrpcStatus(builder.status()));
+  *response = *std::move(builder);
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::ListRelays(grpc::CallbackServerContext* context,
+                                                   const v1::ListRelaysRequest*,
+                                                   v1::ListRelaysResponse* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
+  *response = fleet_->ListRelays();
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::ListNodes(grpc::CallbackServerContext* context,
+                                                  const v1::ListNodesRequest* request,
+                                                  v1::ListNodesResponse* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
+  absl::StatusOr<v1::ListNodesResponse> page = fleet_->ListNodes(*request);
+  if (!page.ok()) return Answer(context, ToGrpcStatus(page.status()));
+  *response = *std::move(page);
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::Steer(grpc::CallbackServerContext* context,
+                                              v1::AdminAction action, v1::Policy* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kOperate); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
+  if (absl::Status bounded = codec::CheckAdminAction(action); !bounded.ok()) {
+    fleet_->metrics().Refused(RefusedInput::kAdmin, bounded.code());
+    return Answer(context, ToGrpcStatus(bounded));
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  LOG(INFO) << "operator action from " << context->peer() << ": " << action.ShortDebugString();
+  fleet_->SubmitAdmin(
+      std::move(action),
+      [reactor, response](absl::StatusOr<std::shared_ptr<const PublishedPolicy>> policy) {
+        if (!policy.ok()) {
+          LOG(WARNING) << "operator action refused: " << policy.status();
+          reactor->Finish(ToGrpcStatus(policy.status()));
+          return;
+        }
+        *response = (*policy)->proto;
+        reactor->Finish(grpc::Status::OK);
+      });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::BanBuilder(grpc::CallbackServerContext* context,
+                                                   const v1::BanBuilderRequest* request,
+                                                   v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_ban() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::UnbanBuilder(grpc::CallbackServerContext* context,
+                                                     const v1::UnbanBuilderRequest* request,
+                                                     v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_unban() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::BanRelay(grpc::CallbackServerContext* context,
+                                                 const v1::BanRelayRequest* request,
+                                                 v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_ban_relay() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::UnbanRelay(grpc::CallbackServerContext* context,
+                                                   const v1::UnbanRelayRequest* request,
+                                                   v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_unban_relay() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::SetBuilderTrust(grpc::CallbackServerContext* context,
+                                                        const v1::SetBuilderTrustRequest* request,
+                                                        v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_builder_trust() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::SetRelayTrust(grpc::CallbackServerContext* context,
+                                                      const v1::SetRelayTrustRequest* request,
+                                                      v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_relay_trust() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::Reset(grpc::CallbackServerContext* context,
+                                              const v1::ResetRequest* request,
+                                              v1::Policy* response) {
+  v1::AdminAction action;
+  *action.mutable_reset() = *request;
+  return Steer(context, std::move(action), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::GetConfig(grpc::CallbackServerContext* context,
+                                                  const v1::GetConfigRequest*,
+                                                  v1::Config* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
+  *response = fleet_->EffectiveConfig();
+  return Answer(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::ReloadConfig(grpc::CallbackServerContext* context,
+                                                     const v1::ReloadConfigRequest*,
+                                                     v1::Config* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kOperate); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  LOG(INFO) << "configuration reload requested by " << context->peer();
+  fleet_->ReloadConfig([reactor, response](absl::StatusOr<v1::Config> config) {
+    if (!config.ok()) {
+      reactor->Finish(ToGrpcStatus(config.status()));
+      return;
+    }
+    *response = *std::move(config);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(
+    grpc::CallbackServerContext* context, const v1::WatchPolicyRequest*) {
+  if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
+    return new RefusedWatch(ToGrpcStatus(allowed));
+  }
+  auto* watch =
+      new PolicyWatch(this, fleet_, Authorizer::CredentialsOf(*context).value_or(Credentials{}));
+  MutexLock lock(&mu_);
+  if (shutting_down_) {
+    watch->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down"));
+  } else {
+    watches_.insert(watch);
+  }
+  return watch;
+}
+
+grpc::ServerUnaryReactor* AdminService::ReloadAccess(grpc::CallbackServerContext* context,
+                                                     const v1::ReloadAccessRequest*,
+                                                     v1::ReloadAccessResponse* response) {
+  if (absl::Status allowed = Authorize(context, Permission::kOperate); !allowed.ok()) {
+    return Answer(context, ToGrpcStatus(allowed));
+  }
+  LOG(INFO) << "access file reload requested by " << context->peer();
+  absl::StatusOr<v1::ReloadAccessResponse> reloaded =
+      reload_access_ != nullptr
+          ? reload_access_()
+          : absl::FailedPreconditionError("this server cannot reload its access file");
+  if (!reloaded.ok()) return Answer(context, ToGrpcStatus(reloaded.status()));
+  *response = *std::move(reloaded);
+  return Answer(context, grpc::Status::OK);
+}
+
+size_t AdminService::Reauthorize() {
+  // Under mu_: a watch is deleted only after Forget, which waits for it.
+  MutexLock lock(&mu_);
+  size_t ended = 0;
+  for (PolicyWatch* watch : watches_) ended += watch->Reauthorize(*authorizer_) ? 1 : 0;
+  return ended;
+}
+
+void AdminService::Forget(PolicyWatch* watch) {
+  MutexLock lock(&mu_);
+  watches_.erase(watch);
+}
+
+void AdminService::Shutdown() {
+  // Under mu_: a watch is deleted only after Forget, which waits for it.
+  MutexLock lock(&mu_);
+  shutting_down_ = true;
+  for (PolicyWatch* watch : watches_) {
+    watch->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down"));
+  }
+}
+
+}  // namespace breaker::service

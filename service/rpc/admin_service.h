@@ -1,0 +1,114 @@
+#ifndef SERVICE_RPC_ADMIN_SERVICE_H_
+#define SERVICE_RPC_ADMIN_SERVICE_H_
+
+// breaker.v1.Admin: the operators' inspection and steering API.
+
+#include <cstddef>
+#include <functional>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "breaker/v1/breaker.grpc.pb.h"
+#include "common/mutex.h"
+#include "service/fleet.h"
+#include "service/rpc/authorizer.h"
+
+namespace breaker::service {
+
+class PolicyWatch;
+
+// This class is thread-safe.
+class AdminService final : public breaker::v1::Admin::CallbackService {
+ public:
+  // What ReloadAccess does once the caller is authorized (breakerd's Server::ReloadAccess).
+  using AccessReloader = std::function<absl::StatusOr<breaker::v1::ReloadAccessResponse>()>;
+
+  // Every call is authorized first: the reads need Permission::kView, the changes
+  // Permission::kOperate. `reload_access` answers ReloadAccess; null: FAILED_PRECONDITION.
+  // REQUIRES: `fleet` and `authorizer` outlive the service and every call.
+  AdminService(Fleet* fleet, const Authorizer* authorizer, AccessReloader reload_access = nullptr)
+      : fleet_(fleet), authorizer_(authorizer), reload_access_(std::move(reload_access)) {}
+
+  grpc::ServerUnaryReactor* GetPolicy(grpc::CallbackServerContext* context,
+                                      const breaker::v1::GetPolicyRequest* request,
+                                      breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* ListBuilders(grpc::CallbackServerContext* context,
+                                         const breaker::v1::ListBuildersRequest* request,
+                                         breaker::v1::ListBuildersResponse* response) override;
+  grpc::ServerUnaryReactor* GetBuilder(grpc::CallbackServerContext* context,
+                                       const breaker::v1::GetBuilderRequest* request,
+                                       breaker::v1::Builder* response) override;
+  grpc::ServerUnaryReactor* ListRelays(grpc::CallbackServerContext* context,
+                                       const breaker::v1::ListRelaysRequest* request,
+                                       breaker::v1::ListRelaysResponse* response) override;
+  grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* context,
+                                      const breaker::v1::ListNodesRequest* request,
+                                      breaker::v1::ListNodesResponse* response) override;
+  grpc::ServerUnaryReactor* BanBuilder(grpc::CallbackServerContext* context,
+                                       const breaker::v1::BanBuilderRequest* request,
+                                       breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* UnbanBuilder(grpc::CallbackServerContext* context,
+                                         const breaker::v1::UnbanBuilderRequest* request,
+                                         breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* BanRelay(grpc::CallbackServerContext* context,
+                                     const breaker::v1::BanRelayRequest* request,
+                                     breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* UnbanRelay(grpc::CallbackServerContext* context,
+                                       const breaker::v1::UnbanRelayRequest* request,
+                                       breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* SetBuilderTrust(grpc::CallbackServerContext* context,
+                                            const breaker::v1::SetBuilderTrustRequest* request,
+                                            breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* SetRelayTrust(grpc::CallbackServerContext* context,
+                                          const breaker::v1::SetRelayTrustRequest* request,
+                                          breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* Reset(grpc::CallbackServerContext* context,
+                                  const breaker::v1::ResetRequest* request,
+                                  breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* GetConfig(grpc::CallbackServerContext* context,
+                                      const breaker::v1::GetConfigRequest* request,
+                                      breaker::v1::Config* response) override;
+  grpc::ServerUnaryReactor* ReloadConfig(grpc::CallbackServerContext* context,
+                                         const breaker::v1::ReloadConfigRequest* request,
+                                         breaker::v1::Config* response) override;
+  grpc::ServerUnaryReactor* ReloadAccess(grpc::CallbackServerContext* context,
+                                         const breaker::v1::ReloadAccessRequest* request,
+                                         breaker::v1::ReloadAccessResponse* response) override;
+  grpc::ServerWriteReactor<breaker::v1::Policy>* WatchPolicy(
+      grpc::CallbackServerContext* context,
+      const breaker::v1::WatchPolicyRequest* request) override;
+
+  // Ends every WatchPolicy call with UNAVAILABLE and refuses new ones, so that the server's
+  // shutdown does not wait its grace period for dashboards.
+  void Shutdown();
+
+  // Checks the credential of every WatchPolicy call against the access file in force (after a
+  // reload) and ends, with PERMISSION_DENIED, each one that lost Permission::kView. Returns
+  // how many it ended.
+  size_t Reauthorize();
+
+ private:
+  friend class PolicyWatch;
+
+  // A watch is done (its OnDone).
+  void Forget(PolicyWatch* watch);
+
+  // Runs an operator action through the fleet's journal and answers with the new policy.
+  grpc::ServerUnaryReactor* Steer(grpc::CallbackServerContext* context,
+                                  breaker::v1::AdminAction action, breaker::v1::Policy* response);
+
+  // Whether the caller of `context` holds `permission`; counts and logs a refusal.
+  absl::Status Authorize(grpc::CallbackServerContext* context, Permission permission) const;
+
+  Fleet* const fleet_;
+  const Authorizer* const authorizer_;
+  const AccessReloader reload_access_;
+  Mutex mu_;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_set<PolicyWatch*> watches_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace breaker::service
+
+#endif  // SERVICE_RPC_ADMIN_SERVICE_H_

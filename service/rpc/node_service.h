@@ -1,0 +1,76 @@
+#ifndef SERVICE_RPC_NODE_SERVICE_H_
+#define SERVICE_RPC_NODE_SERVICE_H_
+
+// breaker.v1.Breaker: the beacon nodes' Connect streams and unary Report.
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "breaker/v1/breaker.grpc.pb.h"
+#include "common/mutex.h"
+#include "service/fleet.h"
+#include "service/rpc/authorizer.h"
+
+namespace breaker::service {
+
+class NodeStream;
+
+// Connect is served raw (grpc::ByteBuffer): every stream writes the policy's one shared
+// serialization instead of serializing it again. This class is thread-safe.
+class NodeService final
+    : public breaker::v1::Breaker::WithCallbackMethod_Report<
+          breaker::v1::Breaker::WithRawCallbackMethod_Connect<breaker::v1::Breaker::Service>> {
+ public:
+  // Connect and Report need Permission::kNodeStream, and a node credential may only name its
+  // own node id.
+  // REQUIRES: `fleet` and `authorizer` outlive the service and every stream.
+  NodeService(Fleet* fleet, const Authorizer* authorizer);
+  ~NodeService() override;
+
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(
+      grpc::CallbackServerContext* context) override;
+
+  grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
+                                   const breaker::v1::ReportRequest* request,
+                                   breaker::v1::ReportResponse* response) override;
+
+  // Ends every stream with UNAVAILABLE (shutdown: nodes reconnect elsewhere or later) and
+  // refuses new ones.
+  void Shutdown();
+
+  // Checks every stream's credential against the access file in force (after a reload) and
+  // ends, with PERMISSION_DENIED, each one that lost Permission::kNodeStream or whose node id
+  // the file no longer binds to it. Returns how many it ended.
+  size_t Reauthorize();
+
+ private:
+  friend class NodeStream;
+
+  // Makes `stream` the node's stream and records the node as connected, holding policy
+  // `held_version`, ending the stream it replaces. UNAVAILABLE when shutting down or while the
+  // state store fails, RESOURCE_EXHAUSTED for a new node beyond max_connected_nodes or
+  // max_known_nodes.
+  grpc::Status Register(const breaker::v1::Hello& hello, uint64_t held_version,
+                        const std::string& peer, const std::shared_ptr<NodeStream>& stream);
+  // Forgets `stream`, and records the node as disconnected, if it is still the node's
+  // stream; a replaced stream changes nothing.
+  void Unregister(const std::string& node_id, const NodeStream* stream);
+  // `stream` is done (OnDone).
+  void Closed(const NodeStream* stream);
+
+  Fleet* const fleet_;
+  const Authorizer* const authorizer_;
+  Mutex mu_;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  // The stream of each node that said hello.
+  absl::flat_hash_map<std::string, std::weak_ptr<NodeStream>> streams_ ABSL_GUARDED_BY(mu_);
+  // Every stream not yet done, hello or not, for Shutdown.
+  absl::flat_hash_map<const NodeStream*, std::weak_ptr<NodeStream>> open_streams_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace breaker::service
+
+#endif  // SERVICE_RPC_NODE_SERVICE_H_

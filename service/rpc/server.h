@@ -1,0 +1,135 @@
+#ifndef SERVICE_RPC_SERVER_H_
+#define SERVICE_RPC_SERVER_H_
+
+// breakerd assembled: the fleet state over a SQLite store, the node and admin services, health
+// and reflection, on one gRPC server.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/clock.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/server.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "service/fleet.h"
+#include "service/rpc/admin_service.h"
+#include "service/rpc/authorizer.h"
+#include "service/rpc/node_service.h"
+#include "service/rpc/server_settings.h"
+#include "service/rpc/transport_security.h"
+
+namespace breaker::service {
+
+struct ServerOptions {
+  // Address to listen on, "host:port". Port 0 picks a free port.
+  std::string listen_address = "127.0.0.1:50051";
+  // TLS or mutual TLS; none: plaintext, which only a loopback address accepts unless
+  // allow_insecure_listen.
+  ServerTlsFiles tls;
+  bool allow_insecure_listen = false;
+  // Text-format breaker.v1.AccessPolicy: who may call what. Empty: every caller that reaches
+  // the port is an admin.
+  std::string access_file;
+  // Directory holding the persistent state (breakerd.db); created when missing.
+  std::string state_dir = "breakerd-state";
+  // Text-format breaker.v1.Config; empty: the defaults (mainnet), and no reload.
+  std::string config_path;
+  // Address to serve Prometheus metrics on (HTTP, /metrics), "host:port"; port 0 picks a free
+  // port. Empty: no metrics.
+  std::string metrics_listen;
+  // REQUIRES: outlives the server.
+  const core::Clock* clock = &core::SystemClock();
+  // Move time along at every slot boundary by itself. Tests with a fake clock turn it off and
+  // call fleet()->Tick().
+  bool run_ticker = true;
+
+  // Transport limits: they hold per connection and cannot change while the server runs, so
+  // they are options (flags), not configuration.
+  //
+  // Largest message a client may send, in bytes; gRPC ends a call that sends a larger one with
+  // RESOURCE_EXHAUSTED ("Received message larger than max"). A full batch of 1000
+  // observations takes about 100 KB (bids with 48-byte keys; 300 KB with 200-character relay
+  // URLs), so 1 MiB leaves room without letting one message cost much.
+  int max_receive_message_bytes = kDefaultMaxReceiveMessageBytes;
+  // Calls one HTTP/2 connection may hold open at once (a node needs one, a dashboard a few);
+  // beyond it, the client's next call waits until one ends.
+  int max_concurrent_streams = 100;
+  // At shutdown, how long health reports NOT_SERVING while streams and calls go on, so that
+  // load balancers and health-checking clients move away before the streams end.
+  absl::Duration drain_period = absl::ZeroDuration();
+};
+
+// The ranges CheckServerOptions accepts.
+inline constexpr int kMinReceiveMessageBytes = 64 << 10;
+inline constexpr int kMaxReceiveMessageBytes = 64 << 20;
+inline constexpr int kMinConcurrentStreams = 4;
+inline constexpr int kMaxConcurrentStreams = 100'000;
+inline constexpr absl::Duration kMaxDrainPeriod = absl::Minutes(10);
+
+// INVALID_ARGUMENT, naming the flag, for an address without a port, a message limit, stream
+// limit or drain period outside its range.
+absl::Status CheckServerOptions(const ServerOptions& options);
+
+class Metrics;
+
+// A running breakerd. Its methods may be called from any thread; Shutdown() is idempotent, but
+// not to be called from two threads at once (the destructor calls it).
+class Server {
+ public:
+  // Restores the state, then starts serving. While the state is restored the address already
+  // answers (RestoringServer): health NOT_SERVING, every other call UNAVAILABLE, so that nodes
+  // retry and health checkers see breakerd restoring rather than a refused connection.
+  // Returns CheckServerOptions' errors, the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
+  // naming the field), the TLS files' and access file's errors, FAILED_PRECONDITION for
+  // plaintext on a non-loopback address (see MakeServerCredentials), INVALID_ARGUMENT when the
+  // state directory cannot be created, the state store's errors, or UNAVAILABLE when the
+  // address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+
+  ~Server();
+
+  // The port actually bound (useful with port 0).
+  int port() const { return port_; }
+  // The metrics port actually bound; 0 when metrics are off.
+  int metrics_port() const;
+
+  Fleet* fleet() { return fleet_.get(); }
+
+  // Re-reads the access file (--access_file) and puts it in force, then ends every node stream
+  // and WatchPolicy call whose credential lost its access, with PERMISSION_DENIED saying that
+  // the access file changed. FAILED_PRECONDITION without an access file; otherwise the file's
+  // errors (NOT_FOUND, INVALID_ARGUMENT naming the principal), and nothing changes. Logs the
+  // outcome. What SIGHUP and Admin.ReloadAccess do.
+  absl::StatusOr<breaker::v1::ReloadAccessResponse> ReloadAccess();
+
+  // A channel to this server that bypasses the network (tests, in-process tools).
+  // REQUIRES: not shut down.
+  std::shared_ptr<grpc::Channel> InProcessChannel() {
+    return server_->InProcessChannel(grpc::ChannelArguments());
+  }
+
+  // Health goes NOT_SERVING (overall and for both services) for the drain period, then node
+  // streams end with UNAVAILABLE (nodes reconnect), calls in flight get a few seconds to
+  // finish, and the state is flushed. Idempotent.
+  void Shutdown();
+
+ private:
+  Server();
+
+  // Before the fleet, which reports to it until its destructor returns.
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<Fleet> fleet_;
+  std::unique_ptr<Authorizer> authorizer_;
+  std::unique_ptr<NodeService> node_service_;
+  std::unique_ptr<AdminService> admin_service_;
+  std::unique_ptr<grpc::Server> server_;
+  absl::Duration drain_period_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace breaker::service
+
+#endif  // SERVICE_RPC_SERVER_H_
