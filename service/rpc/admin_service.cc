@@ -9,6 +9,7 @@
 #include "common/mutex.h"
 #include "glog/logging.h"
 #include "proto/codec/request_checks.h"
+#include "service/rpc/stream_finish.h"
 
 namespace breaker::service {
 
@@ -60,7 +61,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
     if (caller.ok()) return false;
     {
       MutexLock lock(&mu_);
-      if (finished_ || pending_finish_.has_value()) return false;
+      if (stream_.Ending()) return false;
     }
     const std::string message =
         absl::StrCat("breakerd's access file changed: ", caller.status().message());
@@ -73,22 +74,14 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
   // Ends the call with `status` (shutting down), after the write in flight.
   void End(const grpc::Status& status) {
     MutexLock lock(&mu_);
-    if (finished_) return;
-    if (writing_) {
-      if (!pending_finish_.has_value()) pending_finish_ = status;
-      return;
-    }
-    finished_ = true;
-    Finish(status);
+    if (std::optional<grpc::Status> end = stream_.End(status)) Finish(*end);
   }
 
  private:
   void OnWriteDone(bool ok) override {
     MutexLock lock(&mu_);
-    writing_ = false;
-    if (!ok || pending_finish_.has_value()) {
-      finished_ = true;
-      Finish(ok ? *pending_finish_ : grpc::Status::OK);
+    if (std::optional<grpc::Status> end = stream_.WriteDone(ok)) {
+      Finish(*end);
       return;
     }
     MaybeWriteLocked();
@@ -96,9 +89,8 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
 
   void OnCancel() override {
     MutexLock lock(&mu_);
-    if (finished_ || writing_) return;  // OnWriteDone(false) finishes a write in flight
-    finished_ = true;
-    Finish(grpc::Status::CANCELLED);
+    // A write in flight ends with OnWriteDone(false), which finishes.
+    if (std::optional<grpc::Status> end = stream_.End(grpc::Status::CANCELLED)) Finish(*end);
   }
 
   void OnDone() override {
@@ -108,13 +100,12 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
   }
 
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || writing_ || pending_finish_.has_value() || latest_ == nullptr ||
-        latest_->generation == sent_) {
+    if (!stream_.CanWrite() || latest_ == nullptr || latest_->generation == sent_) {
       return;
     }
     sent_ = latest_->generation;
     current_ = latest_;
-    writing_ = true;
+    stream_.WriteStarted();
     StartWrite(&current_->proto);
   }
 
@@ -122,9 +113,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
   Fleet* const fleet_;
   const Credentials credentials_;
   Mutex mu_;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
+  StreamFinish stream_ ABSL_GUARDED_BY(mu_);
   // The generation (PublishedPolicy) of the publication sent last.
   uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<const PublishedPolicy> latest_ ABSL_GUARDED_BY(mu_);

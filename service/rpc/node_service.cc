@@ -14,6 +14,7 @@
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 #include "proto/codec/request_checks.h"
+#include "service/rpc/stream_finish.h"
 
 namespace breaker::service {
 
@@ -60,7 +61,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   // Returns whether it ended the stream.
   bool Reauthorize(const Authorizer& authorizer) {
     MutexLock lock(&mu_);
-    if (finished_ || pending_finish_.has_value()) return false;
+    if (stream_.Ending()) return false;
     absl::StatusOr<Principal> caller = authorizer.Authorize(credentials_, Permission::kNodeStream);
     absl::Status allowed = caller.status();
     if (caller.ok() && !node_id_.empty()) allowed = Authorizer::CheckNodeId(*caller, node_id_);
@@ -140,7 +141,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   // Reads the next message unless the stream is ending.
   void ReadNext() {
     MutexLock lock(&mu_);
-    if (!finished_ && !pending_finish_.has_value()) StartRead(&read_buffer_);
+    if (!stream_.Ending()) StartRead(&read_buffer_);
   }
 
   void OnHello(const v1::NodeMessage& message) {
@@ -253,7 +254,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       *pending_ack_->add_refused() = std::move(refusal);
     }
     MaybeWriteLocked();
-    if (!finished_ && !pending_finish_.has_value()) StartRead(&read_buffer_);
+    if (!stream_.Ending()) StartRead(&read_buffer_);
   }
 
   void OnPolicyAck(uint64_t version) {
@@ -271,18 +272,13 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
 
   void OnWriteDone(bool ok) override {
     MutexLock lock(&mu_);
-    write_in_flight_ = false;
     if (ok && writing_published_at_.has_value()) {
       fleet_->metrics().FanOut(
           fleet_->clock().Monotonic() - *writing_published_at_);
     }
     writing_published_at_.reset();
-    if (!ok) {
-      FinishLocked(grpc::Status::OK);  // the call is broken; the status goes nowhere
-      return;
-    }
-    if (pending_finish_.has_value()) {
-      FinishLocked(*pending_finish_);
+    if (std::optional<grpc::Status> end = stream_.WriteDone(ok)) {
+      Finish(*end);
       return;
     }
     MaybeWriteLocked();
@@ -308,7 +304,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   // Sends the node's state (first, once), else the pending configuration, else the newest
   // policy if the node has acknowledged the last one sent, else the pending acknowledgement.
   void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || write_in_flight_ || pending_finish_.has_value() || node_id_.empty()) return;
+    if (!stream_.CanWrite() || node_id_.empty()) return;
     if (pending_node_state_.has_value()) {
       v1::ServerMessage message;
       *message.mutable_node_state() = *std::move(pending_node_state_);
@@ -340,7 +336,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     } else {
       return;
     }
-    write_in_flight_ = true;
+    stream_.WriteStarted();
     StartWrite(&write_buffer_);
   }
 
@@ -354,14 +350,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   }
 
   void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_) return;
-    if (write_in_flight_) {
-      // Finish must wait for the write in flight; OnWriteDone finishes.
-      if (!pending_finish_.has_value()) pending_finish_ = status;
-      return;
-    }
-    finished_ = true;
-    Finish(status);
+    if (std::optional<grpc::Status> end = stream_.End(status)) Finish(*end);
   }
 
   NodeService* const service_;
@@ -376,9 +365,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   std::string node_id_;
 
   Mutex mu_;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
-  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  StreamFinish stream_ ABSL_GUARDED_BY(mu_);
   grpc::ByteBuffer write_buffer_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const PublishedPolicy> latest_policy_ ABSL_GUARDED_BY(mu_);
   uint64_t sent_version_ ABSL_GUARDED_BY(mu_) = 0;
