@@ -352,17 +352,6 @@ absl::Status ValidateConfig(const Config& config) {
     return Invalid("max_future_slots", config.max_future_slots,
                    "0..8 (more than 8 slots of clock skew means a broken clock)");
   }
-
-  // --- Service limits ---
-  BREAKER_RETURN_IF_ERROR(
-      CheckRange<uint32_t>("max_connected_nodes", config.max_connected_nodes, 1, 100'000));
-  BREAKER_RETURN_IF_ERROR(
-      CheckRange<uint32_t>("node_observation_rate", config.node_observation_rate, 1, 1'000'000));
-  // Below one full batch, a node's every full batch would be cut short even when idle.
-  BREAKER_RETURN_IF_ERROR(CheckRange<uint32_t>("node_observation_burst",
-                                               config.node_observation_burst, 1000, 10'000'000));
-  BREAKER_RETURN_IF_ERROR(
-      CheckRange<uint32_t>("max_known_nodes", config.max_known_nodes, 1, 1'000'000));
   return absl::OkStatus();
 }
 

@@ -122,16 +122,6 @@ struct Config {
   uint64_t amendment_window_slots = 64;
   // How far ahead of the service's current slot an observation may be (clock skew), in slots.
   uint64_t max_future_slots = 2;
-
-  // --- Service limits (breakerd's, carried here so that a reload changes them too; the
-  // engine ignores them) ---
-  // Nodes holding a Connect stream at once.
-  uint32_t max_connected_nodes = 1024;
-  // A node's observations per second, and how many it may send at once: a token bucket.
-  uint32_t node_observation_rate = 100;
-  uint32_t node_observation_burst = 20000;
-  // Node ids breakerd keeps track of (a node's memory is never dropped: this bounds it).
-  uint32_t max_known_nodes = 65536;
 };
 
 // The largest serialized breaker.v1.Policy (in its ServerMessage) that an engine running

@@ -127,6 +127,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   std::optional<core::Engine> engine;
   uint64_t journal_sequence = 0;
   std::string fleet_id;
+  ServiceLimits limits = options.limits;
   if (stored->snapshot.has_value()) {
     v1::EngineSnapshot snapshot;
     if (!snapshot.ParseFromString(*stored->snapshot)) {
@@ -157,6 +158,11 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
           absl::StrCat("the stored snapshot cannot be restored: ", imported.status().message()));
     }
     engine.emplace(*std::move(imported));
+    // Limits refused by this breakerd give way to the ones given, as the configuration does.
+    if (absl::StatusOr<ServiceLimits> stored_limits = ServiceLimitsFromProto(snapshot.config());
+        stored_limits.ok()) {
+      limits = *stored_limits;
+    }
     journal_sequence = snapshot.journal_sequence();
     fleet_id = snapshot.fleet_id();
   } else {
@@ -165,7 +171,8 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
     engine.emplace(*std::move(created));
   }
 
-  core::Config config = options.config;
+  const ServiceConfig given{options.config, options.limits};
+  const core::Config& config = given.rules;
   if (!(config.chain == engine->config().chain)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the state directory holds the state of network '", engine->config().chain.network,
@@ -176,7 +183,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   const bool new_identity = fleet_id.empty();
   if (new_identity) fleet_id = NewFleetId();
   std::unique_ptr<Fleet> fleet(
-      new Fleet(std::move(options), *std::move(engine), std::move(fleet_id)));
+      new Fleet(std::move(options), *std::move(engine), limits, std::move(fleet_id)));
   {
     MutexLock lock(&fleet->engine_mu_);
     fleet->journal_sequence_ = journal_sequence;
@@ -219,9 +226,9 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   fleet->writer_ = std::make_unique<JournalWriter>(writer);
 
   // The configuration given now replaces the stored one, through the journal like a reload.
-  if (Serialize(codec::ConfigToProto(config)) != Serialize(fleet->EffectiveConfig())) {
+  if (Serialize(ServiceConfigToProto(given)) != Serialize(fleet->EffectiveConfig())) {
     auto work = std::make_unique<Work>();
-    *work->parsed.mutable_reconfigure() = codec::ConfigToProto(config);
+    *work->parsed.mutable_reconfigure() = ServiceConfigToProto(given);
     fleet->Enqueue(std::move(work));
   }
   fleet->Tick();
@@ -233,7 +240,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   return fleet;
 }
 
-Fleet::Fleet(Options options, core::Engine engine, std::string fleet_id)
+Fleet::Fleet(Options options, core::Engine engine, ServiceLimits limits, std::string fleet_id)
     : clock_(*options.clock),
       store_(std::move(options.store)),
       config_path_(std::move(options.config_path)),
@@ -250,7 +257,8 @@ Fleet::Fleet(Options options, core::Engine engine, std::string fleet_id)
           clock_, [this] { return NextTick(); }, [this] { Tick(); }),
       supervisor_(clock_, [this] { ticker_.Wake(); }) {
   snapshot_epoch_ = engine_.current_epoch();
-  SetLimits(engine_.config());
+  MutexLock lock(&engine_mu_);
+  SetLimits(limits);
 }
 
 Fleet::~Fleet() {
@@ -359,7 +367,7 @@ void Fleet::ReloadConfig(ConfigCallback done) {
         "breakerd runs without a configuration file; restart it with --config to reload one"));
     return;
   }
-  absl::StatusOr<core::Config> config = codec::LoadConfigFile(config_path_);
+  absl::StatusOr<ServiceConfig> config = LoadServiceConfig(config_path_);
   if (!config.ok()) {
     LOG(WARNING) << "reload refused, configuration unchanged: " << config.status();
     done(config.status());
@@ -367,7 +375,7 @@ void Fleet::ReloadConfig(ConfigCallback done) {
   }
   {
     MutexLock lock(&engine_mu_);
-    if (!(config->chain == engine_.config().chain)) {
+    if (!(config->rules.chain == engine_.config().chain)) {
       done(absl::FailedPreconditionError(
           "the chain settings differ from those in force; they cannot change while breakerd "
           "runs: restart it with a state directory for that chain"));
@@ -375,7 +383,7 @@ void Fleet::ReloadConfig(ConfigCallback done) {
     }
   }
   v1::JournalEntry entry;
-  *entry.mutable_reconfigure() = codec::ConfigToProto(*config);
+  *entry.mutable_reconfigure() = ServiceConfigToProto(*config);
   Submit(std::move(entry), [this, done = std::move(done)](const absl::Status& status) {
     if (status.ok()) {
       done(EffectiveConfig());
@@ -572,11 +580,19 @@ void Fleet::ApplyOne(Work& work) {
     case v1::JournalEntry::kObservations:
       AnswerObservations(work, applied);
       break;
-    case v1::JournalEntry::kReconfigure:
+    case v1::JournalEntry::kReconfigure: {
       if (applied.config_changed) config_changed_ = true;
-      if (work.status.ok()) SetLimits(engine_.config());
-      if (work.status.ok() && !work.replay) LOG(INFO) << "configuration applied";
+      if (!work.status.ok()) break;
+      // Validated before it was journaled; an entry of an earlier breakerd whose limits this
+      // one refuses keeps the limits in force.
+      absl::StatusOr<ServiceLimits> limits = ServiceLimitsFromProto(entry.reconfigure());
+      if (limits.ok() && *limits != limits_) {
+        config_changed_ = true;
+        SetLimits(*limits);
+      }
+      if (!work.replay) LOG(INFO) << "configuration applied";
       break;
+    }
     case v1::JournalEntry::kRenewFleetId: {
       if (!work.status.ok()) break;
       const v1::FleetIdRenewal& renewal = entry.renew_fleet_id();
@@ -665,7 +681,7 @@ std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
 
 std::shared_ptr<const PublishedConfig> Fleet::PublishConfig() {
   auto published = std::make_shared<PublishedConfig>();
-  published->proto = codec::ConfigToProto(engine_.config());
+  published->proto = EffectiveConfigLocked();
   MutexLock lock(&policy_mu_);
   published->generation = config_ == nullptr ? 1 : config_->generation + 1;
   config_ = published;
@@ -683,7 +699,7 @@ absl::Status Fleet::WriteSnapshot() {
   {
     MutexLock lock(&engine_mu_);
     snapshot = codec::SnapshotToProto(engine_.Export());
-    *snapshot.mutable_config() = codec::ConfigToProto(engine_.config());
+    *snapshot.mutable_config() = EffectiveConfigLocked();
     snapshot.set_journal_sequence(journal_sequence_);
     snapshot.set_fleet_id(fleet_id_);
     snapshot_epoch_ = engine_.current_epoch();
@@ -796,7 +812,11 @@ uint64_t Fleet::LastSequence(const std::string& node_id) const {
 
 v1::Config Fleet::EffectiveConfig() const {
   MutexLock lock(&engine_mu_);
-  return codec::ConfigToProto(engine_.config());
+  return EffectiveConfigLocked();
+}
+
+v1::Config Fleet::EffectiveConfigLocked() const {
+  return ServiceConfigToProto({engine_.config(), limits_});
 }
 
 void Fleet::NodeConnected(const std::string& node_id, const std::string& peer,
@@ -815,10 +835,11 @@ void Fleet::NodeAckedPolicy(const std::string& node_id, uint64_t version) {
 
 uint32_t Fleet::max_connected_nodes() const { return max_connected_nodes_.load(); }
 
-void Fleet::SetLimits(const core::Config& config) {
-  max_connected_nodes_.store(config.max_connected_nodes);
-  rate_limiter_.SetLimits(config.node_observation_rate, config.node_observation_burst);
-  registry_.SetMaxKnownNodes(config.max_known_nodes);
+void Fleet::SetLimits(const ServiceLimits& limits) {
+  limits_ = limits;
+  max_connected_nodes_.store(limits.max_connected_nodes);
+  rate_limiter_.SetLimits(limits.node_observation_rate, limits.node_observation_burst);
+  registry_.SetMaxKnownNodes(limits.max_known_nodes);
 }
 
 absl::Status Fleet::AdmitNode(const std::string& node_id) { return registry_.Admit(node_id); }

@@ -51,6 +51,7 @@
 #include "service/node_registry.h"
 #include "service/journal_writer.h"
 #include "service/observation_rate_limiter.h"
+#include "service/service_limits.h"
 #include "service/storage/state_store.h"
 #include "service/storage_supervisor.h"
 #include "service/ticker.h"
@@ -95,8 +96,10 @@ class PolicyListener {
 class Fleet : private JournalWriter::Sink {
  public:
   struct Options {
-    // The configuration to run with (from the file, or the defaults).
+    // The configuration to run with (from the file, or the defaults): the engine's rules and
+    // the service's limits.
     core::Config config;
+    ServiceLimits limits;
     // The file `config` came from, re-read by ReloadConfig; empty when there is none.
     std::string config_path;
     std::unique_ptr<StateStore> store;
@@ -106,7 +109,7 @@ class Fleet : private JournalWriter::Sink {
     bool run_ticker = true;
     // Fold the journal into a new snapshot after this many entries or bytes of entries,
     // whichever comes first, and at every epoch. The bytes bound what the snapshot then
-    // deletes from the journal while the writer waits (batches of hundreds of observations
+    // deletes from the journal while the applier waits (batches of hundreds of observations
     // make entries of tens of KB), and what a restart replays.
     uint64_t snapshot_every_entries = 4096;
     uint64_t snapshot_every_bytes = 16 << 20;
@@ -235,7 +238,7 @@ class Fleet : private JournalWriter::Sink {
     breaker::v1::ObservationAck ack;
   };
 
-  Fleet(Options options, core::Engine engine, std::string fleet_id);
+  Fleet(Options options, core::Engine engine, ServiceLimits limits, std::string fleet_id);
 
   // Serializes `work`'s entry (on the caller's thread) and hands it to the journal writer.
   void Enqueue(std::unique_ptr<Work> work);
@@ -320,8 +323,11 @@ class Fleet : private JournalWriter::Sink {
   std::atomic<core::Slot> submitted_slot_{0};
 
   // --- Service limits (the configuration's; the engine ignores them) ---
-  // Takes the limits of `config` (at start and at every reconfiguration).
-  void SetLimits(const core::Config& config);
+  // Takes `limits` (at start and at every reconfiguration).
+  void SetLimits(const ServiceLimits& limits) ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  // The configuration in force: the engine's and the limits.
+  breaker::v1::Config EffectiveConfigLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  ServiceLimits limits_ ABSL_GUARDED_BY(engine_mu_);
   std::atomic<uint32_t> max_connected_nodes_{0};
   ObservationRateLimiter rate_limiter_;
 

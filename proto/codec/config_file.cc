@@ -142,14 +142,6 @@ absl::StatusOr<core::Config> ConfigFromProto(const breaker::v1::Config& proto) {
     config.amendment_window_slots = proto.amendment_window_slots();
   }
   if (proto.has_max_future_slots()) config.max_future_slots = proto.max_future_slots();
-  if (proto.has_max_connected_nodes()) config.max_connected_nodes = proto.max_connected_nodes();
-  if (proto.has_node_observation_rate()) {
-    config.node_observation_rate = proto.node_observation_rate();
-  }
-  if (proto.has_node_observation_burst()) {
-    config.node_observation_burst = proto.node_observation_burst();
-  }
-  if (proto.has_max_known_nodes()) config.max_known_nodes = proto.max_known_nodes();
 
   if (absl::Status status = core::ValidateConfig(config); !status.ok()) return status;
   return config;
@@ -206,10 +198,6 @@ breaker::v1::Config ConfigToProto(const core::Config& config) {
   proto.set_min_reporting_nodes(config.min_reporting_nodes);
   proto.set_amendment_window_slots(config.amendment_window_slots);
   proto.set_max_future_slots(config.max_future_slots);
-  proto.set_max_connected_nodes(config.max_connected_nodes);
-  proto.set_node_observation_rate(config.node_observation_rate);
-  proto.set_node_observation_burst(config.node_observation_burst);
-  proto.set_max_known_nodes(config.max_known_nodes);
   return proto;
 }
 
@@ -222,7 +210,7 @@ absl::StatusOr<core::Config> ParseConfigText(absl::string_view text,
   return ConfigFromProto(proto);
 }
 
-absl::StatusOr<core::Config> LoadConfigFile(const std::string& path) {
+absl::StatusOr<breaker::v1::Config> LoadConfigProto(const std::string& path) {
   absl::StatusOr<std::string> contents = ReadTextFile(path, "config file");
   if (absl::IsNotFound(contents.status())) {
     return absl::NotFoundError(
@@ -230,7 +218,15 @@ absl::StatusOr<core::Config> LoadConfigFile(const std::string& path) {
                      "; pass --config with an existing file or omit it for the defaults"));
   }
   if (!contents.ok()) return contents.status();
-  return ParseConfigText(*contents, path);
+  breaker::v1::Config proto;
+  if (absl::Status status = ParseTextFormat(*contents, path, proto); !status.ok()) return status;
+  return proto;
+}
+
+absl::StatusOr<core::Config> LoadConfigFile(const std::string& path) {
+  absl::StatusOr<breaker::v1::Config> proto = LoadConfigProto(path);
+  if (!proto.ok()) return proto.status();
+  return ConfigFromProto(*proto);
 }
 
 std::string ConfigToText(const core::Config& config) {

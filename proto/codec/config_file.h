@@ -2,7 +2,10 @@
 #define PROTO_CODEC_CONFIG_FILE_H_
 
 // breakerd's configuration file: a text-format `breaker.v1.Config` (proto/breaker/v1/config.proto)
-// turned into the engine's `core::Config`, and back for GetConfig and logs. The file is read
+// turned into the engine's `core::Config`, and back for GetConfig and logs. The file's
+// service-limit fields (max_connected_nodes, node_observation_rate and _burst,
+// max_known_nodes) are breakerd's, not the engine's: these functions ignore them, and
+// service/service_limits.h reads them. The file is read
 // and parsed as every hand-written file is (text_file.h), so that they all report a missing
 // file and a syntax error alike.
 //
@@ -41,9 +44,12 @@ breaker::v1::Config ConfigToProto(const core::Config& config);
 // ConfigFromProto returns.
 absl::StatusOr<core::Config> ParseConfigText(absl::string_view text, absl::string_view source_name);
 
-// Reads and parses the configuration file at `path`.
+// Reads and parses the configuration file at `path`, validating nothing but its syntax.
 // Returns NOT_FOUND when the file does not exist, FAILED_PRECONDITION (with the system's
-// reason) when it cannot be read, otherwise what ParseConfigText returns.
+// reason) when it cannot be read, INVALID_ARGUMENT as ParseConfigText for its syntax.
+absl::StatusOr<breaker::v1::Config> LoadConfigProto(const std::string& path);
+
+// LoadConfigProto, then ConfigFromProto.
 absl::StatusOr<core::Config> LoadConfigFile(const std::string& path);
 
 // Returns the text format of ConfigToProto(config), for logs and `breakerctl config`.

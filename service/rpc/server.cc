@@ -21,11 +21,11 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "proto/codec/config_file.h"
 #include "service/metrics.h"
 #include "service/rpc/malformed_request.h"
 #include "service/rpc/restoring_server.h"
 #include "service/rpc/server_settings.h"
+#include "service/service_limits.h"
 #include "service/storage/sqlite_state_store.h"
 
 namespace breaker::service {
@@ -112,9 +112,9 @@ absl::Status CheckServerOptions(const ServerOptions& options) {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   if (absl::Status checked = CheckServerOptions(options); !checked.ok()) return checked;
-  core::Config config;
+  ServiceConfig config;
   if (!options.config_path.empty()) {
-    absl::StatusOr<core::Config> loaded = codec::LoadConfigFile(options.config_path);
+    absl::StatusOr<ServiceConfig> loaded = LoadServiceConfig(options.config_path);
     if (!loaded.ok()) return loaded.status();
     config = *std::move(loaded);
   }
@@ -150,7 +150,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (!store.ok()) return store.status();
 
   Fleet::Options fleet_options;
-  fleet_options.config = std::move(config);
+  fleet_options.config = std::move(config.rules);
+  fleet_options.limits = config.limits;
   fleet_options.config_path = options.config_path;
   fleet_options.store = *std::move(store);
   fleet_options.clock = options.clock;
