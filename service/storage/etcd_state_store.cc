@@ -325,6 +325,7 @@ absl::Status EtcdStateStore::Campaign() {
   keepalive_ = std::thread([this] { KeepAliveLoop(); });
 
   const std::string leader_key = Key("leader");
+  size_t attempts = 0;
   while (true) {
     if (absl::Status leading = CheckLeading(); !leading.ok()) return leading;
     TxnRequest request;
@@ -343,34 +344,47 @@ absl::Status EtcdStateStore::Campaign() {
     SetDeadline(context, options_.call_timeout);
     TxnResponse response;
     const grpc::Status status = endpoint.kv->Txn(&context, request, &response);
+    ++attempts;
+    const mvccpb::KeyValue* holder_kv =
+        status.ok() && !response.succeeded() && response.responses_size() > 0 &&
+                response.responses(0).response_range().kvs_size() > 0
+            ? &response.responses(0).response_range().kvs(0)
+            : nullptr;
+    const bool out_of_time = absl::Now() + kCampaignPoll > give_up;
+    if (status.ok() && response.succeeded()) {
+      leader_revision_ = response.header().revision();
+      break;
+    }
+    if (holder_kv != nullptr && holder_kv->lease() == lease_id_) {
+      // An earlier try, whose answer was lost, took the key.
+      leader_revision_ = holder_kv->create_revision();
+      break;
+    }
     if (!status.ok()) {
       if (IsTransportFailure(status)) MoveOn(endpoint);
-      if (absl::Now() + kCampaignPoll > give_up) {
+      if (out_of_time && attempts >= Attempts()) {
         return EtcdError(status, endpoint.address,
                          absl::StrCat("creating the leader key ", leader_key),
                          options_.call_timeout);
       }
-    } else if (response.succeeded()) {
-      leader_revision_ = response.header().revision();
-      LOG(INFO) << "leading " << options_.prefix << " in etcd as '" << options_.name
-                << "' (lease " << absl::StrFormat("%x", lease_id_) << ", TTL "
-                << absl::FormatDuration(granted_ttl_) << ", leader key revision "
-                << leader_revision_ << ")";
-      return absl::OkStatus();
-    } else if (absl::Now() + kCampaignPoll > give_up) {
+    } else if (out_of_time) {
       std::string holder = "another store";
-      if (response.responses_size() > 0 && response.responses(0).response_range().kvs_size() > 0) {
-        const auto& kv = response.responses(0).response_range().kvs(0);
-        holder = absl::StrCat("'", kv.value(), "' (lease ", absl::StrFormat("%x", kv.lease()),
-                              ")");
+      if (holder_kv != nullptr) {
+        holder = absl::StrCat("'", holder_kv->value(), "' (lease ",
+                              absl::StrFormat("%x", holder_kv->lease()), ")");
       }
       return absl::FailedPreconditionError(absl::StrCat(
           "another breakerd leads ", options_.prefix, " in etcd: ", leader_key, " is held by ",
           holder, "; stop it, wait for its lease to expire (its TTL), or pass another "
                   "--etcd_prefix"));
     }
-    absl::SleepFor(kCampaignPoll);
+    // After an endpoint failed, the next at once; a key held by another, asked again soon.
+    if (status.ok()) absl::SleepFor(kCampaignPoll);
   }
+  LOG(INFO) << "leading " << options_.prefix << " in etcd as '" << options_.name << "' (lease "
+            << absl::StrFormat("%x", lease_id_) << ", TTL " << absl::FormatDuration(granted_ttl_)
+            << ", leader key revision " << leader_revision_ << ")";
+  return absl::OkStatus();
 }
 
 void EtcdStateStore::KeepAliveLoop() {
@@ -458,40 +472,58 @@ absl::Status EtcdStateStore::leadership() const {
   return deposed_;
 }
 
+absl::Duration EtcdStateStore::last_keepalive() const {
+  MutexLock lock(&lease_mu_);
+  return renewed_at_;
+}
+
 absl::StatusOr<TxnResponse> EtcdStateStore::LeaderTxn(TxnRequest& request,
                                                        absl::string_view what) {
-  if (absl::Status leading = CheckLeading(); !leading.ok()) return leading;
   // On failure, the leader key shows whether this store still leads.
   request.add_failure()->mutable_request_range()->set_key(Key("leader"));
-  Endpoint& endpoint = Current();
-  grpc::ClientContext context;
-  SetDeadline(context, options_.call_timeout);
-  TxnResponse response;
-  const grpc::Status status = endpoint.kv->Txn(&context, request, &response);
-  if (!status.ok()) {
-    if (IsTransportFailure(status)) MoveOn(endpoint);
-    absl::Status error = EtcdError(status, endpoint.address, what, options_.call_timeout);
-    if (error.code() == absl::StatusCode::kUnavailable) {
-      return absl::UnavailableError(absl::StrCat(
-          error.message(), ". The write may have been committed all the same"));
+  absl::Status error;
+  for (size_t attempt = 0; attempt < Attempts(); ++attempt) {
+    if (absl::Status leading = CheckLeading(); !leading.ok()) return leading;
+    Endpoint& endpoint = Current();
+    grpc::ClientContext context;
+    SetDeadline(context, options_.call_timeout);
+    TxnResponse response;
+    const grpc::Status status = endpoint.kv->Txn(&context, request, &response);
+    if (!status.ok()) {
+      error = EtcdError(status, endpoint.address, what, options_.call_timeout);
+      if (!IsTransportFailure(status)) return error;
+      MoveOn(endpoint);
+      continue;
     }
-    return error;
+    if (response.succeeded()) return response;
+    const RangeResponse& leader =
+        response.responses(response.responses_size() - 1).response_range();
+    if (leader.kvs_size() == 0 || leader.kvs(0).create_revision() != leader_revision_) {
+      Depose(absl::UnavailableError(absl::StrCat(
+          "this breakerd no longer leads ", options_.prefix, ": its leader key ", Key("leader"),
+          leader.kvs_size() == 0
+              ? std::string(" is gone (its lease ended)")
+              : absl::StrCat(" is now held by '", leader.kvs(0).value(), "'"),
+          ", so etcd refused ", what, "; nothing more is written. Restart breakerd to campaign "
+          "again")));
+      return leadership();
+    }
+    return response;
   }
-  if (response.succeeded()) return response;
-  const RangeResponse& leader = response.responses(0).response_range();
-  if (leader.kvs_size() == 0 || leader.kvs(0).create_revision() != leader_revision_) {
-    Depose(absl::UnavailableError(absl::StrCat(
-        "this breakerd no longer leads ", options_.prefix, ": its leader key ", Key("leader"),
-        leader.kvs_size() == 0 ? std::string(" is gone (its lease ended)")
-                               : absl::StrCat(" is now held by '", leader.kvs(0).value(), "'"),
-        ", so etcd refused ", what, "; nothing more is written. Restart breakerd to campaign "
-        "again")));
-    return leadership();
-  }
-  return response;
+  return absl::UnavailableError(
+      absl::StrCat(error.message(), ". The write may have been committed all the same"));
 }
 
 absl::Status EtcdStateStore::ReadSequences() {
+  absl::Status read;
+  for (size_t attempt = 0; attempt < Attempts(); ++attempt) {
+    read = ReadSequencesOnce();
+    if (read.code() != absl::StatusCode::kUnavailable) break;
+  }
+  return read;
+}
+
+absl::Status EtcdStateStore::ReadSequencesOnce() {
   Endpoint& endpoint = Current();
   TxnRequest request;  // both reads at one revision
   request.add_success()->mutable_request_range()->set_key(Key("snapshot"));
@@ -542,9 +574,21 @@ absl::Status EtcdStateStore::ReadSequences() {
 
 absl::StatusOr<StoredState> EtcdStateStore::Load() {
   MutexLock lock(&mu_);
-  absl::StatusOr<StoredState> state = LoadOnce();
-  // A compaction by another store between the pages: read again, at the new revision.
-  if (state.status().code() == absl::StatusCode::kAborted) state = LoadOnce();
+  absl::StatusOr<StoredState> state;
+  // Again on the next endpoint when one does not answer, and after a compaction by another
+  // store between the pages, at the new revision.
+  for (size_t attempt = 0; attempt < Attempts(); ++attempt) {
+    state = LoadOnce();
+    if (state.status().code() != absl::StatusCode::kUnavailable &&
+        state.status().code() != absl::StatusCode::kAborted) {
+      break;
+    }
+  }
+  if (state.status().code() == absl::StatusCode::kAborted) {
+    return absl::UnavailableError(absl::StrCat("loading the state under ", options_.prefix,
+                                               " raced with compactions: ",
+                                               state.status().message(), "; try again"));
+  }
   return state;
 }
 
@@ -671,6 +715,11 @@ absl::StatusOr<uint64_t> EtcdStateStore::Append(const std::vector<std::string>& 
   fresh->set_result(Compare::EQUAL);
   fresh->set_create_revision(0);
   for (size_t i = 0; i < entries.size(); ++i) AddPut(request, JournalKey(first + i), entries[i]);
+  // What holds those sequences when the guard fails: this very batch, when an earlier try
+  // (whose answer was lost) committed it.
+  RangeRequest* taken = request.add_failure()->mutable_request_range();
+  taken->set_key(JournalKey(first));
+  taken->set_range_end(JournalKey(last + 1));
   absl::StatusOr<TxnResponse> response =
       LeaderTxn(request, absl::StrCat("appending journal entries ", first, "..", last));
   if (!response.ok()) {
@@ -678,10 +727,18 @@ absl::StatusOr<uint64_t> EtcdStateStore::Append(const std::vector<std::string>& 
     return response.status();
   }
   if (!response->succeeded()) {
-    sequences_.reset();
-    return absl::InternalError(absl::StrCat(
-        "journal entry ", first, " under ", options_.prefix,
-        " exists already though this breakerd leads: something else writes there; stop it"));
+    const RangeResponse& stored = response->responses(0).response_range();
+    bool landed = stored.kvs_size() == static_cast<int>(entries.size());
+    for (int i = 0; landed && i < stored.kvs_size(); ++i) {
+      landed = stored.kvs(i).value() == entries[i];
+    }
+    if (!landed) {
+      sequences_.reset();
+      return absl::UnavailableError(absl::StrCat(
+          "journal entry ", first, " under ", options_.prefix,
+          " was written meanwhile (a write whose outcome was unknown landed late, or something "
+          "else writes there); load the state again before writing"));
+    }
   }
   sequences_->last_sequence = last;
   return last;

@@ -34,10 +34,13 @@
 // each snapshot the store compacts etcd's revision history up to that transaction (for the
 // whole etcd keyspace), so that etcd's database stays bounded.
 //
-// Errors, beyond the contract's: every call has a deadline (Options::call_timeout); an etcd
-// that does not answer in time, or has no quorum, is UNAVAILABLE naming the endpoint and what
-// to check.
+// Errors, beyond the contract's: every call to etcd has a deadline (Options::call_timeout). A
+// member that does not answer in time (down, or without a leader during an election) is left
+// for the next endpoint, up to one try per endpoint (at least two): the writes are made safe to
+// run twice, so a retried Append that finds its own entries already committed returns OK.
+// When no try succeeds, the result is UNAVAILABLE naming the endpoint and what to check.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -139,6 +142,9 @@ class EtcdStateStore : public StateStore {
 
   // OK while this store leads; once deposed, the UNAVAILABLE status its writes return.
   absl::Status leadership() const;
+  // When the last keepalive that etcd answered was sent (or the lease was asked for), on
+  // Options::clock's Monotonic(): the TTL counts from there.
+  absl::Duration last_keepalive() const;
   // The lease this store holds (etcd's id), and the revision that created its leader key.
   int64_t lease_id() const { return lease_id_; }
   int64_t leader_revision() const { return leader_revision_; }
@@ -157,10 +163,14 @@ class EtcdStateStore : public StateStore {
   absl::Status Campaign();
   // Reads <prefix>/snapshot and the last journal key into sequences_.
   absl::Status ReadSequences() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReadSequencesOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<StoredState> LoadOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `request` (a transaction whose first comparison is the leader key's), for `what` (in
   // messages: "appending entries 5..7"). When it fails on that comparison, the store is
-  // deposed and the result is its UNAVAILABLE status.
+  // deposed and the result is its UNAVAILABLE status. An endpoint that does not answer (a
+  // member down, an election under way) is left for the next, up to Attempts() tries: so
+  // `request` must be safe to run twice, a second run finding what the first did.
+  // The leader key's range is added as the last of the failure branch's operations.
   absl::StatusOr<etcdserverpb::TxnResponse> LeaderTxn(etcdserverpb::TxnRequest& request,
                                                       absl::string_view what);
   // OK while leading by this store's own clock; otherwise deposes it.
@@ -170,6 +180,8 @@ class EtcdStateStore : public StateStore {
   // One keepalive; OK when etcd renewed the lease.
   absl::Status KeepAliveOnce();
 
+  // How often a call is tried, on one endpoint after another, when one does not answer.
+  size_t Attempts() const { return std::max<size_t>(2, endpoints_.size()); }
   // The endpoint calls go to now, and moving on from it after it failed.
   Endpoint& Current() const;
   void MoveOn(const Endpoint& failed) const;
