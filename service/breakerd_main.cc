@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "common/mutex.h"
 #include "glog/logging.h"
 #include "service/server.h"
+#include "service/storage/etcd_state_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to serve gRPC on, HOST:PORT (the port is required; 0 picks a free one).");
@@ -33,6 +35,10 @@ ABSL_FLAG(int, etcd_lease_ttl, 5,
           "With --store=etcd: seconds of the leadership lease (2..3600). A breakerd that cannot "
           "renew it for this long, less a margin, stops writing; one killed frees the prefix "
           "after it.");
+ABSL_FLAG(int64_t, etcd_max_request_bytes,
+          breaker::service::EtcdStateStore::kDefaultMaxRequestBytes,
+          "With --store=etcd: the largest request etcd accepts, its --max-request-bytes (etcd's "
+          "default, 1.5 MiB). A group of changes larger than this is refused.");
 ABSL_FLAG(std::string, etcd_ca, "",
           "With --store=etcd: CA certificates (PEM) of etcd's server certificate: TLS to etcd. "
           "Empty: plaintext.");
@@ -119,6 +125,7 @@ int main(int argc, char** argv) {
   options.etcd.endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
   options.etcd.prefix = absl::GetFlag(FLAGS_etcd_prefix);
   options.etcd.lease_ttl_seconds = absl::GetFlag(FLAGS_etcd_lease_ttl);
+  options.etcd.max_request_bytes = absl::GetFlag(FLAGS_etcd_max_request_bytes);
   options.etcd.tls.ca_file = absl::GetFlag(FLAGS_etcd_ca);
   options.etcd.tls.cert_file = absl::GetFlag(FLAGS_etcd_cert);
   options.etcd.tls.key_file = absl::GetFlag(FLAGS_etcd_key);

@@ -213,8 +213,10 @@ absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(Options opt
       options.snapshot_chunk_bytes <= 0 ||
       options.snapshot_chunk_bytes > options.max_request_bytes - kRequestOverhead) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "etcd request limit ", options.max_request_bytes, " and snapshot chunk size ",
-        options.snapshot_chunk_bytes, " do not fit: a chunk must fit one request"));
+        "--etcd_max_request_bytes is ", options.max_request_bytes, "; with snapshot chunks of ",
+        options.snapshot_chunk_bytes, " bytes it must be at least ",
+        std::max(2 * kRequestOverhead, options.snapshot_chunk_bytes + kRequestOverhead),
+        " (and at most etcd's --max-request-bytes)"));
   }
   if (!(options.call_timeout > absl::ZeroDuration())) {
     return absl::InvalidArgumentError("the etcd call timeout must be positive");
@@ -702,7 +704,8 @@ absl::StatusOr<uint64_t> EtcdStateStore::Append(const std::vector<std::string>& 
         entries.size(), " journal entries of ", bytes - kRequestOverhead,
         " bytes with their keys do not fit one etcd request, whose limit is ",
         options_.max_request_bytes, " bytes; append fewer at once, or raise etcd's "
-        "--max-request-bytes on every member and breakerd's limit with it"));
+        "--max-request-bytes on every member and breakerd's --etcd_max_request_bytes to "
+        "match"));
   }
   const uint64_t first = sequences_->last_sequence + 1;
   const uint64_t last = sequences_->last_sequence + entries.size();

@@ -82,6 +82,7 @@ absl::StatusOr<std::unique_ptr<StateStore>> OpenSelectedStore(const StoreSelecti
   // A fifth of the TTL, at least a second: clock drift and a keepalive's travel.
   options.lease_margin = std::max(absl::Seconds(1), options.lease_ttl / 5);
   if (options.lease_margin >= options.lease_ttl) options.lease_margin = options.lease_ttl / 2;
+  options.max_request_bytes = selection.etcd.max_request_bytes;
   options.campaign_timeout = options.lease_ttl + absl::Seconds(1);
   options.clock = clock;
   absl::StatusOr<std::unique_ptr<EtcdStateStore>> store = EtcdStateStore::Open(options);

@@ -4,6 +4,7 @@
 // Which StateStore breakerd runs on, as its flags choose: SQLite in a state directory (the
 // default), or etcd (--store=etcd and the --etcd_* flags).
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -16,12 +17,13 @@
 namespace breaker::service {
 
 // The etcd store's flags: --etcd_endpoints (host:port,host:port,...), --etcd_prefix,
-// --etcd_lease_ttl (seconds), and TLS to etcd's client port (--etcd_ca, --etcd_cert,
-// --etcd_key).
+// --etcd_lease_ttl (seconds), --etcd_max_request_bytes (etcd's --max-request-bytes), and TLS
+// to etcd's client port (--etcd_ca, --etcd_cert, --etcd_key).
 struct EtcdSelection {
   std::string endpoints;
   std::string prefix;
   int lease_ttl_seconds = 5;
+  int64_t max_request_bytes = EtcdStateStore::kDefaultMaxRequestBytes;
   EtcdTlsFiles tls;
 };
 
