@@ -209,14 +209,15 @@ absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(Options opt
                      "; accepted: 2..3600 seconds (and more than the margin, ",
                      absl::FormatDuration(options.lease_margin), ")"));
   }
+  // A response holds at least one entry of up to a request's size.
   if (options.max_request_bytes < 2 * kRequestOverhead ||
-      options.snapshot_chunk_bytes <= 0 ||
+      options.max_request_bytes > kMaxResponseBytes / 2 || options.snapshot_chunk_bytes <= 0 ||
       options.snapshot_chunk_bytes > options.max_request_bytes - kRequestOverhead) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--etcd_max_request_bytes is ", options.max_request_bytes, "; with snapshot chunks of ",
         options.snapshot_chunk_bytes, " bytes it must be at least ",
         std::max(2 * kRequestOverhead, options.snapshot_chunk_bytes + kRequestOverhead),
-        " (and at most etcd's --max-request-bytes)"));
+        " and at most ", kMaxResponseBytes / 2, " (and no more than etcd's --max-request-bytes)"));
   }
   if (!(options.call_timeout > absl::ZeroDuration())) {
     return absl::InvalidArgumentError("the etcd call timeout must be positive");

@@ -352,6 +352,13 @@ TEST(EtcdStateStoreOptionsTest, BadOptionsNameTheirFlag) {
   options.lease_ttl = absl::Seconds(1);
   EXPECT_THAT(EtcdStateStore::Open(options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--etcd_lease_ttl")));
+  options.lease_ttl = absl::Seconds(5);
+  for (int64_t bytes : {int64_t{1000}, int64_t{1} << 40}) {
+    options.max_request_bytes = bytes;
+    EXPECT_THAT(EtcdStateStore::Open(options),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--etcd_max_request_bytes")))
+        << bytes;
+  }
 }
 
 TEST(EtcdStateStoreOptionsTest, TlsFilesAreCheckedNamingTheirFlag) {
