@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -15,12 +16,36 @@
 #include "common/mutex.h"
 #include "glog/logging.h"
 #include "service/rpc/server.h"
+#include "service/storage/etcd_state_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to serve gRPC on, HOST:PORT (the port is required; 0 picks a free one).");
 ABSL_FLAG(std::string, state_dir, "breakerd-state",
           "Directory holding the persistent breaker state (breakerd.db); created when missing. "
           "One breakerd per directory, one directory per chain.");
+ABSL_FLAG(std::string, store, "sqlite",
+          "Where the state is kept: sqlite (a database in --state_dir) or etcd (an etcd "
+          "cluster, --etcd_endpoints, under --etcd_prefix).");
+ABSL_FLAG(std::string, etcd_endpoints, "",
+          "With --store=etcd: the etcd members' client addresses, HOST:PORT,HOST:PORT,...");
+ABSL_FLAG(std::string, etcd_prefix, "",
+          "With --store=etcd: the key prefix of this fleet's state, e.g. /breaker/mypool. One "
+          "breakerd leads a prefix at a time.");
+ABSL_FLAG(int, etcd_lease_ttl, 5,
+          "With --store=etcd: seconds of the leadership lease (2..3600). A breakerd that cannot "
+          "renew it for this long, less a margin, stops writing; one killed frees the prefix "
+          "after it.");
+ABSL_FLAG(int64_t, etcd_max_request_bytes,
+          breaker::service::EtcdStateStore::kDefaultMaxRequestBytes,
+          "With --store=etcd: the largest request etcd accepts, its --max-request-bytes (etcd's "
+          "default, 1.5 MiB). A group of changes larger than this is refused.");
+ABSL_FLAG(std::string, etcd_ca, "",
+          "With --store=etcd: CA certificates (PEM) of etcd's server certificate: TLS to etcd. "
+          "Empty: plaintext.");
+ABSL_FLAG(std::string, etcd_cert, "",
+          "With --store=etcd: breakerd's client certificate (PEM) for etcd's "
+          "--client-cert-auth, with --etcd_key.");
+ABSL_FLAG(std::string, etcd_key, "", "The private key (PEM, unencrypted) of --etcd_cert.");
 ABSL_FLAG(std::string, config, "",
           "Configuration file: a text-format breaker.v1.Config (see "
           "examples/breakerd.textproto). Empty: the defaults for mainnet. Re-read by the "
@@ -62,6 +87,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "breakerd: the staking pool's shared builder circuit breaker.\n"
       "Usage: breakerd [--listen=HOST:PORT] [--state_dir=DIR] [--config=FILE]\n"
+      "                [--store=etcd --etcd_endpoints=HOST:PORT,... --etcd_prefix=/KEY]\n"
       "                [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]] "
       "[--access_file=FILE]\n"
       "                [--metrics_listen=HOST:PORT]");
@@ -95,6 +121,14 @@ int main(int argc, char** argv) {
   breaker::service::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
+  options.store = absl::GetFlag(FLAGS_store);
+  options.etcd.endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
+  options.etcd.prefix = absl::GetFlag(FLAGS_etcd_prefix);
+  options.etcd.lease_ttl_seconds = absl::GetFlag(FLAGS_etcd_lease_ttl);
+  options.etcd.max_request_bytes = absl::GetFlag(FLAGS_etcd_max_request_bytes);
+  options.etcd.tls.ca_file = absl::GetFlag(FLAGS_etcd_ca);
+  options.etcd.tls.cert_file = absl::GetFlag(FLAGS_etcd_cert);
+  options.etcd.tls.key_file = absl::GetFlag(FLAGS_etcd_key);
   options.config_path = absl::GetFlag(FLAGS_config);
   options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key);

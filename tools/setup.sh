@@ -16,6 +16,11 @@ packages=(
   libgmock-dev              # GoogleMock
   libbenchmark-dev          # Google Benchmark
   libsqlite3-dev            # the state store
+  etcd-server               # the etcd state store's tests run real etcd 3.4 members
+  etcd-client               # etcdctl: inspecting and operating an etcd store
+  golang-etcd-server-dev    # etcd's v3 API .proto files, compiled for the etcd state store
+  golang-github-gogo-protobuf-dev  # gogoproto/gogo.proto, which etcd's .proto files import
+  golang-github-gogo-googleapis-dev  # google/api/annotations.proto, likewise
   libssl-dev                # libcrypto: bearer-token digests, TLS key checks (gRPC uses it too)
   prometheus-cpp-dev        # breakerd's /metrics endpoint (prometheus-cpp 1.0: core and pull)
   libcpp-httplib-dev        # breaker-sidecar: the builder API's HTTP server and client (cpp-httplib 0.11)

@@ -1,12 +1,9 @@
 #include "service/rpc/server.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -26,26 +23,13 @@
 #include "service/rpc/restoring_server.h"
 #include "service/rpc/server_settings.h"
 #include "service/service_limits.h"
-#include "service/storage/sqlite_state_store.h"
+#include "service/storage/store_selection.h"
 
 namespace breaker::service {
 namespace {
 
 constexpr char kNodeServiceName[] = "breaker.v1.Breaker";
 constexpr char kAdminServiceName[] = "breaker.v1.Admin";
-
-absl::Status EnsureDirectory(const std::string& path) {
-  if (mkdir(path.c_str(), 0750) == 0 || errno == EEXIST) {
-    struct stat info;
-    if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat("state directory '", path,
-                                                   "' exists but is not a directory; pass ",
-                                                   "--state_dir with a directory path"));
-  }
-  return absl::InvalidArgumentError(absl::StrCat("cannot create state directory '", path,
-                                                 "': ", std::strerror(errno),
-                                                 "; pass --state_dir with a writable path"));
-}
 
 void SetServing(grpc::Server& server, bool serving) {
   grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService();
@@ -73,6 +57,14 @@ absl::Status CheckAddress(absl::string_view flag, absl::string_view address) {
         "127.0.0.1:50051 or [::1]:50051"));
   }
   return absl::OkStatus();
+}
+
+StoreSelection Selection(const ServerOptions& options) {
+  StoreSelection selection;
+  selection.store = options.store;
+  selection.state_dir = options.state_dir;
+  selection.etcd = options.etcd;
+  return selection;
 }
 
 }  // namespace
@@ -107,7 +99,7 @@ absl::Status CheckServerOptions(const ServerOptions& options) {
         absl::StrCat("--drain_seconds is ", absl::FormatDuration(options.drain_period),
                      "; accepted: 0..", absl::ToInt64Seconds(kMaxDrainPeriod), " seconds"));
   }
-  return absl::OkStatus();
+  return CheckStoreSelection(Selection(options));
 }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
@@ -131,7 +123,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     LOG(WARNING) << "no --access_file: every caller that reaches " << options.listen_address
                  << " may act as an admin";
   }
-  if (absl::Status status = EnsureDirectory(options.state_dir); !status.ok()) return status;
   std::unique_ptr<Server> server(new Server());
   // Bound first: a bad --metrics_listen stops the start before the state is locked or loaded.
   if (!options.metrics_listen.empty()) {
@@ -145,8 +136,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (!restoring.ok()) return restoring.status();
   // The port it bound (port 0 picks one), which breakerd's own server takes over.
   const std::string listen_address = WithPort(options.listen_address, (*restoring)->port());
-  absl::StatusOr<std::unique_ptr<SqliteStateStore>> store =
-      SqliteStateStore::Open(options.state_dir);
+  absl::StatusOr<std::unique_ptr<StateStore>> store =
+      OpenSelectedStore(Selection(options), options.clock);
   if (!store.ok()) return store.status();
 
   Fleet::Options fleet_options;
@@ -197,8 +188,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                 : options.tls.client_ca_file.empty() ? "TLS"
                                                      : "mutual TLS")
             << (options.access_file.empty() ? ", no access file" : ", access file ")
-            << options.access_file << ", network " << server->fleet_->network() << ", state in "
-            << options.state_dir
+            << options.access_file << ", network " << server->fleet_->network() << ", "
+            << DescribeStore(Selection(options))
             << ", policy version " << server->fleet_->policy()->policy.version;
   if (server->metrics_ != nullptr) {
     LOG(INFO) << "metrics on " << options.metrics_listen << " (port " << server->metrics_->port()

@@ -1,7 +1,7 @@
 #ifndef SERVICE_RPC_SERVER_H_
 #define SERVICE_RPC_SERVER_H_
 
-// breakerd assembled: the fleet state over a SQLite store, the node and admin services, health
+// breakerd assembled: the fleet state over a SQLite or etcd store, the node and admin services, health
 // and reflection, on one gRPC server.
 
 #include <memory>
@@ -19,6 +19,7 @@
 #include "service/rpc/node_service.h"
 #include "service/rpc/server_settings.h"
 #include "service/rpc/transport_security.h"
+#include "service/storage/store_selection.h"
 
 namespace breaker::service {
 
@@ -32,8 +33,12 @@ struct ServerOptions {
   // Text-format breaker.v1.AccessPolicy: who may call what. Empty: every caller that reaches
   // the port is an admin.
   std::string access_file;
+  // Where the state is kept: "sqlite", in state_dir, or "etcd", as `etcd` says (see
+  // service/storage/store_selection.h).
+  std::string store = "sqlite";
   // Directory holding the persistent state (breakerd.db); created when missing.
   std::string state_dir = "breakerd-state";
+  EtcdSelection etcd;
   // Text-format breaker.v1.Config; empty: the defaults (mainnet), and no reload.
   std::string config_path;
   // Address to serve Prometheus metrics on (HTTP, /metrics), "host:port"; port 0 picks a free
@@ -69,7 +74,7 @@ inline constexpr int kMaxConcurrentStreams = 100'000;
 inline constexpr absl::Duration kMaxDrainPeriod = absl::Minutes(10);
 
 // INVALID_ARGUMENT, naming the flag, for an address without a port, a message limit, stream
-// limit or drain period outside its range.
+// limit or drain period outside its range, or a store selection CheckStoreSelection refuses.
 absl::Status CheckServerOptions(const ServerOptions& options);
 
 class Metrics;

@@ -31,9 +31,11 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "service/storage/etcd_state_store.h"
 #include "service/storage/memory_state_store.h"
 #include "service/storage/sqlite_state_store.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/etcd_cluster.h"
 
 namespace breaker::service {
 
@@ -118,6 +120,42 @@ class MemoryHome : public StoreHome {
  private:
   const std::shared_ptr<MemoryStateStore::Backing> backing_ =
       std::make_shared<MemoryStateStore::Backing>();
+};
+
+// One etcd cluster of three members for every test of the binary (started at the first use,
+// from the test's thread); each home keeps its keys under a prefix of its own. Requests up to
+// 8 MiB, so that the large entries above fit one Append; snapshots in chunks of 512 KiB, so
+// that a 2 MiB snapshot takes several requests.
+class EtcdHome : public StoreHome {
+ public:
+  static constexpr int64_t kMaxRequestBytes = 8 << 20;
+
+  absl::StatusOr<std::unique_ptr<StateStore>> Open() override {
+    static breaker::testing::EtcdCluster* const cluster = [] {
+      breaker::testing::EtcdCluster::Options options;
+      options.directory = NewTempDirectory();
+      options.max_request_bytes = kMaxRequestBytes;
+      absl::StatusOr<std::unique_ptr<breaker::testing::EtcdCluster>> started =
+          breaker::testing::EtcdCluster::Start(options);
+      EXPECT_THAT(started, IsOk());
+      return started.ok() ? started->release() : nullptr;
+    }();
+    if (cluster == nullptr) return absl::UnavailableError("no etcd cluster");
+    EtcdStateStore::Options options;
+    options.endpoints = cluster->endpoints();
+    options.prefix = prefix_;
+    options.max_request_bytes = kMaxRequestBytes;
+    options.snapshot_chunk_bytes = 512 << 10;
+    // The store before it revoked its lease as it closed.
+    options.campaign_timeout = absl::Seconds(10);
+    absl::StatusOr<std::unique_ptr<EtcdStateStore>> store = EtcdStateStore::Open(options);
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<StateStore>(*std::move(store));
+  }
+
+ private:
+  static inline int homes_ = 0;
+  const std::string prefix_ = absl::StrCat("/conformance/", ++homes_);
 };
 
 struct Backend {
@@ -343,7 +381,8 @@ TEST_P(StateStoreConformanceTest, ConcurrentAppendsGetUniqueConsecutiveSequences
 INSTANTIATE_TEST_SUITE_P(
     AllStores, StateStoreConformanceTest,
     ::testing::Values(Backend{"Sqlite", [] { return std::make_unique<SqliteHome>(); }},
-                      Backend{"Memory", [] { return std::make_unique<MemoryHome>(); }}),
+                      Backend{"Memory", [] { return std::make_unique<MemoryHome>(); }},
+                      Backend{"Etcd", [] { return std::make_unique<EtcdHome>(); }}),
     [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
 
 // ---------------------------------------------------------------------------------------------

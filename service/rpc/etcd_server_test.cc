@@ -1,0 +1,155 @@
+// breakerd over the etcd store (--store=etcd), on one real etcd member: the state lives in etcd
+// across restarts, an etcd outage is a storage fault like a full disk (health NOT_SERVING,
+// recovering by itself), and a breakerd whose lease ran out stops writing for good. The
+// store's own behaviour is tested in service/storage/etcd_state_store_test.cc.
+
+#include <sys/stat.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "breaker/v1/breaker.grpc.pb.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "service/fleet.h"
+#include "service/rpc/server.h"
+#include "service/rpc/server_test_support.h"
+#include "tests/support/etcd_cluster.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
+
+namespace breaker::service {
+namespace {
+
+namespace v1 = ::breaker::v1;
+
+using ::breaker::testing::CheckHealth;
+using ::breaker::testing::EtcdCluster;
+using ::breaker::testing::IsOk;
+using ::breaker::testing::StatusIs;
+using ::breaker::testing::WaitFor;
+using ::google::protobuf::util::MessageDifferencer;
+using ::testing::HasSubstr;
+using test_support::ServerTest;
+
+class EtcdServerTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    EtcdCluster::Options options;
+    options.members = 1;
+    options.directory = dir_ + "/etcd";
+    absl::StatusOr<std::unique_ptr<EtcdCluster>> cluster = EtcdCluster::Start(options);
+    ASSERT_THAT(cluster, IsOk());
+    cluster_ = *std::move(cluster);
+    WriteConfig("");
+  }
+
+  // The fixture's options, on etcd. The lease counts on the fixture's fake clock.
+  ServerOptions EtcdOptions(int lease_ttl_seconds = 3600) {
+    ServerOptions options = Options();
+    options.store = "etcd";
+    options.etcd.endpoints = cluster_->endpoint(0);
+    options.etcd.prefix = "/breaker/test";
+    options.etcd.lease_ttl_seconds = lease_ttl_seconds;
+    return options;
+  }
+
+  // Moves the fake clock on by the longest storage retry and lets the fleet act on it.
+  void AdvanceByARetry() {
+    server_->fleet()->Sync();
+    clock_.Advance(StorageSupervisor::kMaxAttempt);
+    server_->fleet()->Tick();
+    server_->fleet()->Sync();
+  }
+
+  std::unique_ptr<EtcdCluster> cluster_;
+};
+
+TEST_F(EtcdServerTest, TheStateLivesInEtcdAcrossRestarts) {
+  ASSERT_NO_FATAL_FAILURE(StartServerWith(EtcdOptions()));
+  ASSERT_THAT(BanBuilder(9, "operator ban"), IsOk());
+  const v1::Policy policy = GetPolicy();
+
+  StopServer();
+  ASSERT_NO_FATAL_FAILURE(StartServerWith(EtcdOptions()));
+  EXPECT_TRUE(MessageDifferencer::Equals(GetPolicy(), policy)) << GetPolicy().DebugString();
+  absl::StatusOr<v1::Policy> next = BanBuilder(12, "after restart");
+  ASSERT_THAT(next, IsOk());
+  EXPECT_EQ(next->version(), policy.version() + 1);
+  // No SQLite state was made.
+  struct stat info;
+  EXPECT_NE(stat(Options().state_dir.c_str(), &info), 0);
+}
+
+TEST_F(EtcdServerTest, AnEtcdOutageIsAStorageFaultThatClearsByItself) {
+  ASSERT_NO_FATAL_FAILURE(StartServerWith(EtcdOptions()));
+  ASSERT_THAT(BanBuilder(9, "before"), IsOk());
+  ASSERT_EQ(CheckHealth(server_->port()), "SERVING");
+
+  cluster_->Kill(0);
+  EXPECT_THAT(BanBuilder(10, "during"), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_TRUE(WaitFor([&] { return CheckHealth(server_->port()) == "NOT_SERVING"; }));
+
+  ASSERT_THAT(cluster_->Restart(0), IsOk());
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        AdvanceByARetry();
+        return CheckHealth(server_->port()) == "SERVING";
+      },
+      absl::Seconds(60), absl::Milliseconds(50)));
+  absl::StatusOr<v1::Policy> after = BanBuilder(11, "after");
+  ASSERT_THAT(after, IsOk());
+  EXPECT_TRUE(test_support::Bans(*after, 9));
+  EXPECT_TRUE(test_support::Bans(*after, 11));
+}
+
+TEST_F(EtcdServerTest, ABreakerdWhoseLeaseRanOutStopsWriting) {
+  ASSERT_NO_FATAL_FAILURE(StartServerWith(EtcdOptions(/*lease_ttl_seconds=*/60)));
+  ASSERT_THAT(BanBuilder(9, "while leading"), IsOk());
+  // On its clock, no keepalive for longer than the TTL less the margin (as when etcd is out
+  // of reach, or the process was paused).
+  clock_.Advance(absl::Seconds(60));
+  EXPECT_THAT(BanBuilder(10, "too late"), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_TRUE(WaitFor([&] { return CheckHealth(server_->port()) == "NOT_SERVING"; }));
+  // It stays so: its retries find it deposed.
+  for (int i = 0; i < 3; ++i) AdvanceByARetry();
+  EXPECT_EQ(CheckHealth(server_->port()), "NOT_SERVING");
+  EXPECT_THAT(BanBuilder(11, "still too late"), StatusIs(absl::StatusCode::kUnavailable));
+}
+
+TEST_F(EtcdServerTest, BadStoreFlagsNameTheFlag) {
+  ServerOptions options = EtcdOptions();
+  options.store = "zookeeper";
+  EXPECT_THAT(Server::Start(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--store")));
+  options = EtcdOptions();
+  options.etcd.endpoints = "";
+  EXPECT_THAT(Server::Start(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--etcd_endpoints")));
+  options = EtcdOptions();
+  options.etcd.prefix = "";
+  EXPECT_THAT(Server::Start(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--etcd_prefix")));
+  options = EtcdOptions();
+  options.etcd.prefix = "no-slash";
+  EXPECT_THAT(Server::Start(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--etcd_prefix")));
+  options = EtcdOptions();
+  options.etcd.lease_ttl_seconds = 1;
+  EXPECT_THAT(Server::Start(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--etcd_lease_ttl")));
+  options = EtcdOptions();
+  options.etcd.tls.cert_file = "cert.pem";
+  EXPECT_THAT(Server::Start(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--etcd_key")));
+  options = Options();
+  options.etcd.prefix = "/breaker/test";
+  EXPECT_THAT(Server::Start(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--store=etcd")));
+}
+
+}  // namespace
+}  // namespace breaker::service

@@ -1,0 +1,820 @@
+#include "service/storage/etcd_state_store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+#include "glog/logging.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/support/channel_arguments.h"
+
+namespace breaker::service {
+
+using etcdserverpb::Compare;
+using etcdserverpb::RangeRequest;
+using etcdserverpb::RangeResponse;
+using etcdserverpb::TxnRequest;
+using etcdserverpb::TxnResponse;
+
+struct EtcdStateStore::Endpoint {
+  std::string address;
+  std::unique_ptr<etcdserverpb::KV::Stub> kv;
+  std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+};
+
+namespace {
+
+// What a key, a put's framing and a transaction's comparisons add to a request, at most: the
+// check of an Append's size leaves this much room below etcd's limit.
+constexpr int64_t kRequestOverhead = 4096;
+constexpr int64_t kPerEntryOverhead = 256;
+// Responses carry up to this many bytes (a Load's pages are sized to it).
+constexpr int kMaxResponseBytes = 64 << 20;
+// How often Open asks again for a leader key held by another store.
+constexpr absl::Duration kCampaignPoll = absl::Milliseconds(100);
+
+// The first key after every key that starts with `prefix`.
+std::string PrefixEnd(std::string prefix) {
+  while (!prefix.empty()) {
+    if (static_cast<unsigned char>(prefix.back()) != 0xff) {
+      prefix.back() = static_cast<char>(prefix.back() + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+}
+
+// The error of a failed call to etcd at `endpoint` while `what` ("appending entries 3..4").
+absl::Status EtcdError(const grpc::Status& status, absl::string_view endpoint,
+                       absl::string_view what, absl::Duration timeout) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return absl::UnavailableError(absl::StrCat(
+          "etcd at ", endpoint, " did not answer within ", absl::FormatDuration(timeout), " ", what,
+          "; check that a quorum of the etcd members (--etcd_endpoints) runs and reaches each "
+          "other (etcdctl endpoint health)"));
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      if (status.error_message().find("too large") != std::string::npos) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "etcd at ", endpoint, " refused the request ", what, " as too large (",
+            status.error_message(), "); raise etcd's --max-request-bytes on every member"));
+      }
+      break;
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return absl::UnavailableError(absl::StrCat(
+          "etcd at ", endpoint, " refused breakerd ", what, ": ", status.error_message(),
+          "; check --etcd_cert/--etcd_key and the etcd user's role on the --etcd_prefix keys"));
+    default:
+      break;
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "etcd at ", endpoint, " failed ", what, ": ", status.error_message(), " (",
+      static_cast<int>(status.error_code()),
+      "); check that a quorum of the etcd members (--etcd_endpoints) runs: etcdctl endpoint "
+      "health"));
+}
+
+bool IsTransportFailure(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+Compare* LeaderCompare(TxnRequest& request, const std::string& key, int64_t revision) {
+  Compare* compare = request.add_compare();
+  compare->set_key(key);
+  compare->set_target(Compare::CREATE);
+  compare->set_result(Compare::EQUAL);
+  compare->set_create_revision(revision);
+  return compare;
+}
+
+void AddPut(TxnRequest& request, std::string key, absl::string_view value) {
+  etcdserverpb::PutRequest* put = request.add_success()->mutable_request_put();
+  put->set_key(std::move(key));
+  put->set_value(std::string(value));
+}
+
+void AddDeleteRange(TxnRequest& request, std::string key, std::string end) {
+  etcdserverpb::DeleteRangeRequest* del = request.add_success()->mutable_request_delete_range();
+  del->set_key(std::move(key));
+  del->set_range_end(std::move(end));
+}
+
+// The value of <prefix>/snapshot: "generation sequence chunks bytes".
+struct SnapshotPointer {
+  uint64_t generation = 0;
+  uint64_t sequence = 0;
+  uint64_t chunks = 0;
+  uint64_t bytes = 0;
+};
+
+std::string EncodePointer(const SnapshotPointer& pointer) {
+  return absl::StrCat(pointer.generation, " ", pointer.sequence, " ", pointer.chunks, " ",
+                      pointer.bytes);
+}
+
+std::optional<SnapshotPointer> DecodePointer(absl::string_view value) {
+  std::vector<absl::string_view> fields = absl::StrSplit(value, ' ');
+  SnapshotPointer pointer;
+  if (fields.size() != 4 || !absl::SimpleAtoi(fields[0], &pointer.generation) ||
+      !absl::SimpleAtoi(fields[1], &pointer.sequence) ||
+      !absl::SimpleAtoi(fields[2], &pointer.chunks) ||
+      !absl::SimpleAtoi(fields[3], &pointer.bytes)) {
+    return std::nullopt;
+  }
+  return pointer;
+}
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view flag) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream contents;
+  contents << file.rdbuf();
+  if (!file.good() && !file.eof()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " is '", path, "', which cannot be read; pass a readable PEM file"));
+  }
+  if (contents.str().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " is '", path, "', which is missing or empty; pass a PEM file"));
+  }
+  return contents.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeEtcdCredentials(
+    const EtcdTlsFiles& files) {
+  if (files.ca_file.empty() && files.cert_file.empty() && files.key_file.empty()) {
+    return grpc::InsecureChannelCredentials();
+  }
+  if (files.cert_file.empty() != files.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--etcd_cert and --etcd_key go together: pass both (a client certificate) or neither");
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!files.ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadPem(files.ca_file, "--etcd_ca");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *std::move(ca);
+  }
+  if (!files.cert_file.empty()) {
+    absl::StatusOr<std::string> cert = ReadPem(files.cert_file, "--etcd_cert");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadPem(files.key_file, "--etcd_key");
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(Options options) {
+  if (options.endpoints.empty()) {
+    return absl::InvalidArgumentError(
+        "--etcd_endpoints is empty; pass the etcd members' client addresses, "
+        "host:port,host:port,...");
+  }
+  for (const std::string& endpoint : options.endpoints) {
+    if (endpoint.empty() || endpoint.find(':') == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--etcd_endpoints has '", endpoint, "'; each is host:port, e.g. 127.0.0.1:2379"));
+    }
+  }
+  if (options.prefix.size() < 2 || options.prefix[0] != '/' || options.prefix.back() == '/') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--etcd_prefix is '", options.prefix,
+        "'; pass a key prefix starting with / and not ending with one, e.g. /breaker/mypool"));
+  }
+  if (options.lease_ttl < absl::Seconds(2) || options.lease_ttl > absl::Hours(1) ||
+      !(options.lease_margin > absl::ZeroDuration()) ||
+      !(options.lease_margin < options.lease_ttl)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--etcd_lease_ttl is ", absl::FormatDuration(options.lease_ttl),
+                     "; accepted: 2..3600 seconds (and more than the margin, ",
+                     absl::FormatDuration(options.lease_margin), ")"));
+  }
+  // A response holds at least one entry of up to a request's size.
+  if (options.max_request_bytes < 2 * kRequestOverhead ||
+      options.max_request_bytes > kMaxResponseBytes / 2 || options.snapshot_chunk_bytes <= 0 ||
+      options.snapshot_chunk_bytes > options.max_request_bytes - kRequestOverhead) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--etcd_max_request_bytes is ", options.max_request_bytes, "; with snapshot chunks of ",
+        options.snapshot_chunk_bytes, " bytes it must be at least ",
+        std::max(2 * kRequestOverhead, options.snapshot_chunk_bytes + kRequestOverhead),
+        " and at most ", kMaxResponseBytes / 2, " (and no more than etcd's --max-request-bytes)"));
+  }
+  if (!(options.call_timeout > absl::ZeroDuration())) {
+    return absl::InvalidArgumentError("the etcd call timeout must be positive");
+  }
+  if (options.credentials == nullptr) options.credentials = grpc::InsecureChannelCredentials();
+  if (options.name.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    options.name = absl::StrCat(host, " pid ", getpid());
+  }
+  std::unique_ptr<EtcdStateStore> store(new EtcdStateStore(std::move(options)));
+  if (absl::Status campaign = store->Campaign(); !campaign.ok()) return campaign;
+  MutexLock lock(&store->mu_);
+  if (absl::Status read = store->ReadSequences(); !read.ok()) return read;
+  return store;
+}
+
+EtcdStateStore::EtcdStateStore(Options options) : options_(std::move(options)) {
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(kMaxResponseBytes);
+  arguments.SetMaxSendMessageSize(static_cast<int>(options_.max_request_bytes));
+  for (const std::string& address : options_.endpoints) {
+    auto channel = grpc::CreateCustomChannel(address, options_.credentials, arguments);
+    auto endpoint = std::make_unique<Endpoint>();
+    endpoint->address = address;
+    endpoint->kv = etcdserverpb::KV::NewStub(channel);
+    endpoint->lease = etcdserverpb::Lease::NewStub(channel);
+    endpoints_.push_back(std::move(endpoint));
+  }
+}
+
+EtcdStateStore::~EtcdStateStore() {
+  {
+    MutexLock lock(&lease_mu_);
+    stopping_ = true;
+    lease_changed_.SignalAll();
+  }
+  if (keepalive_.joinable()) keepalive_.join();
+  if (lease_id_ == 0) return;
+  // Freeing the leader key now spares a standby the wait for the lease to expire.
+  grpc::ClientContext context;
+  SetDeadline(context, std::min(options_.call_timeout, absl::Seconds(2)));
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(lease_id_);
+  etcdserverpb::LeaseRevokeResponse response;
+  const grpc::Status status = Current().lease->LeaseRevoke(&context, request, &response);
+  if (!status.ok()) {
+    LOG(WARNING) << "could not revoke etcd lease " << absl::StrFormat("%x", lease_id_)
+                 << " (" << status.error_message() << "): the leader key under "
+                 << options_.prefix << " frees when the lease expires";
+  }
+}
+
+EtcdStateStore::Endpoint& EtcdStateStore::Current() const {
+  return *endpoints_[current_.load() % endpoints_.size()];
+}
+
+void EtcdStateStore::MoveOn(const Endpoint& failed) const {
+  size_t index = current_.load();
+  if (endpoints_[index % endpoints_.size()].get() == &failed) {
+    current_.compare_exchange_strong(index, index + 1);
+  }
+}
+
+std::string EtcdStateStore::Key(absl::string_view suffix) const {
+  return absl::StrCat(options_.prefix, "/", suffix);
+}
+
+std::string EtcdStateStore::JournalKey(uint64_t sequence) const {
+  return absl::StrFormat("%s/journal/%020u", options_.prefix, sequence);
+}
+
+std::string EtcdStateStore::ChunkKey(uint64_t generation, uint64_t chunk) const {
+  return absl::StrFormat("%s/snapshot/%020u/%010u", options_.prefix, generation, chunk);
+}
+
+absl::Status EtcdStateStore::Campaign() {
+  const absl::Duration ttl = absl::Ceil(options_.lease_ttl, absl::Seconds(1));
+  const absl::Time give_up = absl::Now() + options_.campaign_timeout;
+  // Granting: tried on each endpoint in turn until one answers.
+  absl::Status failure;
+  for (size_t attempt = 0; attempt < endpoints_.size(); ++attempt) {
+    Endpoint& endpoint = Current();
+    const absl::Duration sent_at = options_.clock->Monotonic();
+    grpc::ClientContext context;
+    SetDeadline(context, options_.call_timeout);
+    etcdserverpb::LeaseGrantRequest request;
+    request.set_ttl(absl::ToInt64Seconds(ttl));
+    etcdserverpb::LeaseGrantResponse response;
+    const grpc::Status status = endpoint.lease->LeaseGrant(&context, request, &response);
+    if (status.ok() && response.error().empty()) {
+      lease_id_ = response.id();
+      // etcd may grant more than asked (its minimum TTL), never less; count what was asked.
+      granted_ttl_ = std::min(ttl, absl::Seconds(response.ttl()));
+      MutexLock lock(&lease_mu_);
+      renewed_at_ = sent_at;
+      failure = absl::OkStatus();
+      break;
+    }
+    failure = status.ok() ? absl::UnavailableError(absl::StrCat(
+                                "etcd at ", endpoint.address, " refused a lease: ",
+                                response.error(), "; check etcd's log"))
+                          : EtcdError(status, endpoint.address, "granting a lease",
+                                      options_.call_timeout);
+    MoveOn(endpoint);
+  }
+  if (!failure.ok()) return failure;
+  keepalive_ = std::thread([this] { KeepAliveLoop(); });
+
+  const std::string leader_key = Key("leader");
+  size_t attempts = 0;
+  while (true) {
+    if (absl::Status leading = CheckLeading(); !leading.ok()) return leading;
+    TxnRequest request;
+    Compare* absent = request.add_compare();
+    absent->set_key(leader_key);
+    absent->set_target(Compare::CREATE);
+    absent->set_result(Compare::EQUAL);
+    absent->set_create_revision(0);
+    etcdserverpb::PutRequest* put = request.add_success()->mutable_request_put();
+    put->set_key(leader_key);
+    put->set_value(options_.name);
+    put->set_lease(lease_id_);
+    request.add_failure()->mutable_request_range()->set_key(leader_key);
+    Endpoint& endpoint = Current();
+    grpc::ClientContext context;
+    SetDeadline(context, options_.call_timeout);
+    TxnResponse response;
+    const grpc::Status status = endpoint.kv->Txn(&context, request, &response);
+    ++attempts;
+    const mvccpb::KeyValue* holder_kv =
+        status.ok() && !response.succeeded() && response.responses_size() > 0 &&
+                response.responses(0).response_range().kvs_size() > 0
+            ? &response.responses(0).response_range().kvs(0)
+            : nullptr;
+    const bool out_of_time = absl::Now() + kCampaignPoll > give_up;
+    if (status.ok() && response.succeeded()) {
+      leader_revision_ = response.header().revision();
+      break;
+    }
+    if (holder_kv != nullptr && holder_kv->lease() == lease_id_) {
+      // An earlier try, whose answer was lost, took the key.
+      leader_revision_ = holder_kv->create_revision();
+      break;
+    }
+    if (!status.ok()) {
+      if (IsTransportFailure(status)) MoveOn(endpoint);
+      if (out_of_time && attempts >= Attempts()) {
+        return EtcdError(status, endpoint.address,
+                         absl::StrCat("creating the leader key ", leader_key),
+                         options_.call_timeout);
+      }
+    } else if (out_of_time) {
+      std::string holder = "another store";
+      if (holder_kv != nullptr) {
+        holder = absl::StrCat("'", holder_kv->value(), "' (lease ",
+                              absl::StrFormat("%x", holder_kv->lease()), ")");
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          "another breakerd leads ", options_.prefix, " in etcd: ", leader_key, " is held by ",
+          holder, "; stop it, wait for its lease to expire (its TTL), or pass another "
+                  "--etcd_prefix"));
+    }
+    // After an endpoint failed, the next at once; a key held by another, asked again soon.
+    if (status.ok()) absl::SleepFor(kCampaignPoll);
+  }
+  LOG(INFO) << "leading " << options_.prefix << " in etcd as '" << options_.name << "' (lease "
+            << absl::StrFormat("%x", lease_id_) << ", TTL " << absl::FormatDuration(granted_ttl_)
+            << ", leader key revision " << leader_revision_ << ")";
+  return absl::OkStatus();
+}
+
+void EtcdStateStore::KeepAliveLoop() {
+  const absl::Duration interval = options_.keepalive_interval > absl::ZeroDuration()
+                                      ? options_.keepalive_interval
+                                      : granted_ttl_ / 3;
+  while (true) {
+    {
+      MutexLock lock(&lease_mu_);
+      if (stopping_ || !deposed_.ok()) return;
+      lease_changed_.WaitFor(&lease_mu_, interval);
+      if (stopping_ || !deposed_.ok()) return;
+    }
+    const absl::Status renewed = KeepAliveOnce();
+    if (!renewed.ok()) LOG(WARNING) << renewed;
+    // Deposes the store when the TTL ran out on this store's clock.
+    (void)CheckLeading();
+  }
+}
+
+absl::Status EtcdStateStore::KeepAliveOnce() {
+  Endpoint& endpoint = Current();
+  const absl::Duration sent_at = options_.clock->Monotonic();
+  grpc::ClientContext context;
+  SetDeadline(context, std::min(options_.call_timeout, granted_ttl_ / 3));
+  std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
+                                           etcdserverpb::LeaseKeepAliveResponse>>
+      stream = endpoint.lease->LeaseKeepAlive(&context);
+  etcdserverpb::LeaseKeepAliveRequest request;
+  request.set_id(lease_id_);
+  etcdserverpb::LeaseKeepAliveResponse response;
+  const bool answered = stream->Write(request) && stream->Read(&response);
+  stream->WritesDone();
+  if (answered) context.TryCancel();  // etcd would keep the stream open
+  const grpc::Status status = stream->Finish();
+  if (!answered) {
+    if (IsTransportFailure(status) || status.ok()) MoveOn(endpoint);
+    return EtcdError(status, endpoint.address,
+                     absl::StrCat("renewing lease ", absl::StrFormat("%x", lease_id_)),
+                     options_.call_timeout);
+  }
+  if (response.ttl() <= 0) {
+    Depose(absl::UnavailableError(absl::StrCat(
+        "this breakerd no longer leads ", options_.prefix, ": etcd reports its lease ",
+        absl::StrFormat("%x", lease_id_),
+        " expired or revoked, so another breakerd may lead; nothing more is written. Restart "
+        "breakerd to campaign again")));
+    return absl::OkStatus();
+  }
+  MutexLock lock(&lease_mu_);
+  renewed_at_ = std::max(renewed_at_, sent_at);
+  return absl::OkStatus();
+}
+
+absl::Status EtcdStateStore::CheckLeading() {
+  absl::Duration since;
+  {
+    MutexLock lock(&lease_mu_);
+    if (!deposed_.ok()) return deposed_;
+    since = options_.clock->Monotonic() - renewed_at_;
+  }
+  if (since < granted_ttl_ - options_.lease_margin) return absl::OkStatus();
+  Depose(absl::UnavailableError(absl::StrCat(
+      "this breakerd no longer leads ", options_.prefix, ": no keepalive of its etcd lease ",
+      absl::StrFormat("%x", lease_id_), " succeeded for ", absl::FormatDuration(since),
+      " (TTL ", absl::FormatDuration(granted_ttl_), "), so another breakerd may lead; nothing "
+      "more is written. Check etcd (etcdctl endpoint health), then restart breakerd to "
+      "campaign again")));
+  return leadership();
+}
+
+void EtcdStateStore::Depose(absl::Status status) {
+  {
+    MutexLock lock(&lease_mu_);
+    if (!deposed_.ok()) return;
+    deposed_ = status;
+    lease_changed_.SignalAll();
+  }
+  LOG(ERROR) << status;
+  if (options_.on_deposed) options_.on_deposed(status);
+}
+
+absl::Status EtcdStateStore::leadership() const {
+  MutexLock lock(&lease_mu_);
+  return deposed_;
+}
+
+absl::Duration EtcdStateStore::last_keepalive() const {
+  MutexLock lock(&lease_mu_);
+  return renewed_at_;
+}
+
+absl::StatusOr<TxnResponse> EtcdStateStore::LeaderTxn(TxnRequest& request,
+                                                       absl::string_view what) {
+  // On failure, the leader key shows whether this store still leads.
+  request.add_failure()->mutable_request_range()->set_key(Key("leader"));
+  absl::Status error;
+  for (size_t attempt = 0; attempt < Attempts(); ++attempt) {
+    if (absl::Status leading = CheckLeading(); !leading.ok()) return leading;
+    Endpoint& endpoint = Current();
+    grpc::ClientContext context;
+    SetDeadline(context, options_.call_timeout);
+    TxnResponse response;
+    const grpc::Status status = endpoint.kv->Txn(&context, request, &response);
+    if (!status.ok()) {
+      error = EtcdError(status, endpoint.address, what, options_.call_timeout);
+      if (!IsTransportFailure(status)) return error;
+      MoveOn(endpoint);
+      continue;
+    }
+    if (response.succeeded()) return response;
+    const RangeResponse& leader =
+        response.responses(response.responses_size() - 1).response_range();
+    if (leader.kvs_size() == 0 || leader.kvs(0).create_revision() != leader_revision_) {
+      Depose(absl::UnavailableError(absl::StrCat(
+          "this breakerd no longer leads ", options_.prefix, ": its leader key ", Key("leader"),
+          leader.kvs_size() == 0
+              ? std::string(" is gone (its lease ended)")
+              : absl::StrCat(" is now held by '", leader.kvs(0).value(), "'"),
+          ", so etcd refused ", what, "; nothing more is written. Restart breakerd to campaign "
+          "again")));
+      return leadership();
+    }
+    return response;
+  }
+  return absl::UnavailableError(
+      absl::StrCat(error.message(), ". The write may have been committed all the same"));
+}
+
+absl::Status EtcdStateStore::ReadSequences() {
+  absl::Status read;
+  for (size_t attempt = 0; attempt < Attempts(); ++attempt) {
+    read = ReadSequencesOnce();
+    if (read.code() != absl::StatusCode::kUnavailable) break;
+  }
+  return read;
+}
+
+absl::Status EtcdStateStore::ReadSequencesOnce() {
+  Endpoint& endpoint = Current();
+  TxnRequest request;  // both reads at one revision
+  request.add_success()->mutable_request_range()->set_key(Key("snapshot"));
+  RangeRequest* last = request.add_success()->mutable_request_range();
+  last->set_key(JournalKey(0));
+  last->set_range_end(PrefixEnd(Key("journal/")));
+  last->set_sort_order(RangeRequest::DESCEND);
+  last->set_sort_target(RangeRequest::KEY);
+  last->set_limit(1);
+  last->set_keys_only(true);
+  grpc::ClientContext context;
+  SetDeadline(context, options_.call_timeout);
+  TxnResponse response;
+  const grpc::Status status = endpoint.kv->Txn(&context, request, &response);
+  if (!status.ok()) {
+    if (IsTransportFailure(status)) MoveOn(endpoint);
+    return EtcdError(status, endpoint.address,
+                     absl::StrCat("reading the sequences under ", options_.prefix),
+                     options_.call_timeout);
+  }
+  Sequences sequences;
+  const RangeResponse& pointer_range = response.responses(0).response_range();
+  if (pointer_range.kvs_size() > 0) {
+    std::optional<SnapshotPointer> pointer = DecodePointer(pointer_range.kvs(0).value());
+    if (!pointer) {
+      return absl::DataLossError(absl::StrCat(
+          "etcd key ", Key("snapshot"), " holds no snapshot pointer breakerd wrote; "
+          "restore the prefix from a backup (etcdctl snapshot restore) or delete it "
+          "(etcdctl del --prefix ", options_.prefix, "/) to start from empty state"));
+    }
+    sequences.snapshot_sequence = pointer->sequence;
+    sequences.generation = pointer->generation;
+  }
+  sequences.last_sequence = sequences.snapshot_sequence;
+  const RangeResponse& journal = response.responses(1).response_range();
+  if (journal.kvs_size() > 0) {
+    const std::string& key = journal.kvs(0).key();
+    uint64_t sequence = 0;
+    if (!absl::SimpleAtoi(absl::string_view(key).substr(key.rfind('/') + 1), &sequence)) {
+      return absl::DataLossError(absl::StrCat("etcd key ", key, " is no journal key breakerd "
+                                              "wrote; delete it or restore the prefix"));
+    }
+    sequences.last_sequence = std::max(sequences.last_sequence, sequence);
+  }
+  sequences_ = sequences;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StoredState> EtcdStateStore::Load() {
+  MutexLock lock(&mu_);
+  absl::StatusOr<StoredState> state;
+  // Again on the next endpoint when one does not answer, and after a compaction by another
+  // store between the pages, at the new revision.
+  for (size_t attempt = 0; attempt < Attempts(); ++attempt) {
+    state = LoadOnce();
+    if (state.status().code() != absl::StatusCode::kUnavailable &&
+        state.status().code() != absl::StatusCode::kAborted) {
+      break;
+    }
+  }
+  if (state.status().code() == absl::StatusCode::kAborted) {
+    return absl::UnavailableError(absl::StrCat("loading the state under ", options_.prefix,
+                                               " raced with compactions: ",
+                                               state.status().message(), "; try again"));
+  }
+  return state;
+}
+
+absl::StatusOr<StoredState> EtcdStateStore::LoadOnce() {
+  Endpoint& endpoint = Current();
+  int64_t revision = 0;  // every page at the revision of the first
+  auto range = [&](RangeRequest request, RangeResponse& response) -> absl::Status {
+    request.set_revision(revision);
+    grpc::ClientContext context;
+    SetDeadline(context, options_.call_timeout);
+    const grpc::Status status = endpoint.kv->Range(&context, request, &response);
+    if (status.ok()) {
+      if (revision == 0) revision = response.header().revision();
+      return absl::OkStatus();
+    }
+    if (status.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
+      return absl::AbortedError(status.error_message());  // compacted meanwhile
+    }
+    if (IsTransportFailure(status)) MoveOn(endpoint);
+    return EtcdError(status, endpoint.address,
+                     absl::StrCat("loading the state under ", options_.prefix),
+                     options_.call_timeout);
+  };
+  const std::string restore_hint = absl::StrCat(
+      "; restore the prefix from a backup (etcdctl snapshot restore) or delete it (etcdctl del "
+      "--prefix ",
+      options_.prefix, "/) to start from empty state");
+
+  StoredState state;
+  Sequences sequences;
+  RangeRequest pointer_request;
+  pointer_request.set_key(Key("snapshot"));
+  RangeResponse pointer_response;
+  if (absl::Status read = range(pointer_request, pointer_response); !read.ok()) return read;
+  if (pointer_response.kvs_size() > 0) {
+    std::optional<SnapshotPointer> pointer = DecodePointer(pointer_response.kvs(0).value());
+    if (!pointer) {
+      return absl::DataLossError(
+          absl::StrCat("etcd key ", Key("snapshot"), " holds no snapshot pointer", restore_hint));
+    }
+    std::string snapshot;
+    snapshot.reserve(pointer->bytes);
+    for (uint64_t chunk = 0; chunk < pointer->chunks; ++chunk) {
+      RangeRequest chunk_request;
+      chunk_request.set_key(ChunkKey(pointer->generation, chunk));
+      RangeResponse chunk_response;
+      if (absl::Status read = range(chunk_request, chunk_response); !read.ok()) return read;
+      if (chunk_response.kvs_size() == 0) {
+        return absl::DataLossError(absl::StrCat("etcd key ", ChunkKey(pointer->generation, chunk),
+                                                ", a chunk of the snapshot, is missing",
+                                                restore_hint));
+      }
+      snapshot += chunk_response.kvs(0).value();
+    }
+    if (snapshot.size() != pointer->bytes) {
+      return absl::DataLossError(absl::StrCat("the snapshot under ", options_.prefix, " has ",
+                                              snapshot.size(), " bytes where its pointer says ",
+                                              pointer->bytes, restore_hint));
+    }
+    state.snapshot = std::move(snapshot);
+    state.snapshot_sequence = pointer->sequence;
+    sequences.snapshot_sequence = pointer->sequence;
+    sequences.generation = pointer->generation;
+  }
+
+  // The journal, in pages of a bounded size.
+  const int64_t page = std::max<int64_t>(1, kMaxResponseBytes / 2 / options_.max_request_bytes);
+  std::string from = JournalKey(0);
+  const std::string end = PrefixEnd(Key("journal/"));
+  while (true) {
+    RangeRequest journal_request;
+    journal_request.set_key(from);
+    journal_request.set_range_end(end);
+    journal_request.set_limit(page);
+    RangeResponse journal_response;
+    if (absl::Status read = range(journal_request, journal_response); !read.ok()) return read;
+    for (const auto& kv : journal_response.kvs()) {
+      uint64_t sequence = 0;
+      const absl::string_view key = kv.key();
+      if (!absl::SimpleAtoi(key.substr(key.rfind('/') + 1), &sequence)) {
+        return absl::DataLossError(
+            absl::StrCat("etcd key ", kv.key(), " is no journal key", restore_hint));
+      }
+      if (sequence != state.last_sequence() + 1) {
+        return absl::DataLossError(absl::StrCat(
+            "the journal under ", options_.prefix, " is missing entries: after ",
+            state.last_sequence(), " comes ", sequence, restore_hint));
+      }
+      state.journal.emplace_back(sequence, kv.value());
+    }
+    if (!journal_response.more() || journal_response.kvs_size() == 0) break;
+    from = journal_response.kvs(journal_response.kvs_size() - 1).key() + std::string(1, '\0');
+  }
+  sequences.last_sequence = state.last_sequence();
+  sequences_ = sequences;
+  return state;
+}
+
+absl::StatusOr<uint64_t> EtcdStateStore::Append(const std::vector<std::string>& entries) {
+  MutexLock lock(&mu_);
+  if (!sequences_) {
+    if (absl::Status read = ReadSequences(); !read.ok()) return read;
+  }
+  if (entries.empty()) return sequences_->last_sequence;
+  int64_t bytes = kRequestOverhead;
+  for (const std::string& entry : entries) {
+    bytes += static_cast<int64_t>(entry.size()) + kPerEntryOverhead;
+  }
+  if (bytes > options_.max_request_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        entries.size(), " journal entries of ", bytes - kRequestOverhead,
+        " bytes with their keys do not fit one etcd request, whose limit is ",
+        options_.max_request_bytes, " bytes; append fewer at once, or raise etcd's "
+        "--max-request-bytes on every member and breakerd's --etcd_max_request_bytes to "
+        "match"));
+  }
+  const uint64_t first = sequences_->last_sequence + 1;
+  const uint64_t last = sequences_->last_sequence + entries.size();
+  TxnRequest request;
+  LeaderCompare(request, Key("leader"), leader_revision_);
+  // Sequences this store has not seen taken: a second guard besides the leader key.
+  Compare* fresh = request.add_compare();
+  fresh->set_key(JournalKey(first));
+  fresh->set_target(Compare::CREATE);
+  fresh->set_result(Compare::EQUAL);
+  fresh->set_create_revision(0);
+  for (size_t i = 0; i < entries.size(); ++i) AddPut(request, JournalKey(first + i), entries[i]);
+  // What holds those sequences when the guard fails: this very batch, when an earlier try
+  // (whose answer was lost) committed it.
+  RangeRequest* taken = request.add_failure()->mutable_request_range();
+  taken->set_key(JournalKey(first));
+  taken->set_range_end(JournalKey(last + 1));
+  absl::StatusOr<TxnResponse> response =
+      LeaderTxn(request, absl::StrCat("appending journal entries ", first, "..", last));
+  if (!response.ok()) {
+    sequences_.reset();  // the outcome may be unknown: read again before the next write
+    return response.status();
+  }
+  if (!response->succeeded()) {
+    const RangeResponse& stored = response->responses(0).response_range();
+    bool landed = stored.kvs_size() == static_cast<int>(entries.size());
+    for (int i = 0; landed && i < stored.kvs_size(); ++i) {
+      landed = stored.kvs(i).value() == entries[i];
+    }
+    if (!landed) {
+      sequences_.reset();
+      return absl::UnavailableError(absl::StrCat(
+          "journal entry ", first, " under ", options_.prefix,
+          " was written meanwhile (a write whose outcome was unknown landed late, or something "
+          "else writes there); load the state again before writing"));
+    }
+  }
+  sequences_->last_sequence = last;
+  return last;
+}
+
+absl::Status EtcdStateStore::WriteSnapshot(absl::string_view snapshot,
+                                           uint64_t through_sequence) {
+  MutexLock lock(&mu_);
+  if (!sequences_) {
+    if (absl::Status read = ReadSequences(); !read.ok()) return read;
+  }
+  if (through_sequence > sequences_->last_sequence ||
+      through_sequence < sequences_->snapshot_sequence) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a snapshot through sequence ", through_sequence, " is outside ",
+        sequences_->snapshot_sequence, "..", sequences_->last_sequence,
+        " (the current snapshot's sequence .. the last appended)"));
+  }
+  const uint64_t generation = sequences_->generation + 1;
+  const uint64_t chunk_bytes = static_cast<uint64_t>(options_.snapshot_chunk_bytes);
+  const uint64_t chunks = (snapshot.size() + chunk_bytes - 1) / chunk_bytes;
+  const std::string leader_key = Key("leader");
+  // The chunks, each in a transaction of its own under the new generation, which nothing
+  // reads until the pointer names it. All but the last; that one goes with the pointer.
+  for (uint64_t chunk = 0; chunk + 1 < chunks; ++chunk) {
+    TxnRequest request;
+    LeaderCompare(request, leader_key, leader_revision_);
+    AddPut(request, ChunkKey(generation, chunk), snapshot.substr(chunk * chunk_bytes, chunk_bytes));
+    absl::StatusOr<TxnResponse> written = LeaderTxn(
+        request, absl::StrCat("writing chunk ", chunk + 1, " of ", chunks, " of a snapshot"));
+    if (!written.ok()) return written.status();  // nothing visible changed
+  }
+  TxnRequest request;
+  LeaderCompare(request, leader_key, leader_revision_);
+  if (chunks > 0) {
+    AddPut(request, ChunkKey(generation, chunks - 1),
+           snapshot.substr((chunks - 1) * chunk_bytes, chunk_bytes));
+  }
+  SnapshotPointer pointer;
+  pointer.generation = generation;
+  pointer.sequence = through_sequence;
+  pointer.chunks = chunks;
+  pointer.bytes = snapshot.size();
+  AddPut(request, Key("snapshot"), EncodePointer(pointer));
+  AddDeleteRange(request, JournalKey(0), JournalKey(through_sequence + 1));
+  // Older generations, and what a failed attempt at this one left beyond its chunks.
+  AddDeleteRange(request, Key("snapshot/"), ChunkKey(generation, 0));
+  AddDeleteRange(request, ChunkKey(generation, chunks), PrefixEnd(Key("snapshot/")));
+  absl::StatusOr<TxnResponse> flipped = LeaderTxn(
+      request, absl::StrCat("storing a snapshot through sequence ", through_sequence));
+  if (!flipped.ok()) {
+    sequences_.reset();
+    return flipped.status();
+  }
+  sequences_->snapshot_sequence = through_sequence;
+  sequences_->generation = generation;
+
+  // The history up to now is no longer needed by anyone: compacting it keeps etcd's database
+  // bounded. A failure costs space, not correctness.
+  Endpoint& endpoint = Current();
+  grpc::ClientContext context;
+  SetDeadline(context, options_.call_timeout);
+  etcdserverpb::CompactionRequest compaction;
+  compaction.set_revision(flipped->header().revision());
+  etcdserverpb::CompactionResponse compacted;
+  const grpc::Status status = endpoint.kv->Compact(&context, compaction, &compacted);
+  if (!status.ok() && status.error_code() != grpc::StatusCode::OUT_OF_RANGE) {
+    LOG(WARNING) << "compacting etcd's history to revision " << compaction.revision()
+                 << " failed: " << status.error_message()
+                 << "; the next snapshot tries again";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace breaker::service
