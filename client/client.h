@@ -28,7 +28,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "client/policy_snapshot.h"
-#include "core/clock.h"
+#include "common/clock.h"
 #include "core/config.h"
 #include "core/observation.h"
 #include "core/policy.h"
@@ -83,7 +83,7 @@ struct ClientOptions {
   absl::Duration evaluation_interval = absl::Seconds(1);
 
   // REQUIRES: outlives the client.
-  const core::Clock* clock = &core::SystemClock();
+  const Clock* clock = &SystemClock();
 };
 
 struct ClientStats {

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "client/client.h"
+#include "common/fake_clock.h"
 #include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/observation.h"
@@ -21,7 +22,6 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-#include "tests/support/fake_clock.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
 

@@ -4,7 +4,7 @@
 
 namespace breaker::client {
 
-PolicyInForce::PolicyInForce(const core::Clock& clock, absl::Duration staleness_limit)
+PolicyInForce::PolicyInForce(const Clock& clock, absl::Duration staleness_limit)
     : clock_(clock), staleness_limit_(staleness_limit), last_contact_(clock.Now()) {}
 
 void PolicyInForce::OnStreamStart(uint64_t last_unacknowledged) {

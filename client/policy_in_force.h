@@ -29,7 +29,7 @@
 
 #include "absl/time/time.h"
 #include "client/policy_snapshot.h"
-#include "core/clock.h"
+#include "common/clock.h"
 #include "core/policy.h"
 
 namespace breaker::client {
@@ -41,7 +41,7 @@ class PolicyInForce {
   // The clock's reading now counts as the last contact: a node that has just started is not
   // stale (it holds no fleet policy either). The limit does not change afterwards.
   // REQUIRES: staleness_limit > 0; `clock` outlives this object.
-  PolicyInForce(const core::Clock& clock, absl::Duration staleness_limit);
+  PolicyInForce(const Clock& clock, absl::Duration staleness_limit);
 
   // --- What happens on the stream -------------------------------------------------------
 
@@ -100,7 +100,7 @@ class PolicyInForce {
   void UpdateCatchUp();
 
   // Constant after construction.
-  const core::Clock& clock_;
+  const Clock& clock_;
   const absl::Duration staleness_limit_;
 
   bool connected_ = false;

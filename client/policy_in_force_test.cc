@@ -4,10 +4,10 @@
 #include <optional>
 
 #include "absl/time/time.h"
+#include "common/fake_clock.h"
 #include "core/policy.h"
 #include "core/types.h"
 #include "gtest/gtest.h"
-#include "tests/support/fake_clock.h"
 
 namespace breaker::client {
 namespace {

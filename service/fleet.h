@@ -41,8 +41,8 @@
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.pb.h"
 #include "breaker/v1/state.pb.h"
+#include "common/clock.h"
 #include "common/mutex.h"
-#include "core/clock.h"
 #include "core/config.h"
 #include "core/engine.h"
 #include "grpcpp/support/slice.h"
@@ -104,7 +104,7 @@ class Fleet : private JournalWriter::Sink {
     std::string config_path;
     std::unique_ptr<StateStore> store;
     // REQUIRES: not null; outlives the fleet.
-    const core::Clock* clock = nullptr;
+    const Clock* clock = nullptr;
     // Move time along by itself at every slot boundary. Tests turn it off and call Tick().
     bool run_ticker = true;
     // Fold the journal into a new snapshot after this many entries or bytes of entries,
@@ -214,7 +214,7 @@ class Fleet : private JournalWriter::Sink {
   // Where the fleet and its streams report events (a no-op sink when metrics are off).
   MetricsSink& metrics() const { return metrics_; }
   // The fleet's clock, for its streams' timings too.
-  const core::Clock& clock() const { return clock_; }
+  const Clock& clock() const { return clock_; }
 
   // --- The node registry, kept by the streams. ---
   // A node opened a stream (now, by the fleet's clock), holding policy `policy_version`.
@@ -280,7 +280,7 @@ class Fleet : private JournalWriter::Sink {
   std::shared_ptr<const PublishedPolicy> Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
   core::Slot ClockSlot() const;
 
-  const core::Clock& clock_;
+  const Clock& clock_;
   const std::unique_ptr<StateStore> store_;
   const std::string config_path_;
   const std::string network_;

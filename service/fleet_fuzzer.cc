@@ -49,6 +49,7 @@
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.pb.h"
 #include "breaker/v1/state.pb.h"
+#include "common/fake_clock.h"
 #include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/config.h"
@@ -61,7 +62,6 @@
 #include "google/protobuf/stubs/logging.h"
 #include "service/fleet.h"
 #include "service/storage/memory_state_store.h"
-#include "tests/support/fake_clock.h"
 #include "tests/support/fuzz_frames.h"
 
 namespace breaker::service {

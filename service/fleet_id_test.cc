@@ -12,13 +12,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "breaker/v1/breaker.pb.h"
+#include "common/fake_clock.h"
 #include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/config.h"
 #include "gtest/gtest.h"
 #include "service/fleet.h"
 #include "service/storage/memory_state_store.h"
-#include "tests/support/fake_clock.h"
 #include "tests/support/status_matchers.h"
 
 namespace breaker::service {

@@ -31,7 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "common/mutex.h"
-#include "core/clock.h"
+#include "common/clock.h"
 #include "service/metrics_sink.h"
 #include "service/storage/state_store.h"
 #include "service/storage_supervisor.h"
@@ -73,7 +73,7 @@ class JournalWriter {
     StorageSupervisor* supervisor = nullptr;
     Sink* sink = nullptr;
     MetricsSink* metrics = nullptr;
-    const core::Clock* clock = nullptr;
+    const Clock* clock = nullptr;
     // A snapshot after this many entries or bytes of entries since the last one, whichever
     // comes first (see Fleet::Options).
     uint64_t snapshot_every_entries = 4096;
@@ -118,7 +118,7 @@ class JournalWriter {
   StorageSupervisor& supervisor_;
   Sink& sink_;
   MetricsSink& metrics_;
-  const core::Clock& clock_;
+  const Clock& clock_;
   const uint64_t snapshot_every_entries_;
   const uint64_t snapshot_every_bytes_;
 

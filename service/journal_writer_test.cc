@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/storage/memory_state_store.h"
-#include "tests/support/fake_clock.h"
+#include "common/fake_clock.h"
 #include "tests/support/test_util.h"
 
 namespace breaker::service {

@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "core/clock.h"
+#include "common/clock.h"
 
 namespace breaker::service {
 
@@ -78,7 +78,7 @@ inline MetricsSink& NoMetrics() {
 // monotonic reading.
 class StoreTimer {
  public:
-  StoreTimer(MetricsSink& metrics, const core::Clock& clock, StoreOperation operation)
+  StoreTimer(MetricsSink& metrics, const Clock& clock, StoreOperation operation)
       : metrics_(metrics), clock_(clock), operation_(operation), start_(clock.Monotonic()) {}
   ~StoreTimer() { metrics_.StoreWrite(operation_, clock_.Monotonic() - start_); }
 
@@ -87,7 +87,7 @@ class StoreTimer {
 
  private:
   MetricsSink& metrics_;
-  const core::Clock& clock_;
+  const Clock& clock_;
   const StoreOperation operation_;
   const absl::Duration start_;
 };

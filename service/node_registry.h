@@ -15,8 +15,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/mutex.h"
-#include "core/clock.h"
 
 namespace breaker::service {
 
@@ -33,7 +33,7 @@ class NodeRegistry {
   };
 
   // REQUIRES: `clock` outlives the registry. It dates connections and observations.
-  explicit NodeRegistry(const core::Clock& clock) : clock_(clock) {}
+  explicit NodeRegistry(const Clock& clock) : clock_(clock) {}
 
   // The configuration's max_known_nodes.
   void SetMaxKnownNodes(uint32_t max_known_nodes);
@@ -58,7 +58,7 @@ class NodeRegistry {
   absl::flat_hash_map<std::string, Entry> Entries() const;
 
  private:
-  const core::Clock& clock_;
+  const Clock& clock_;
   mutable Mutex mu_;
   uint32_t max_known_nodes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, Entry> nodes_ ABSL_GUARDED_BY(mu_);

@@ -2,9 +2,9 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/fake_clock.h"
 #include "tests/support/status_matchers.h"
 
 namespace breaker::service {

@@ -15,8 +15,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/mutex.h"
-#include "core/clock.h"
 
 namespace breaker::service {
 
@@ -29,7 +29,7 @@ class ObservationRateLimiter {
   static constexpr size_t kMaxBuckets = 65536;
 
   // REQUIRES: `clock` outlives the limiter.
-  explicit ObservationRateLimiter(const core::Clock& clock) : clock_(clock) {}
+  explicit ObservationRateLimiter(const Clock& clock) : clock_(clock) {}
 
   // Takes the configuration's node_observation_rate and node_observation_burst. A node's
   // bucket starts full.
@@ -47,7 +47,7 @@ class ObservationRateLimiter {
   double Refilled(const Bucket& bucket, absl::Duration now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const core::Clock& clock_;
+  const Clock& clock_;
   mutable Mutex mu_;
   uint32_t rate_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t burst_ ABSL_GUARDED_BY(mu_) = 0;

@@ -5,7 +5,7 @@
 
 namespace breaker::service {
 
-StorageSupervisor::StorageSupervisor(const core::Clock& clock,
+StorageSupervisor::StorageSupervisor(const Clock& clock,
                                      std::function<void()> schedule_changed)
     : clock_(clock), schedule_changed_(std::move(schedule_changed)) {}
 

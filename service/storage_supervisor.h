@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/mutex.h"
-#include "core/clock.h"
+#include "common/clock.h"
 
 namespace breaker::service {
 
@@ -30,7 +30,7 @@ class StorageSupervisor {
 
   // `schedule_changed` runs, with no lock of the supervisor held, whenever next_attempt()
   // changes, so that a waiting ticker can look again. REQUIRES: `clock` outlives this.
-  StorageSupervisor(const core::Clock& clock, std::function<void()> schedule_changed);
+  StorageSupervisor(const Clock& clock, std::function<void()> schedule_changed);
 
   // OK while the store takes writes; otherwise the latest failure.
   absl::Status status() const;
@@ -62,7 +62,7 @@ class StorageSupervisor {
   absl::Duration ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifyWatcher();
 
-  const core::Clock& clock_;
+  const Clock& clock_;
   const std::function<void()> schedule_changed_;
 
   mutable Mutex mu_;

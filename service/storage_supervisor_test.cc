@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/support/fake_clock.h"
+#include "common/fake_clock.h"
 
 namespace breaker::service {
 namespace {

@@ -6,7 +6,7 @@
 
 namespace breaker::service {
 
-Ticker::Ticker(const core::Clock& clock, std::function<absl::Time()> next,
+Ticker::Ticker(const Clock& clock, std::function<absl::Time()> next,
                std::function<void()> tick)
     : clock_(clock), next_(std::move(next)), tick_(std::move(tick)) {}
 

@@ -10,7 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "common/mutex.h"
-#include "core/clock.h"
+#include "common/clock.h"
 
 namespace breaker::service {
 
@@ -20,7 +20,7 @@ class Ticker {
   // Once started, calls `tick` when the clock reaches the time `next` returns, then asks
   // `next` again, until stopped. `next` and `tick` run on the ticker's thread.
   // REQUIRES: `clock` outlives the ticker.
-  Ticker(const core::Clock& clock, std::function<absl::Time()> next, std::function<void()> tick);
+  Ticker(const Clock& clock, std::function<absl::Time()> next, std::function<void()> tick);
   // Stops.
   ~Ticker();
 
@@ -43,7 +43,7 @@ class Ticker {
  private:
   void Loop();
 
-  const core::Clock& clock_;
+  const Clock& clock_;
   const std::function<absl::Time()> next_;
   const std::function<void()> tick_;
 

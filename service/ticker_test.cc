@@ -3,7 +3,7 @@
 #include <atomic>
 
 #include "gtest/gtest.h"
-#include "tests/support/fake_clock.h"
+#include "common/fake_clock.h"
 #include "tests/support/test_util.h"
 
 namespace breaker::service {

@@ -53,7 +53,7 @@ absl::Status CheckChain(const NodeChain& node, const core::ChainSpec& chain) {
 }
 
 absl::StatusOr<std::unique_ptr<BeaconWatcher>> BeaconWatcher::Start(
-    BeaconWatcherOptions options, const core::Clock& clock, client::BreakerClient& client) {
+    BeaconWatcherOptions options, const Clock& clock, client::BreakerClient& client) {
   std::unique_ptr<BeaconWatcher> watcher(new BeaconWatcher(std::move(options), clock, client));
   absl::StatusOr<NodeChain> chain = watcher->api_.GetChain();
   if (chain.ok()) {
@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<BeaconWatcher>> BeaconWatcher::Start(
   return watcher;
 }
 
-BeaconWatcher::BeaconWatcher(BeaconWatcherOptions options, const core::Clock& clock,
+BeaconWatcher::BeaconWatcher(BeaconWatcherOptions options, const Clock& clock,
                              client::BreakerClient& client)
     : options_(std::move(options)),
       api_(options_.base, options_.path_prefix, options_.limits),

@@ -20,9 +20,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "core/chain_time.h"
-#include "core/clock.h"
 #include "sidecar/beacon_api.h"
 #include "sidecar/observer.h"
 
@@ -63,7 +63,7 @@ class BeaconWatcher {
   // Then starts the threads.
   // REQUIRES: `clock` and `client` outlive the watcher.
   static absl::StatusOr<std::unique_ptr<BeaconWatcher>> Start(BeaconWatcherOptions options,
-                                                               const core::Clock& clock,
+                                                               const Clock& clock,
                                                                client::BreakerClient& client);
   ~BeaconWatcher();
 
@@ -73,7 +73,7 @@ class BeaconWatcher {
   BeaconWatcherStats stats() const;
 
  private:
-  BeaconWatcher(BeaconWatcherOptions options, const core::Clock& clock,
+  BeaconWatcher(BeaconWatcherOptions options, const Clock& clock,
                 client::BreakerClient& client);
 
   void StreamLoop();

@@ -76,7 +76,7 @@ TEST_F(BeaconWatcherTest, RefusesANodeOfAnotherChainNamingBothValues) {
   other.seconds_per_slot = 12;
   other.gloas_fork_epoch = 5;
   node_.SetChain(other);
-  EXPECT_THAT(BeaconWatcher::Start(Options(), core::SystemClock(), client_),
+  EXPECT_THAT(BeaconWatcher::Start(Options(), SystemClock(), client_),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("SECONDS_PER_SLOT 12 (the sidecar's: 1), GLOAS_FORK_EPOCH 5 "
                                  "(the sidecar's: never (far future))")));
@@ -86,7 +86,7 @@ TEST_F(BeaconWatcherTest, ReportsBlocksEmptySlotsAndFinalityOfASyncedNode) {
   // Finalized before the sidecar started: read from the REST API.
   node_.Finalize(1);
   absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
-      BeaconWatcher::Start(Options(), core::SystemClock(), client_);
+      BeaconWatcher::Start(Options(), SystemClock(), client_);
   ASSERT_THAT(watcher, IsOk());
   ASSERT_TRUE(WaitFor([&] { return node_.streams_open() == 1; }));
   // Wait for a slot watched whole.
@@ -113,7 +113,7 @@ TEST_F(BeaconWatcherTest, ReportsBlocksEmptySlotsAndFinalityOfASyncedNode) {
 
 TEST_F(BeaconWatcherTest, BackfillsTheSlotsMissedWhileTheStreamWasDown) {
   absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
-      BeaconWatcher::Start(Options(), core::SystemClock(), client_);
+      BeaconWatcher::Start(Options(), SystemClock(), client_);
   ASSERT_THAT(watcher, IsOk());
   ASSERT_TRUE(WaitFor([&] { return node_.streams_open() == 1; }));
   // The node "restarts": its streams drop and it refuses the topics for a while, during which
@@ -140,7 +140,7 @@ TEST_F(BeaconWatcherTest, BackfillsTheSlotsMissedWhileTheStreamWasDown) {
 TEST_F(BeaconWatcherTest, ReportsNothingWhileTheNodeSyncs) {
   node_.SetSyncing(true);
   absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
-      BeaconWatcher::Start(Options(), core::SystemClock(), client_);
+      BeaconWatcher::Start(Options(), SystemClock(), client_);
   ASSERT_THAT(watcher, IsOk());
   ASSERT_TRUE(WaitFor([&] { return node_.streams_open() == 1; }));
   const core::Slot slot = CurrentSlot();
@@ -155,7 +155,7 @@ TEST_F(BeaconWatcherTest, ReportsNothingWhileTheNodeSyncs) {
 
 TEST_F(BeaconWatcherTest, ANodeRestartedOnAnotherGenesisIsNotObserved) {
   absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
-      BeaconWatcher::Start(Options(), core::SystemClock(), client_);
+      BeaconWatcher::Start(Options(), SystemClock(), client_);
   ASSERT_THAT(watcher, IsOk());
   ASSERT_TRUE(WaitFor([&] { return node_.streams_open() == 1; }));
   core::ChainSpec other = chain_;
@@ -177,7 +177,7 @@ TEST_F(BeaconWatcherTest, GloasBidsPayloadsAndAMissingPayloadWithItsAttestedFrac
   BeaconWatcherOptions options = Options();
   options.observer.chain = gloas;
   absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
-      BeaconWatcher::Start(options, core::SystemClock(), client_);
+      BeaconWatcher::Start(options, SystemClock(), client_);
   ASSERT_THAT(watcher, IsOk());
   ASSERT_TRUE(WaitFor([&] { return node_.streams_open() == 1; }));
   const core::Slot start = CurrentSlot();

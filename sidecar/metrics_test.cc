@@ -95,7 +95,7 @@ TEST(MetricsTest, ServesWhatTheObserverOfTheBeaconNodeSaw) {
   options.observer.chain = chain;
   options.tick_interval = absl::Milliseconds(20);
   absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
-      BeaconWatcher::Start(options, core::SystemClock(), client);
+      BeaconWatcher::Start(options, SystemClock(), client);
   ASSERT_THAT(watcher, IsOk());
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =

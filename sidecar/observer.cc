@@ -8,7 +8,7 @@
 
 namespace breaker::sidecar {
 
-Observer::Observer(ObserverOptions options, const core::Clock& clock,
+Observer::Observer(ObserverOptions options, const Clock& clock,
                    client::BreakerClient& client)
     : options_(std::move(options)), clock_(clock), client_(client) {
   const core::Slot now = CurrentSlot();

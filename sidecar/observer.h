@@ -34,9 +34,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "core/chain_time.h"
-#include "core/clock.h"
 #include "core/types.h"
 
 namespace breaker::sidecar {
@@ -83,7 +83,7 @@ struct OverduePayload {
 class Observer {
  public:
   // REQUIRES: options.chain is valid; `clock` and `client` outlive the observer.
-  Observer(ObserverOptions options, const core::Clock& clock, client::BreakerClient& client);
+  Observer(ObserverOptions options, const Clock& clock, client::BreakerClient& client);
 
   // The event stream is up and the node synced (true), or not. Slots are judged live only
   // while it holds; events are ignored while it does not.
@@ -142,7 +142,7 @@ class Observer {
   };
 
   const ObserverOptions options_;
-  const core::Clock& clock_;
+  const Clock& clock_;
   client::BreakerClient& client_;
 
   mutable Mutex mu_;

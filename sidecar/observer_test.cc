@@ -5,10 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/fake_client.h"
+#include "common/fake_clock.h"
 #include "core/observation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/fake_clock.h"
 
 namespace breaker::sidecar {
 namespace {

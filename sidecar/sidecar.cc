@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "client/channel_security.h"
+#include "common/clock.h"
 #include "core/chain_time.h"
-#include "core/clock.h"
 #include "proto/codec/config_file.h"
 
 namespace breaker::sidecar {
@@ -60,7 +60,7 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
     watcher.path_prefix = settings.beacon_node_path_prefix;
     watcher.observer.chain = chain;
     absl::StatusOr<std::unique_ptr<BeaconWatcher>> started =
-        BeaconWatcher::Start(std::move(watcher), core::SystemClock(), *sidecar->client_);
+        BeaconWatcher::Start(std::move(watcher), SystemClock(), *sidecar->client_);
     if (!started.ok()) return started.status();
     sidecar->watcher_ = *std::move(started);
   }

@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "common/fake_clock.h"
 #include "core/chain_time.h"
 #include "core/types.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -33,7 +34,6 @@
 #include "gtest/gtest.h"
 #include "service/rpc/server_test_support.h"
 #include "service/storage/sqlite_state_store.h"
-#include "tests/support/fake_clock.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
 

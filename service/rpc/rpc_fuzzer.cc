@@ -57,6 +57,7 @@
 #include "absl/strings/string_view.h"
 #include "breaker/v1/breaker.pb.h"
 #include "breaker/v1/config.pb.h"
+#include "common/fake_clock.h"
 #include "core/chain_time.h"
 #include "core/input_bounds.h"
 #include "glog/logging.h"
@@ -72,7 +73,6 @@
 #include "grpcpp/support/channel_arguments.h"
 #include "grpcpp/support/status.h"
 #include "service/rpc/server.h"
-#include "tests/support/fake_clock.h"
 #include "tests/support/fuzz_frames.h"
 
 namespace breaker::service {

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/clock.h"
+#include "common/clock.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/server.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -45,7 +45,7 @@ struct ServerOptions {
   // port. Empty: no metrics.
   std::string metrics_listen;
   // REQUIRES: outlives the server.
-  const core::Clock* clock = &core::SystemClock();
+  const Clock* clock = &SystemClock();
   // Move time along at every slot boundary by itself. Tests with a fake clock turn it off and
   // call fleet()->Tick().
   bool run_ticker = true;

@@ -56,7 +56,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/mutex.h"
-#include "core/clock.h"
+#include "common/clock.h"
 #include "grpcpp/security/credentials.h"
 #include "service/storage/state_store.h"
 
@@ -113,7 +113,7 @@ class EtcdStateStore : public StateStore {
     int64_t max_request_bytes = kDefaultMaxRequestBytes;
     int64_t snapshot_chunk_bytes = 1 << 20;
     // Counts the lease's TTL (Monotonic()). REQUIRES: outlives the store.
-    const core::Clock* clock = &core::SystemClock();
+    const Clock* clock = &SystemClock();
     // Called once when the store finds itself deposed, with the status its writes return from
     // then on; from the keepalive thread, or from a thread in Append or WriteSnapshot while
     // that call holds the store's lock. So it may call leadership() but not Load, Append or

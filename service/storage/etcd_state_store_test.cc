@@ -20,7 +20,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
-#include "tests/support/fake_clock.h"
+#include "common/fake_clock.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/etcd_cluster.h"
 #include "tests/support/test_util.h"

@@ -62,7 +62,7 @@ absl::Status CheckStoreSelection(const StoreSelection& selection) {
 }
 
 absl::StatusOr<std::unique_ptr<StateStore>> OpenSelectedStore(const StoreSelection& selection,
-                                                              const core::Clock* clock) {
+                                                              const Clock* clock) {
   if (absl::Status checked = CheckStoreSelection(selection); !checked.ok()) return checked;
   if (selection.store == "sqlite") {
     if (absl::Status made = EnsureDirectory(selection.state_dir); !made.ok()) return made;

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/clock.h"
+#include "common/clock.h"
 #include "service/storage/etcd_state_store.h"
 #include "service/storage/state_store.h"
 
@@ -44,7 +44,7 @@ absl::Status CheckStoreSelection(const StoreSelection& selection);
 // Returns CheckStoreSelection's errors, INVALID_ARGUMENT when the state directory cannot be
 // created, and the chosen store's errors (SqliteStateStore::Open, EtcdStateStore::Open).
 absl::StatusOr<std::unique_ptr<StateStore>> OpenSelectedStore(const StoreSelection& selection,
-                                                              const core::Clock* clock);
+                                                              const Clock* clock);
 
 // "state in breakerd-state", "state in etcd 10.0.0.1:2379,... under /breaker/pool": for logs.
 std::string DescribeStore(const StoreSelection& selection);

@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "breaker/v1/breaker.pb.h"
 #include "breaker/v1/state.pb.h"
+#include "common/fake_clock.h"
 #include "core/chain_time.h"
 #include "core/config.h"
 #include "ctl/simulator.h"
@@ -29,7 +30,6 @@
 #include "proto/codec/text_file.h"
 #include "service/fleet.h"
 #include "service/storage/memory_state_store.h"
-#include "tests/support/fake_clock.h"
 #include "tests/support/status_matchers.h"
 
 namespace breaker {
@@ -52,7 +52,7 @@ std::string PolicyBytes(v1::Policy policy) {
 }
 
 absl::StatusOr<std::unique_ptr<service::Fleet>> OpenFleet(
-    const core::Config& config, const core::Clock& clock,
+    const core::Config& config, const Clock& clock,
     const std::shared_ptr<service::MemoryStateStore::Backing>& backing) {
   service::Fleet::Options options;
   options.config = config;

@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "client/client.h"
+#include "common/fake_clock.h"
 #include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/observation.h"
@@ -41,7 +42,6 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "service/rpc/server.h"
-#include "tests/support/fake_clock.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
 

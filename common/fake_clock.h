@@ -1,17 +1,17 @@
-#ifndef TESTS_FAKE_CLOCK_H_
-#define TESTS_FAKE_CLOCK_H_
+#ifndef COMMON_FAKE_CLOCK_H_
+#define COMMON_FAKE_CLOCK_H_
 
-// The clock that tests inject wherever the project reads time (core/clock.h).
+// The clock that tests inject wherever the project reads time (common/clock.h).
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/mutex.h"
-#include "core/clock.h"
 
 namespace breaker::testing {
 
 // A clock that moves only when told to. This class is thread-safe.
-class FakeClock : public core::Clock {
+class FakeClock : public Clock {
  public:
   explicit FakeClock(absl::Time start) : now_(start) {}
 
@@ -37,4 +37,4 @@ class FakeClock : public core::Clock {
 
 }  // namespace breaker::testing
 
-#endif  // TESTS_FAKE_CLOCK_H_
+#endif  // COMMON_FAKE_CLOCK_H_

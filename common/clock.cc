@@ -1,10 +1,10 @@
-#include "core/clock.h"
+#include "common/clock.h"
 
 #include <chrono>
 
 #include "absl/time/clock.h"
 
-namespace breaker::core {
+namespace breaker {
 namespace {
 
 class RealClock : public Clock {
@@ -22,4 +22,4 @@ const Clock& SystemClock() {
   return *clock;
 }
 
-}  // namespace breaker::core
+}  // namespace breaker

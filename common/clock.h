@@ -1,12 +1,13 @@
-#ifndef CORE_CLOCK_H_
-#define CORE_CLOCK_H_
+#ifndef COMMON_CLOCK_H_
+#define COMMON_CLOCK_H_
 
-// Time as the adapters see it. The engine never reads a clock: the service and the client
-// read one of these and tell the engine the slot. Tests inject a fake (tests/support/fake_clock.h).
+// Time as the adapters see it. The engine (//core) never reads a clock: the service, the client
+// and the sidecar read one of these and tell the engine the slot. Tests inject a fake
+// (common/fake_clock.h).
 
 #include "absl/time/time.h"
 
-namespace breaker::core {
+namespace breaker {
 
 // Implementations are thread-safe.
 class Clock {
@@ -22,6 +23,6 @@ class Clock {
 // The system's clocks: real time, and std::chrono::steady_clock for Monotonic().
 const Clock& SystemClock();
 
-}  // namespace breaker::core
+}  // namespace breaker
 
-#endif  // CORE_CLOCK_H_
+#endif  // COMMON_CLOCK_H_
