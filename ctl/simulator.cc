@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "breaker/v1/state.pb.h"
+#include "breaker/state/v1/state.pb.h"
 #include "core/chain_time.h"
 #include "core/engine.h"
 #include "core/relay_id.h"
@@ -68,7 +68,7 @@ absl::Status ValidateStep(const v1::Step& step, int number, absl::string_view na
     case v1::Step::kAdmin:
       // Refused by the engine's side too, but an empty action is a mistake in the file, not
       // something the breaker decides.
-      if (step.admin().action_case() == v1::AdminAction::ACTION_NOT_SET) {
+      if (step.admin().action_case() == state::v1::AdminAction::ACTION_NOT_SET) {
         return InvalidStep(number, name,
                            "admin needs an action (ban, unban, ban_relay, unban_relay, "
                            "builder_trust, relay_trust or reset)");
@@ -150,9 +150,10 @@ absl::StatusOr<core::Slot> AdvanceTarget(const v1::Advance& advance, core::Slot 
 
 // The journal entry breakerd writes for one node's observation, with the scenario's
 // conveniences resolved: slot 0 and short block roots (ExpandScriptedObservation), sequence 0.
-v1::JournalEntry ObservationEntry(const v1::NodeObservation& step, const core::Engine& engine) {
-  v1::JournalEntry entry;
-  v1::NodeObservations* batch = entry.mutable_observations();
+state::v1::JournalEntry ObservationEntry(const v1::NodeObservation& step,
+                                         const core::Engine& engine) {
+  state::v1::JournalEntry entry;
+  state::v1::NodeObservations* batch = entry.mutable_observations();
   batch->set_node_id(step.node());
   v1::Observation* proto = batch->add_observations();
   *proto = codec::ExpandScriptedObservation(step.observation(), engine.current_slot());
@@ -344,10 +345,11 @@ std::string ValidUtf8(absl::string_view text) {
 // version in the timeline and, when asked, every entry in a journal.
 class Player {
  public:
-  Player(core::Engine& engine, SimulationResult& result, std::vector<v1::JournalEntry>* journal)
+  Player(core::Engine& engine, SimulationResult& result,
+         std::vector<state::v1::JournalEntry>* journal)
       : engine_(engine), result_(result), journal_(journal) {}
 
-  codec::AppliedEntry Play(v1::JournalEntry entry, int step, const std::string& name) {
+  codec::AppliedEntry Play(state::v1::JournalEntry entry, int step, const std::string& name) {
     codec::AppliedEntry applied = codec::ApplyJournalEntry(entry, engine_);
     if (applied.policy_changed) result_.timeline.push_back(EntryFor(step, name, engine_));
     if (journal_ != nullptr) journal_->push_back(std::move(entry));
@@ -357,7 +359,7 @@ class Player {
  private:
   core::Engine& engine_;
   SimulationResult& result_;
-  std::vector<v1::JournalEntry>* const journal_;
+  std::vector<state::v1::JournalEntry>* const journal_;
 };
 
 }  // namespace
@@ -373,7 +375,7 @@ absl::StatusOr<v1::Scenario> LoadScenarioFile(const std::string& path) {
 }
 
 absl::StatusOr<SimulationResult> Simulate(const core::Config& config, const v1::Scenario& scenario,
-                                          std::vector<v1::JournalEntry>* journal) {
+                                          std::vector<state::v1::JournalEntry>* journal) {
   absl::StatusOr<core::Engine> created = core::Engine::Create(config, scenario.start_slot());
   if (!created.ok()) return created.status();
   core::Engine& engine = *created;
@@ -405,14 +407,14 @@ absl::StatusOr<SimulationResult> Simulate(const core::Config& config, const v1::
         // verdicts that breakerd reaches (a run that trips when its last slot is judged is
         // over by the slot after). Each new version on the way is a line of the timeline.
         while (engine.current_slot() < *target) {
-          v1::JournalEntry entry;
+          state::v1::JournalEntry entry;
           entry.set_advance_to_slot(engine.current_slot() + 1);
           player.Play(std::move(entry), number, name);
         }
         break;
       }
       case v1::Step::kAdmin: {
-        v1::JournalEntry entry;
+        state::v1::JournalEntry entry;
         *entry.mutable_admin() = step.admin();
         action = ActionStatus(player.Play(std::move(entry), number, name));
         break;
@@ -435,8 +437,9 @@ absl::StatusOr<SimulationResult> Simulate(const core::Config& config, const v1::
   return result;
 }
 
-absl::StatusOr<SimulationResult> SimulateJournal(const core::Config& config, core::Slot start_slot,
-                                                 const std::vector<v1::JournalEntry>& journal) {
+absl::StatusOr<SimulationResult> SimulateJournal(
+    const core::Config& config, core::Slot start_slot,
+    const std::vector<state::v1::JournalEntry>& journal) {
   absl::StatusOr<core::Engine> created = core::Engine::Create(config, start_slot);
   if (!created.ok()) return created.status();
   SimulationResult result;

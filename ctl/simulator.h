@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "breaker/state/v1/state.pb.h"
 #include "breaker/v1/breaker.pb.h"
 #include "breaker/v1/scenario.pb.h"
-#include "breaker/v1/state.pb.h"
 #include "core/config.h"
 #include "core/types.h"
 
@@ -57,7 +57,7 @@ absl::StatusOr<breaker::v1::Scenario> LoadScenarioFile(const std::string& path);
 // an error: it is a failure in the result.
 absl::StatusOr<SimulationResult> Simulate(
     const core::Config& config, const breaker::v1::Scenario& scenario,
-    std::vector<breaker::v1::JournalEntry>* journal = nullptr);
+    std::vector<breaker::state::v1::JournalEntry>* journal = nullptr);
 
 // Plays the entries of a breakerd journal in order, from an empty state at `start_slot` under
 // `config`, as breakerd replays them: the timeline has a line per entry that made a new policy
@@ -66,7 +66,7 @@ absl::StatusOr<SimulationResult> Simulate(
 // reconfiguration before the engine judges it, and replays a refusal as a refusal.
 absl::StatusOr<SimulationResult> SimulateJournal(
     const core::Config& config, core::Slot start_slot,
-    const std::vector<breaker::v1::JournalEntry>& journal);
+    const std::vector<breaker::state::v1::JournalEntry>& journal);
 
 // The timeline as a table for people: one line per version (step, slot, epoch, version, mode,
 // banned builders and relays, reason), then one line per failed expectation.

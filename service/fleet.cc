@@ -129,7 +129,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   std::string fleet_id;
   ServiceLimits limits = options.limits;
   if (stored->snapshot.has_value()) {
-    v1::EngineSnapshot snapshot;
+    state::v1::EngineSnapshot snapshot;
     if (!snapshot.ParseFromString(*stored->snapshot)) {
       return absl::DataLossError(
           "the stored snapshot cannot be parsed; restore the state directory from a backup");
@@ -319,7 +319,7 @@ void Fleet::SubmitObservations(std::string node_id,
     }
   }
   auto work = std::make_unique<Work>();
-  v1::NodeObservations* entry = work->parsed.mutable_observations();
+  state::v1::NodeObservations* entry = work->parsed.mutable_observations();
   entry->set_node_id(std::move(node_id));
   entry->mutable_observations()->Swap(&observations);
   Work* raw = work.get();
@@ -341,7 +341,7 @@ void Fleet::SubmitObservations(std::string node_id,
   Enqueue(std::move(work));
 }
 
-void Fleet::Submit(v1::JournalEntry entry, std::function<void(const absl::Status&)> done) {
+void Fleet::Submit(state::v1::JournalEntry entry, std::function<void(const absl::Status&)> done) {
   auto work = std::make_unique<Work>();
   work->parsed = std::move(entry);
   Work* raw = work.get();
@@ -349,8 +349,8 @@ void Fleet::Submit(v1::JournalEntry entry, std::function<void(const absl::Status
   Enqueue(std::move(work));
 }
 
-void Fleet::SubmitAdmin(v1::AdminAction action, PolicyCallback done) {
-  v1::JournalEntry entry;
+void Fleet::SubmitAdmin(state::v1::AdminAction action, PolicyCallback done) {
+  state::v1::JournalEntry entry;
   *entry.mutable_admin() = std::move(action);
   Submit(std::move(entry), [this, done = std::move(done)](const absl::Status& status) {
     if (status.ok()) {
@@ -382,7 +382,7 @@ void Fleet::ReloadConfig(ConfigCallback done) {
       return;
     }
   }
-  v1::JournalEntry entry;
+  state::v1::JournalEntry entry;
   *entry.mutable_reconfigure() = ServiceConfigToProto(*config);
   Submit(std::move(entry), [this, done = std::move(done)](const absl::Status& status) {
     if (status.ok()) {
@@ -404,8 +404,8 @@ void Fleet::RenewFleetId(const std::string& node_id, const std::string& fleet_id
     renewing_fleet_id_ = true;
   }
   // Made here, not in Apply(): a replay of the journal must take the same id.
-  v1::JournalEntry entry;
-  v1::FleetIdRenewal* renewal = entry.mutable_renew_fleet_id();
+  state::v1::JournalEntry entry;
+  state::v1::FleetIdRenewal* renewal = entry.mutable_renew_fleet_id();
   renewal->set_fleet_id(NewFleetId());
   renewal->set_node_id(node_id);
   renewal->set_held_version(held_version);
@@ -573,14 +573,14 @@ absl::Status Fleet::RecoverStorage() {
 }
 
 void Fleet::ApplyOne(Work& work) {
-  const v1::JournalEntry& entry = work.parsed;
+  const state::v1::JournalEntry& entry = work.parsed;
   const codec::AppliedEntry applied = codec::ApplyJournalEntry(entry, engine_);
   work.status = applied.status;
   switch (entry.change_case()) {
-    case v1::JournalEntry::kObservations:
+    case state::v1::JournalEntry::kObservations:
       AnswerObservations(work, applied);
       break;
-    case v1::JournalEntry::kReconfigure: {
+    case state::v1::JournalEntry::kReconfigure: {
       if (applied.config_changed) config_changed_ = true;
       if (!work.status.ok()) break;
       // Validated before it was journaled; an entry of an earlier breakerd whose limits this
@@ -593,9 +593,9 @@ void Fleet::ApplyOne(Work& work) {
       if (!work.replay) LOG(INFO) << "configuration applied";
       break;
     }
-    case v1::JournalEntry::kRenewFleetId: {
+    case state::v1::JournalEntry::kRenewFleetId: {
       if (!work.status.ok()) break;
-      const v1::FleetIdRenewal& renewal = entry.renew_fleet_id();
+      const state::v1::FleetIdRenewal& renewal = entry.renew_fleet_id();
       if (!work.replay) {
         LOG(WARNING) << "node " << renewal.node_id() << " holds policy version "
                      << renewal.held_version() << " of fleet id " << fleet_id_
@@ -609,9 +609,9 @@ void Fleet::ApplyOne(Work& work) {
       republish_ = true;
       break;
     }
-    case v1::JournalEntry::kAdvanceToSlot:
-    case v1::JournalEntry::kAdmin:
-    case v1::JournalEntry::CHANGE_NOT_SET:
+    case state::v1::JournalEntry::kAdvanceToSlot:
+    case state::v1::JournalEntry::kAdmin:
+    case state::v1::JournalEntry::CHANGE_NOT_SET:
       break;
   }
   if (applied.policy_changed && !work.replay) {
@@ -623,7 +623,7 @@ void Fleet::ApplyOne(Work& work) {
 }
 
 void Fleet::AnswerObservations(Work& work, const codec::AppliedEntry& applied) {
-  const v1::NodeObservations& batch = work.parsed.observations();
+  const state::v1::NodeObservations& batch = work.parsed.observations();
   uint64_t highest = 0;
   int refused = 0;
   for (int i = 0; i < batch.observations_size(); ++i) {
@@ -695,7 +695,7 @@ std::shared_ptr<const PublishedConfig> Fleet::TakeConfigChange() {
 }
 
 absl::Status Fleet::WriteSnapshot() {
-  v1::EngineSnapshot snapshot;
+  state::v1::EngineSnapshot snapshot;
   {
     MutexLock lock(&engine_mu_);
     snapshot = codec::SnapshotToProto(engine_.Export());

@@ -40,7 +40,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "breaker/v1/breaker.pb.h"
-#include "breaker/v1/state.pb.h"
+#include "breaker/state/v1/state.pb.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "core/config.h"
@@ -144,7 +144,7 @@ class Fleet : private JournalWriter::Sink {
   // Submits an operator action; `done` gets the resulting policy or the action's error, or
   // UNAVAILABLE when the store failed. An action whose own write failed may still surface
   // once the store recovers (the write may have landed); the message says so.
-  void SubmitAdmin(breaker::v1::AdminAction action, PolicyCallback done);
+  void SubmitAdmin(breaker::state::v1::AdminAction action, PolicyCallback done);
 
   // Re-reads the configuration file and applies it. FAILED_PRECONDITION without a file; the
   // file's errors (state unchanged) otherwise; UNAVAILABLE as SubmitAdmin.
@@ -227,7 +227,7 @@ class Fleet : private JournalWriter::Sink {
  private:
   // A journal entry waiting for the writer, and who to tell when it is applied.
   struct Work : JournalChange {
-    breaker::v1::JournalEntry parsed;
+    breaker::state::v1::JournalEntry parsed;
     // Replayed from the journal (at start-up, or what a failed write stored after all):
     // nobody to answer, nothing to log.
     bool replay = false;
@@ -243,7 +243,7 @@ class Fleet : private JournalWriter::Sink {
   // Serializes `work`'s entry (on the caller's thread) and hands it to the journal writer.
   void Enqueue(std::unique_ptr<Work> work);
   // Enqueues `entry`; `done` gets the status of applying it.
-  void Submit(breaker::v1::JournalEntry entry, std::function<void(const absl::Status&)> done);
+  void Submit(breaker::state::v1::JournalEntry entry, std::function<void(const absl::Status&)> done);
 
   // --- JournalWriter::Sink ---
   // Applies a stored round, publishes what changed and answers the submitters. Wants a

@@ -47,8 +47,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "breaker/state/v1/state.pb.h"
 #include "breaker/v1/breaker.pb.h"
-#include "breaker/v1/state.pb.h"
 #include "common/fake_clock.h"
 #include "common/mutex.h"
 #include "core/chain_time.h"
@@ -241,7 +241,7 @@ class Run {
           break;
         }
         case 'a': {
-          v1::AdminAction action;
+          state::v1::AdminAction action;
           if (!Parse(reader.Message(), action)) break;
           OnAdmin(action);
           break;
@@ -347,7 +347,7 @@ class Run {
     }
   }
 
-  void OnAdmin(const v1::AdminAction& action) {
+  void OnAdmin(const state::v1::AdminAction& action) {
     if (Tracing()) std::fprintf(stderr, "admin: %s\n", action.ShortDebugString().c_str());
     ++submitted_;
     const uint64_t before = fleet_->policy()->policy.version;

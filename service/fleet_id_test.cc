@@ -97,7 +97,7 @@ class FleetIdTest : public ::testing::Test {
   }
 
   void Ban(uint64_t builder) {
-    v1::AdminAction action;
+    state::v1::AdminAction action;
     action.mutable_ban()->set_builder_index(builder);
     action.mutable_ban()->set_reason("operator's test ban");
     std::promise<absl::Status> answer;

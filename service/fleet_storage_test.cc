@@ -126,7 +126,7 @@ class FleetStorageTest : public ::testing::Test {
   }
 
   absl::Status Ban(uint64_t builder) {
-    v1::AdminAction action;
+    state::v1::AdminAction action;
     action.mutable_ban()->set_builder_index(builder);
     action.mutable_ban()->set_reason("operator's test ban");
     std::promise<absl::Status> answer;
@@ -370,7 +370,7 @@ TEST_F(FleetStorageTest, AStoredConfigurationThatBreaksANewBoundIsReplacedNotALo
   // A snapshot as an earlier breakerd wrote it: caps whose policy this one finds too large.
   StoredState stored = backing_->Read();
   ASSERT_TRUE(stored.snapshot.has_value());
-  v1::EngineSnapshot snapshot;
+  state::v1::EngineSnapshot snapshot;
   ASSERT_TRUE(snapshot.ParseFromString(*stored.snapshot));
   snapshot.mutable_config()->set_max_tracked_builders(16384);
   MemoryStateStore writer(backing_);

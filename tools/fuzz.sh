@@ -66,7 +66,7 @@ sized() {  # FILE, removed
 }
 
 node() { message_frame n "$1" breaker.v1.NodeMessage proto/breaker/v1/breaker.proto "$2"; }
-admin() { message_frame a breaker.v1.AdminAction proto/breaker/v1/state.proto "$1"; }
+admin() { message_frame a breaker.state.v1.AdminAction proto/breaker/state/v1/state.proto "$1"; }
 tick() { printf t; byte "$1"; }
 
 # 32-byte block roots, written as text so that the seeds stay readable in `protoc --decode`.

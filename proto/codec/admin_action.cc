@@ -6,33 +6,33 @@ namespace breaker::codec {
 
 namespace v1 = ::breaker::v1;
 
-absl::Status ApplyAdminAction(const v1::AdminAction& action, core::Engine& engine) {
+absl::Status ApplyAdminAction(const state::v1::AdminAction& action, core::Engine& engine) {
   switch (action.action_case()) {
-    case v1::AdminAction::kBan: {
+    case state::v1::AdminAction::kBan: {
       const v1::BanBuilderRequest& ban = action.ban();
       std::optional<core::Epoch> until;
       if (ban.until_epoch() != 0) until = ban.until_epoch();
       return engine.BanBuilder(ban.builder_index(), ban.reason(), until);
     }
-    case v1::AdminAction::kUnban:
+    case state::v1::AdminAction::kUnban:
       return engine.UnbanBuilder(action.unban().builder_index());
-    case v1::AdminAction::kBuilderTrust:
+    case state::v1::AdminAction::kBuilderTrust:
       return engine.SetBuilderTrust(action.builder_trust().builder_index(),
                                     action.builder_trust().trusted());
-    case v1::AdminAction::kRelayTrust:
+    case state::v1::AdminAction::kRelayTrust:
       return engine.SetRelayTrust(action.relay_trust().relay(), action.relay_trust().trusted());
-    case v1::AdminAction::kBanRelay: {
+    case state::v1::AdminAction::kBanRelay: {
       const v1::BanRelayRequest& ban = action.ban_relay();
       std::optional<core::Epoch> until;
       if (ban.until_epoch() != 0) until = ban.until_epoch();
       return engine.BanRelay(ban.relay(), ban.reason(), until);
     }
-    case v1::AdminAction::kUnbanRelay:
+    case state::v1::AdminAction::kUnbanRelay:
       return engine.UnbanRelay(action.unban_relay().relay());
-    case v1::AdminAction::kReset:
+    case state::v1::AdminAction::kReset:
       engine.Reset();
       return absl::OkStatus();
-    case v1::AdminAction::ACTION_NOT_SET:
+    case state::v1::AdminAction::ACTION_NOT_SET:
       break;
   }
   return absl::InvalidArgumentError("the admin action is empty");

@@ -19,14 +19,14 @@ class ApplyAdminActionTest : public ::testing::Test {
 };
 
 TEST_F(ApplyAdminActionTest, BanAndUnban) {
-  v1::AdminAction ban;
+  state::v1::AdminAction ban;
   ban.mutable_ban()->set_builder_index(7);
   ban.mutable_ban()->set_reason("suspicious");
   ASSERT_THAT(ApplyAdminAction(ban, engine_), IsOk());
   engine_.RefreshPolicy();
   EXPECT_TRUE(engine_.policy().banned_builders.contains(7));
 
-  v1::AdminAction unban;
+  state::v1::AdminAction unban;
   unban.mutable_unban()->set_builder_index(7);
   ASSERT_THAT(ApplyAdminAction(unban, engine_), IsOk());
   engine_.RefreshPolicy();
@@ -34,7 +34,7 @@ TEST_F(ApplyAdminActionTest, BanAndUnban) {
 }
 
 TEST_F(ApplyAdminActionTest, BanAndUnbanARelay) {
-  v1::AdminAction ban;
+  state::v1::AdminAction ban;
   ban.mutable_ban_relay()->set_relay("Relay.Example.com:18550");
   ban.mutable_ban_relay()->set_reason("stolen keys");
   ban.mutable_ban_relay()->set_until_epoch(engine_.current_epoch() + 3);
@@ -45,7 +45,7 @@ TEST_F(ApplyAdminActionTest, BanAndUnbanARelay) {
   EXPECT_EQ(relay->second.kind, core::BanKind::kOperator);
   EXPECT_EQ(relay->second.until_epoch, engine_.current_epoch() + 3);
 
-  v1::AdminAction unban;
+  state::v1::AdminAction unban;
   unban.mutable_unban_relay()->set_relay("http://relay.example.com:18550/");
   ASSERT_THAT(ApplyAdminAction(unban, engine_), IsOk());
   engine_.RefreshPolicy();
@@ -59,11 +59,11 @@ TEST_F(ApplyAdminActionTest, BanAndUnbanARelay) {
 }
 
 TEST_F(ApplyAdminActionTest, TrustOverrides) {
-  v1::AdminAction trust;
+  state::v1::AdminAction trust;
   trust.mutable_builder_trust()->set_builder_index(4);
   trust.mutable_builder_trust()->set_trusted(true);
   ASSERT_THAT(ApplyAdminAction(trust, engine_), IsOk());
-  v1::AdminAction relay;
+  state::v1::AdminAction relay;
   relay.mutable_relay_trust()->set_relay("Relay.Example.com:18550");
   relay.mutable_relay_trust()->set_trusted(true);
   ASSERT_THAT(ApplyAdminAction(relay, engine_), IsOk());
@@ -73,13 +73,13 @@ TEST_F(ApplyAdminActionTest, TrustOverrides) {
 }
 
 TEST_F(ApplyAdminActionTest, ErrorsComeFromTheEngineOrTheEmptyAction) {
-  v1::AdminAction ban;
+  state::v1::AdminAction ban;
   ban.mutable_ban()->set_builder_index(7);  // No reason.
   EXPECT_THAT(ApplyAdminAction(ban, engine_), StatusIs(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(ApplyAdminAction(v1::AdminAction(), engine_),
+  EXPECT_THAT(ApplyAdminAction(state::v1::AdminAction(), engine_),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty")));
 
-  v1::AdminAction reset;
+  state::v1::AdminAction reset;
   reset.mutable_reset();
   ASSERT_THAT(ApplyAdminAction(reset, engine_), IsOk());
 }

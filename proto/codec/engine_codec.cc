@@ -162,7 +162,7 @@ core::MissedSlotState MissedSlotStateFromProto(const v1::MissedSlotState& proto)
 
 // --- Snapshot parts --------------------------------------------------------------------------
 
-using Snapshot = v1::EngineSnapshot;
+using Snapshot = state::v1::EngineSnapshot;
 
 void FailureRecordToProto(const core::FailureRecord& record, Snapshot::FailureRecord* proto) {
   proto->set_failed(record.failed);
@@ -417,8 +417,8 @@ v1::Observation ObservationToProto(const core::Observation& observation) {
 
 // --- Snapshots -------------------------------------------------------------------------------
 
-v1::EngineSnapshot SnapshotToProto(const core::EngineState& state) {
-  v1::EngineSnapshot proto;
+state::v1::EngineSnapshot SnapshotToProto(const core::EngineState& state) {
+  state::v1::EngineSnapshot proto;
   proto.set_current_slot(state.current_slot);
   *proto.mutable_policy() = PolicyToProto(state.policy);
   for (const auto* entry : SortedEntries(state.builders)) {
@@ -486,7 +486,7 @@ v1::EngineSnapshot SnapshotToProto(const core::EngineState& state) {
   return proto;
 }
 
-absl::StatusOr<core::EngineState> SnapshotFromProto(const v1::EngineSnapshot& snapshot) {
+absl::StatusOr<core::EngineState> SnapshotFromProto(const state::v1::EngineSnapshot& snapshot) {
   core::EngineState state;
   state.current_slot = snapshot.current_slot();
 

@@ -3,7 +3,7 @@
 
 // Conversions between the breaker engine's values (//core) and their protobuf forms: the
 // policy and observations of the API (breaker/v1/breaker.proto) and the engine snapshot of the
-// on-disk format (breaker/v1/state.proto).
+// on-disk format (breaker/state/v1/state.proto).
 //
 // The *FromProto functions check only what the conversion needs (enum values, byte lengths,
 // each key once); the engine checks meaning (slot ranges, relay identifiers, the self-build
@@ -13,8 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "breaker/state/v1/state.pb.h"
 #include "breaker/v1/breaker.pb.h"
-#include "breaker/v1/state.pb.h"
 #include "core/engine.h"
 #include "core/observation.h"
 #include "core/policy.h"
@@ -46,7 +46,7 @@ breaker::v1::Observation ObservationToProto(const core::Observation& observation
 
 // Converts the engine's state to a snapshot. Leaves `config` and `journal_sequence` unset:
 // they are the caller's to fill in.
-breaker::v1::EngineSnapshot SnapshotToProto(const core::EngineState& state);
+breaker::state::v1::EngineSnapshot SnapshotToProto(const core::EngineState& state);
 
 // Converts a snapshot back to an engine state for Engine::Import, ignoring `config` and
 // `journal_sequence` (the caller reads them). Returns INVALID_ARGUMENT for a policy that
@@ -54,7 +54,8 @@ breaker::v1::EngineSnapshot SnapshotToProto(const core::EngineState& state);
 // in a list that mirrors a map (builder index, builder key, relay, learned member, block root,
 // node id, operator ban of a builder or a relay, trust override). A snapshot's legacy BuilderRecord.pubkey of 48 bytes
 // is read as the index's key when builder_keys has none.
-absl::StatusOr<core::EngineState> SnapshotFromProto(const breaker::v1::EngineSnapshot& snapshot);
+absl::StatusOr<core::EngineState> SnapshotFromProto(
+    const breaker::state::v1::EngineSnapshot& snapshot);
 
 }  // namespace breaker::codec
 

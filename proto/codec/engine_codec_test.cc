@@ -538,7 +538,7 @@ TEST_F(SnapshotTest, PopulatedEngineHasEveryPart) {
 TEST_F(SnapshotTest, ImportOfDecodedSnapshotBehavesTheSame) {
   Populate();
   const core::EngineState state = engine_->Export();
-  const v1::EngineSnapshot snapshot = SnapshotToProto(state);
+  const state::v1::EngineSnapshot snapshot = SnapshotToProto(state);
   EXPECT_FALSE(snapshot.has_config());
   EXPECT_EQ(snapshot.journal_sequence(), 0u);
 
@@ -569,7 +569,7 @@ TEST_F(SnapshotTest, ImportOfDecodedSnapshotBehavesTheSame) {
 
 TEST_F(SnapshotTest, KeepsOperatorBanEndsAndTrackerPresence) {
   Populate();
-  const v1::EngineSnapshot snapshot = SnapshotToProto(engine_->Export());
+  const state::v1::EngineSnapshot snapshot = SnapshotToProto(engine_->Export());
   ASSERT_EQ(snapshot.operator_bans_size(), 2);
   EXPECT_FALSE(snapshot.operator_bans(0).has_until_epoch());
   EXPECT_TRUE(snapshot.operator_bans(1).has_until_epoch());
@@ -591,7 +591,7 @@ TEST_F(SnapshotTest, KeepsOperatorBanEndsAndTrackerPresence) {
   EXPECT_THAT(decoded->missed_slots.observed_slots, ElementsAre(kSlot, kSlot + 1));
   EXPECT_EQ(decoded->missed_slots.finalized_epoch, 8u);
 
-  v1::EngineSnapshot without = snapshot;
+  state::v1::EngineSnapshot without = snapshot;
   without.mutable_missed_slots()->clear_observed_slots();
   without.mutable_missed_slots()->clear_finalized_epoch();
   decoded = SnapshotFromProto(without);
@@ -603,7 +603,7 @@ TEST_F(SnapshotTest, KeepsOperatorBanEndsAndTrackerPresence) {
 
 TEST_F(SnapshotTest, ListsAreSorted) {
   Populate();
-  const v1::EngineSnapshot snapshot = SnapshotToProto(engine_->Export());
+  const state::v1::EngineSnapshot snapshot = SnapshotToProto(engine_->Export());
 
   std::vector<uint64_t> builders = Indices(snapshot.builders());
   EXPECT_TRUE(std::is_sorted(builders.begin(), builders.end()));
@@ -677,7 +677,7 @@ core::EngineState StateWithEntries(int n, bool descending) {
 }
 
 TEST(SnapshotCodec, DecodingLosesNothing) {
-  const v1::EngineSnapshot snapshot = SnapshotToProto(StateWithEntries(12, false));
+  const state::v1::EngineSnapshot snapshot = SnapshotToProto(StateWithEntries(12, false));
   absl::StatusOr<core::EngineState> decoded = SnapshotFromProto(ThroughBytes(snapshot));
   ASSERT_THAT(decoded, IsOk());
   EXPECT_EQ(DeterministicBytes(SnapshotToProto(*decoded)), DeterministicBytes(snapshot));
@@ -696,67 +696,67 @@ TEST(SnapshotCodec, EqualStatesGiveEqualBytes) {
 }
 
 TEST(SnapshotCodec, RefusesMalformedSnapshots) {
-  const v1::EngineSnapshot snapshot = SnapshotToProto(StateWithEntries(3, false));
+  const state::v1::EngineSnapshot snapshot = SnapshotToProto(StateWithEntries(3, false));
   ASSERT_THAT(SnapshotFromProto(snapshot), IsOk());
 
-  v1::EngineSnapshot no_policy = snapshot;
+  state::v1::EngineSnapshot no_policy = snapshot;
   no_policy.clear_policy();
   EXPECT_THAT(SnapshotFromProto(no_policy),
               StatusIs(kInvalid, HasSubstr("policy: mode is MODE_UNSPECIFIED")));
 
-  v1::EngineSnapshot short_root = snapshot;
+  state::v1::EngineSnapshot short_root = snapshot;
   short_root.mutable_votes(2)->set_block_root("abc");
   EXPECT_THAT(SnapshotFromProto(short_root),
               StatusIs(kInvalid, "votes[2].block_root is 3 bytes; a block root is 32"));
 
-  v1::EngineSnapshot builder_twice = snapshot;
+  state::v1::EngineSnapshot builder_twice = snapshot;
   *builder_twice.add_builders() = snapshot.builders(1);
   EXPECT_THAT(SnapshotFromProto(builder_twice),
               StatusIs(kInvalid, HasSubstr("builders holds builder 1 more than once")));
 
-  v1::EngineSnapshot key_twice = snapshot;
+  state::v1::EngineSnapshot key_twice = snapshot;
   *key_twice.add_builder_keys() = snapshot.builder_keys(1);
   EXPECT_THAT(SnapshotFromProto(key_twice),
               StatusIs(kInvalid, HasSubstr("builder_keys holds builder 1 more than once")));
 
-  v1::EngineSnapshot relay_twice = snapshot;
+  state::v1::EngineSnapshot relay_twice = snapshot;
   *relay_twice.add_relays() = snapshot.relays(0);
   EXPECT_THAT(SnapshotFromProto(relay_twice), StatusIs(kInvalid, HasSubstr("relays holds")));
 
-  v1::EngineSnapshot member_twice = snapshot;
+  state::v1::EngineSnapshot member_twice = snapshot;
   *member_twice.mutable_relays(0)->add_learned_members() = snapshot.relays(0).learned_members(0);
   EXPECT_THAT(SnapshotFromProto(member_twice), StatusIs(kInvalid, HasSubstr("learned_members")));
 
-  v1::EngineSnapshot vote_twice = snapshot;
+  state::v1::EngineSnapshot vote_twice = snapshot;
   *vote_twice.add_votes() = snapshot.votes(0);
   EXPECT_THAT(SnapshotFromProto(vote_twice), StatusIs(kInvalid, HasSubstr("votes holds")));
 
-  v1::EngineSnapshot node_twice = snapshot;
+  state::v1::EngineSnapshot node_twice = snapshot;
   *node_twice.add_node_sequences() = snapshot.node_sequences(2);
   EXPECT_THAT(SnapshotFromProto(node_twice), StatusIs(kInvalid, HasSubstr("node_sequences")));
 
-  v1::EngineSnapshot ban_twice = snapshot;
+  state::v1::EngineSnapshot ban_twice = snapshot;
   *ban_twice.add_operator_bans() = snapshot.operator_bans(0);
   EXPECT_THAT(SnapshotFromProto(ban_twice), StatusIs(kInvalid, HasSubstr("operator_bans")));
 
-  v1::EngineSnapshot relay_ban_twice = snapshot;
+  state::v1::EngineSnapshot relay_ban_twice = snapshot;
   *relay_ban_twice.add_operator_relay_bans() = snapshot.operator_relay_bans(1);
   EXPECT_THAT(SnapshotFromProto(relay_ban_twice),
               StatusIs(kInvalid, HasSubstr("operator_relay_bans holds relay 'http://o1'")));
 
-  v1::EngineSnapshot trust_twice = snapshot;
+  state::v1::EngineSnapshot trust_twice = snapshot;
   *trust_twice.add_builder_trust_overrides() = snapshot.builder_trust_overrides(0);
   EXPECT_THAT(SnapshotFromProto(trust_twice),
               StatusIs(kInvalid, HasSubstr("builder_trust_overrides")));
 
-  v1::EngineSnapshot relay_trust_twice = snapshot;
+  state::v1::EngineSnapshot relay_trust_twice = snapshot;
   *relay_trust_twice.add_relay_trust_overrides() = snapshot.relay_trust_overrides(0);
   EXPECT_THAT(SnapshotFromProto(relay_trust_twice),
               StatusIs(kInvalid, HasSubstr("relay_trust_overrides")));
 }
 
 TEST(SnapshotCodec, ReadsTheKeysOfOlderSnapshotsFromTheirRecords) {
-  v1::EngineSnapshot snapshot = SnapshotToProto(StateWithEntries(3, false));
+  state::v1::EngineSnapshot snapshot = SnapshotToProto(StateWithEntries(3, false));
   snapshot.clear_builder_keys();
   // As written before builder_keys: the key in the record, any length the engine took then.
   snapshot.mutable_builders(0)->set_pubkey(std::string(48, 'k'));

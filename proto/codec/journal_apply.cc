@@ -13,7 +13,7 @@ namespace {
 
 namespace v1 = ::breaker::v1;
 
-void ApplyObservations(const v1::NodeObservations& batch, core::Engine& engine,
+void ApplyObservations(const state::v1::NodeObservations& batch, core::Engine& engine,
                        std::vector<AppliedObservation>& applied) {
   applied.reserve(batch.observations_size());
   for (const v1::Observation& proto : batch.observations()) {
@@ -47,28 +47,28 @@ absl::Status Reconfigure(const v1::Config& proto, core::Engine& engine, bool& ch
 
 }  // namespace
 
-AppliedEntry ApplyJournalEntry(const v1::JournalEntry& entry, core::Engine& engine) {
+AppliedEntry ApplyJournalEntry(const state::v1::JournalEntry& entry, core::Engine& engine) {
   AppliedEntry applied;
   applied.previous_version = engine.policy().version;
   switch (entry.change_case()) {
-    case v1::JournalEntry::kObservations:
+    case state::v1::JournalEntry::kObservations:
       ApplyObservations(entry.observations(), engine, applied.observations);
       break;
-    case v1::JournalEntry::kAdvanceToSlot:
+    case state::v1::JournalEntry::kAdvanceToSlot:
       engine.Advance(entry.advance_to_slot());
       break;
-    case v1::JournalEntry::kAdmin:
+    case state::v1::JournalEntry::kAdmin:
       applied.status = ApplyAdminAction(entry.admin(), engine);
       break;
-    case v1::JournalEntry::kReconfigure:
+    case state::v1::JournalEntry::kReconfigure:
       applied.status = Reconfigure(entry.reconfigure(), engine, applied.config_changed);
       break;
-    case v1::JournalEntry::kRenewFleetId:
+    case state::v1::JournalEntry::kRenewFleetId:
       if (entry.renew_fleet_id().fleet_id().empty()) {
         applied.status = absl::InvalidArgumentError("a fleet id renewal without a fleet id");
       }
       break;
-    case v1::JournalEntry::CHANGE_NOT_SET:
+    case state::v1::JournalEntry::CHANGE_NOT_SET:
       break;
   }
   // After every entry, refused or not: a replay recomputes at the same points, so it reaches

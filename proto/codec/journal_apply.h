@@ -1,7 +1,7 @@
 #ifndef PROTO_CODEC_JOURNAL_APPLY_H_
 #define PROTO_CODEC_JOURNAL_APPLY_H_
 
-// What one entry of breakerd's journal (breaker/v1/state.proto, JournalEntry) does to the
+// What one entry of breakerd's journal (breaker/state/v1/state.proto, JournalEntry) does to the
 // engine: the one definition, used by breakerd (live, and when it replays its journal at
 // start-up), by `breakerctl simulate` and by the fuzzers. An engine given the same entries
 // from the same state ends in the same state, whichever of them plays the entries.
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "breaker/v1/state.pb.h"
+#include "breaker/state/v1/state.pb.h"
 #include "core/engine.h"
 
 namespace breaker::codec {
@@ -46,7 +46,7 @@ struct AppliedEntry {
 // is the caller's to keep (the entry is only checked). An entry without a change does nothing
 // but the refresh. Never fails as a whole: refusals are in the result.
 // Not thread-safe: the caller serializes access to `engine`.
-AppliedEntry ApplyJournalEntry(const breaker::v1::JournalEntry& entry, core::Engine& engine);
+AppliedEntry ApplyJournalEntry(const breaker::state::v1::JournalEntry& entry, core::Engine& engine);
 
 }  // namespace breaker::codec
 

@@ -19,10 +19,10 @@ using ::testing::SizeIs;
 
 constexpr core::Slot kStart = 32 * 10;
 
-v1::JournalEntry Missing(const std::string& node, uint64_t sequence, uint64_t builder,
+state::v1::JournalEntry Missing(const std::string& node, uint64_t sequence, uint64_t builder,
                          char root) {
-  v1::JournalEntry entry;
-  v1::NodeObservations* batch = entry.mutable_observations();
+  state::v1::JournalEntry entry;
+  state::v1::NodeObservations* batch = entry.mutable_observations();
   batch->set_node_id(node);
   v1::Observation* observation = batch->add_observations();
   observation->set_slot(kStart);
@@ -33,8 +33,8 @@ v1::JournalEntry Missing(const std::string& node, uint64_t sequence, uint64_t bu
   return entry;
 }
 
-v1::JournalEntry AdvanceTo(core::Slot slot) {
-  v1::JournalEntry entry;
+state::v1::JournalEntry AdvanceTo(core::Slot slot) {
+  state::v1::JournalEntry entry;
   entry.set_advance_to_slot(slot);
   return entry;
 }
@@ -45,7 +45,7 @@ class ApplyJournalEntryTest : public ::testing::Test {
 };
 
 TEST_F(ApplyJournalEntryTest, ObservationsSayWhatEachDid) {
-  v1::JournalEntry entry = Missing("n1", 1, 5, 'a');
+  state::v1::JournalEntry entry = Missing("n1", 1, 5, 'a');
   // A second observation the codec refuses: a block root of 3 bytes.
   v1::Observation* bad = entry.mutable_observations()->add_observations();
   *bad = entry.observations().observations(0);
@@ -86,7 +86,7 @@ TEST_F(ApplyJournalEntryTest, AdvanceRefreshesThePolicy) {
 }
 
 TEST_F(ApplyJournalEntryTest, AdminActionsAndTheirRefusals) {
-  v1::JournalEntry ban;
+  state::v1::JournalEntry ban;
   ban.mutable_admin()->mutable_ban()->set_builder_index(7);
   ban.mutable_admin()->mutable_ban()->set_reason("manual");
   const AppliedEntry banned = ApplyJournalEntry(ban, engine_);
@@ -94,7 +94,7 @@ TEST_F(ApplyJournalEntryTest, AdminActionsAndTheirRefusals) {
   EXPECT_TRUE(banned.policy_changed);
   EXPECT_TRUE(engine_.policy().banned_builders.contains(7));
 
-  v1::JournalEntry unban;
+  state::v1::JournalEntry unban;
   unban.mutable_admin()->mutable_unban()->set_builder_index(8);
   const AppliedEntry refused = ApplyJournalEntry(unban, engine_);
   EXPECT_THAT(refused.status, StatusIs(absl::StatusCode::kNotFound));
@@ -102,7 +102,7 @@ TEST_F(ApplyJournalEntryTest, AdminActionsAndTheirRefusals) {
 }
 
 TEST_F(ApplyJournalEntryTest, ReconfigureSaysWhetherTheConfigurationChanged) {
-  v1::JournalEntry same;
+  state::v1::JournalEntry same;
   *same.mutable_reconfigure() = ConfigToProto(engine_.config());
   const AppliedEntry unchanged = ApplyJournalEntry(same, engine_);
   EXPECT_THAT(unchanged.status, IsOk());
@@ -110,14 +110,14 @@ TEST_F(ApplyJournalEntryTest, ReconfigureSaysWhetherTheConfigurationChanged) {
 
   core::Config trusting = engine_.config();
   trusting.trusted_builders = {5};
-  v1::JournalEntry other;
+  state::v1::JournalEntry other;
   *other.mutable_reconfigure() = ConfigToProto(trusting);
   const AppliedEntry changed = ApplyJournalEntry(other, engine_);
   EXPECT_THAT(changed.status, IsOk());
   EXPECT_TRUE(changed.config_changed);
   EXPECT_THAT(engine_.config().trusted_builders, ::testing::ElementsAre(5));
 
-  v1::JournalEntry invalid = other;
+  state::v1::JournalEntry invalid = other;
   invalid.mutable_reconfigure()->set_attestation_threshold(2);
   const AppliedEntry refused = ApplyJournalEntry(invalid, engine_);
   EXPECT_THAT(refused.status, StatusIs(absl::StatusCode::kInvalidArgument));
@@ -126,7 +126,7 @@ TEST_F(ApplyJournalEntryTest, ReconfigureSaysWhetherTheConfigurationChanged) {
 }
 
 TEST_F(ApplyJournalEntryTest, FleetIdRenewalIsOnlyChecked) {
-  v1::JournalEntry renewal;
+  state::v1::JournalEntry renewal;
   renewal.mutable_renew_fleet_id()->set_node_id("n1");
   EXPECT_THAT(ApplyJournalEntry(renewal, engine_).status,
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("without a fleet id")));
@@ -137,7 +137,7 @@ TEST_F(ApplyJournalEntryTest, FleetIdRenewalIsOnlyChecked) {
 }
 
 TEST_F(ApplyJournalEntryTest, AnEntryWithoutAChangeDoesNothing) {
-  const AppliedEntry applied = ApplyJournalEntry(v1::JournalEntry(), engine_);
+  const AppliedEntry applied = ApplyJournalEntry(state::v1::JournalEntry(), engine_);
   EXPECT_THAT(applied.status, IsOk());
   EXPECT_TRUE(applied.observations.empty());
   EXPECT_FALSE(applied.policy_changed);

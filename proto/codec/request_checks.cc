@@ -37,14 +37,14 @@ absl::Status CheckReportRequest(const v1::ReportRequest& request) {
   return CheckBatchSize(request.observations());
 }
 
-absl::Status CheckAdminAction(const v1::AdminAction& action) {
+absl::Status CheckAdminAction(const state::v1::AdminAction& action) {
   switch (action.action_case()) {
-    case v1::AdminAction::kBan:
+    case state::v1::AdminAction::kBan:
       return bounds::CheckMaxBytes("reason", action.ban().reason(), bounds::kMaxReasonBytes);
-    case v1::AdminAction::kRelayTrust:
+    case state::v1::AdminAction::kRelayTrust:
       return bounds::CheckMaxBytes("relay", action.relay_trust().relay(),
                                    bounds::kMaxRelayIdBytes);
-    case v1::AdminAction::kReset:
+    case state::v1::AdminAction::kReset:
       return bounds::CheckMaxBytes("reason", action.reset().reason(), bounds::kMaxReasonBytes);
     default:
       // The others hold numbers only.

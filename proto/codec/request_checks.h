@@ -8,8 +8,8 @@
 // syntax) is checked further in, by the engine or the service.
 
 #include "absl/status/status.h"
+#include "breaker/state/v1/state.pb.h"
 #include "breaker/v1/breaker.pb.h"
-#include "breaker/v1/state.pb.h"
 
 namespace breaker::codec {
 
@@ -22,7 +22,7 @@ absl::Status CheckReportRequest(const breaker::v1::ReportRequest& request);
 absl::Status CheckBatchSize(const breaker::v1::ObservationBatch& batch);
 
 // An operator action: reasons and relay identifiers.
-absl::Status CheckAdminAction(const breaker::v1::AdminAction& action);
+absl::Status CheckAdminAction(const breaker::state::v1::AdminAction& action);
 
 }  // namespace breaker::codec
 

@@ -74,18 +74,18 @@ TEST(CheckReportRequestTest, NodeIdAndBatchSize) {
 }
 
 TEST(CheckAdminActionTest, ReasonsAndRelayIdentifiers) {
-  v1::AdminAction ban;
+  state::v1::AdminAction ban;
   ban.mutable_ban()->set_reason(std::string(1024, 'r'));
   EXPECT_THAT(CheckAdminAction(ban), IsOk());
   ban.mutable_ban()->set_reason(std::string(1025, 'r'));
   EXPECT_THAT(CheckAdminAction(ban),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reason is 1025 bytes")));
 
-  v1::AdminAction reset;
+  state::v1::AdminAction reset;
   reset.mutable_reset()->set_reason(std::string(5000, 'r'));
   EXPECT_THAT(CheckAdminAction(reset), StatusIs(absl::StatusCode::kInvalidArgument));
 
-  v1::AdminAction trust;
+  state::v1::AdminAction trust;
   trust.mutable_relay_trust()->set_relay("https://r.example/" + std::string(600, 'p'));
   EXPECT_THAT(CheckAdminAction(trust),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 512 bytes")));

@@ -191,7 +191,7 @@ grpc::ServerUnaryReactor* AdminService::ListNodes(grpc::CallbackServerContext* c
 }
 
 grpc::ServerUnaryReactor* AdminService::Steer(grpc::CallbackServerContext* context,
-                                              v1::AdminAction action, v1::Policy* response) {
+                                              state::v1::AdminAction action, v1::Policy* response) {
   if (absl::Status allowed = Authorize(context, Permission::kOperate); !allowed.ok()) {
     return Answer(context, ToGrpcStatus(allowed));
   }
@@ -218,7 +218,7 @@ grpc::ServerUnaryReactor* AdminService::Steer(grpc::CallbackServerContext* conte
 grpc::ServerUnaryReactor* AdminService::BanBuilder(grpc::CallbackServerContext* context,
                                                    const v1::BanBuilderRequest* request,
                                                    v1::Policy* response) {
-  v1::AdminAction action;
+  state::v1::AdminAction action;
   *action.mutable_ban() = *request;
   return Steer(context, std::move(action), response);
 }
@@ -226,7 +226,7 @@ grpc::ServerUnaryReactor* AdminService::BanBuilder(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* AdminService::UnbanBuilder(grpc::CallbackServerContext* context,
                                                      const v1::UnbanBuilderRequest* request,
                                                      v1::Policy* response) {
-  v1::AdminAction action;
+  state::v1::AdminAction action;
   *action.mutable_unban() = *request;
   return Steer(context, std::move(action), response);
 }
@@ -234,7 +234,7 @@ grpc::ServerUnaryReactor* AdminService::UnbanBuilder(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AdminService::BanRelay(grpc::CallbackServerContext* context,
                                                  const v1::BanRelayRequest* request,
                                                  v1::Policy* response) {
-  v1::AdminAction action;
+  state::v1::AdminAction action;
   *action.mutable_ban_relay() = *request;
   return Steer(context, std::move(action), response);
 }
@@ -242,7 +242,7 @@ grpc::ServerUnaryReactor* AdminService::BanRelay(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* AdminService::UnbanRelay(grpc::CallbackServerContext* context,
                                                    const v1::UnbanRelayRequest* request,
                                                    v1::Policy* response) {
-  v1::AdminAction action;
+  state::v1::AdminAction action;
   *action.mutable_unban_relay() = *request;
   return Steer(context, std::move(action), response);
 }
@@ -250,7 +250,7 @@ grpc::ServerUnaryReactor* AdminService::UnbanRelay(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* AdminService::SetBuilderTrust(grpc::CallbackServerContext* context,
                                                         const v1::SetBuilderTrustRequest* request,
                                                         v1::Policy* response) {
-  v1::AdminAction action;
+  state::v1::AdminAction action;
   *action.mutable_builder_trust() = *request;
   return Steer(context, std::move(action), response);
 }
@@ -258,7 +258,7 @@ grpc::ServerUnaryReactor* AdminService::SetBuilderTrust(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* AdminService::SetRelayTrust(grpc::CallbackServerContext* context,
                                                       const v1::SetRelayTrustRequest* request,
                                                       v1::Policy* response) {
-  v1::AdminAction action;
+  state::v1::AdminAction action;
   *action.mutable_relay_trust() = *request;
   return Steer(context, std::move(action), response);
 }
@@ -266,7 +266,7 @@ grpc::ServerUnaryReactor* AdminService::SetRelayTrust(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* AdminService::Reset(grpc::CallbackServerContext* context,
                                               const v1::ResetRequest* request,
                                               v1::Policy* response) {
-  v1::AdminAction action;
+  state::v1::AdminAction action;
   *action.mutable_reset() = *request;
   return Steer(context, std::move(action), response);
 }

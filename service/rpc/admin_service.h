@@ -96,7 +96,8 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
 
   // Runs an operator action through the fleet's journal and answers with the new policy.
   grpc::ServerUnaryReactor* Steer(grpc::CallbackServerContext* context,
-                                  breaker::v1::AdminAction action, breaker::v1::Policy* response);
+                                  breaker::state::v1::AdminAction action,
+                                  breaker::v1::Policy* response);
 
   // Whether the caller of `context` holds `permission`; counts and logs a refusal.
   absl::Status Authorize(grpc::CallbackServerContext* context, Permission permission) const;

@@ -18,8 +18,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "breaker/state/v1/state.pb.h"
 #include "breaker/v1/breaker.pb.h"
-#include "breaker/v1/state.pb.h"
 #include "common/fake_clock.h"
 #include "core/chain_time.h"
 #include "core/config.h"
@@ -63,8 +63,9 @@ absl::StatusOr<std::unique_ptr<service::Fleet>> OpenFleet(
 }
 
 // The configuration in force after `journal`, from `config`: its last reconfiguration's.
-core::Config ConfigInForce(core::Config config, const std::vector<v1::JournalEntry>& journal) {
-  for (const v1::JournalEntry& entry : journal) {
+core::Config ConfigInForce(core::Config config,
+                           const std::vector<state::v1::JournalEntry>& journal) {
+  for (const state::v1::JournalEntry& entry : journal) {
     if (!entry.has_reconfigure()) continue;
     absl::StatusOr<core::Config> next = codec::ConfigFromProto(entry.reconfigure());
     if (next.ok()) config = *std::move(next);
@@ -77,7 +78,7 @@ core::Config ConfigInForce(core::Config config, const std::vector<v1::JournalEnt
 // the configuration in force at the journal's end (another one would be journaled as a change
 // of its own), with the clock still at the start slot: the journal's advances moved time.
 absl::StatusOr<v1::Policy> BreakerdPolicy(const core::Config& config, core::Slot start_slot,
-                                          const std::vector<v1::JournalEntry>& journal) {
+                                          const std::vector<state::v1::JournalEntry>& journal) {
   auto backing = std::make_shared<service::MemoryStateStore::Backing>();
   FakeClock clock(core::StartOf(start_slot, config.chain));
   {
@@ -88,7 +89,8 @@ absl::StatusOr<v1::Policy> BreakerdPolicy(const core::Config& config, core::Slot
   if (!journal.empty()) {
     std::vector<std::string> entries;
     entries.reserve(journal.size());
-    for (const v1::JournalEntry& entry : journal) entries.push_back(entry.SerializeAsString());
+    for (const state::v1::JournalEntry& entry : journal)
+      entries.push_back(entry.SerializeAsString());
     absl::StatusOr<uint64_t> appended = service::MemoryStateStore(backing).Append(entries);
     if (!appended.ok()) return appended.status();
   }
@@ -129,7 +131,7 @@ TEST(ApplyPathTest, EveryShippedScenarioEndsInTheSamePolicyInBreakerd) {
       SCOPED_TRACE(config_path);
       absl::StatusOr<core::Config> config = codec::LoadConfigFile(config_path);
       ASSERT_THAT(config, IsOk());
-      std::vector<v1::JournalEntry> journal;
+      std::vector<state::v1::JournalEntry> journal;
       absl::StatusOr<ctl::SimulationResult> simulated = ctl::Simulate(*config, *scenario, &journal);
       ASSERT_THAT(simulated, IsOk());
       ASSERT_THAT(simulated->failures, IsEmpty()) << ctl::FormatTimeline(*simulated);
@@ -154,7 +156,7 @@ class JournalBuilder {
  public:
   // `node` reports one observation at the current slot.
   v1::Observation& Observe(const std::string& node) {
-    v1::JournalEntry& entry = journal_.emplace_back();
+    state::v1::JournalEntry& entry = journal_.emplace_back();
     entry.mutable_observations()->set_node_id(node);
     v1::Observation* observation = entry.mutable_observations()->add_observations();
     observation->set_slot(slot_);
@@ -178,7 +180,7 @@ class JournalBuilder {
     delivered->set_builder_index(builder);
     delivered->set_block_root(std::string(32, root));
   }
-  v1::AdminAction& Admin() { return *journal_.emplace_back().mutable_admin(); }
+  state::v1::AdminAction& Admin() { return *journal_.emplace_back().mutable_admin(); }
   void Reconfigure(const core::Config& config) {
     *journal_.emplace_back().mutable_reconfigure() = codec::ConfigToProto(config);
   }
@@ -190,12 +192,12 @@ class JournalBuilder {
     journal_.emplace_back().mutable_renew_fleet_id()->set_fleet_id(fleet_id);
   }
 
-  const std::vector<v1::JournalEntry>& journal() const { return journal_; }
+  const std::vector<state::v1::JournalEntry>& journal() const { return journal_; }
 
  private:
   core::Slot slot_ = kStartSlot;
   absl::flat_hash_map<std::string, uint64_t> sequences_;
-  std::vector<v1::JournalEntry> journal_;
+  std::vector<state::v1::JournalEntry> journal_;
 };
 
 TEST(ApplyPathTest, AJournalOfEveryKindOfEntryEndsInTheSamePolicy) {
@@ -221,7 +223,7 @@ TEST(ApplyPathTest, AJournalOfEveryKindOfEntryEndsInTheSamePolicy) {
   bad.mutable_payload_missing()->set_builder_index(7);
   bad.mutable_payload_missing()->set_block_root("short");
   bad.mutable_payload_missing()->set_attested_fraction(0.9);
-  v1::JournalEntry replay = j.journal()[0];
+  state::v1::JournalEntry replay = j.journal()[0];
   // Operators ban builder 9 for a while and relay B for good, then trust builder 7.
   v1::BanBuilderRequest& ban = *j.Admin().mutable_ban();
   ban.set_builder_index(9);
@@ -240,12 +242,12 @@ TEST(ApplyPathTest, AJournalOfEveryKindOfEntryEndsInTheSamePolicy) {
   j.Ticks(70);  // into epoch 10003: builder 9's ban ends
   j.Observe("bn-1").mutable_finalized()->set_epoch(10001);
   j.Admin().mutable_reset()->set_reason("clients restarted");
-  v1::JournalEntry unban_relay;
+  state::v1::JournalEntry unban_relay;
   unban_relay.mutable_admin()->mutable_unban_relay()->set_relay("https://relay-b.example");
   j.RenewFleetId("another fleet id");
   j.Ticks(40);
 
-  std::vector<v1::JournalEntry> journal = j.journal();
+  std::vector<state::v1::JournalEntry> journal = j.journal();
   journal.insert(journal.begin() + 6, replay);
   journal.push_back(unban_relay);
 
@@ -265,7 +267,7 @@ TEST(ApplyPathTest, AJournalOfEveryKindOfEntryEndsInTheSamePolicy) {
   for (const ctl::TimelineEntry& line : simulated->timeline) {
     if (line.step == 0) continue;
     SCOPED_TRACE(absl::StrCat("after entry ", line.step));
-    const std::vector<v1::JournalEntry> prefix(journal.begin(), journal.begin() + line.step);
+    const std::vector<state::v1::JournalEntry> prefix(journal.begin(), journal.begin() + line.step);
     absl::StatusOr<v1::Policy> restored = BreakerdPolicy(config, kStartSlot, prefix);
     ASSERT_THAT(restored, IsOk());
     EXPECT_EQ(PolicyBytes(*restored), PolicyBytes(line.policy));
