@@ -127,7 +127,8 @@ absl::StatusOr<StormResult> Storm(Target& target, NodeFleet& fleet) {
   absl::StatusOr<RestartTimes> times = target.Restart(*version);
   if (!times.ok()) return times.status();
   StormResult result;
-  std::vector<double> back = fleet.WaitAllBack(times->stop_sent, kStormTimeout, &result.missed);
+  std::vector<double> back = fleet.WaitAllBack(times->stop_sent, kStormTimeout, &result.missed,
+                                               &result.back_by_attempt);
   result.restart_seconds = std::chrono::duration<double>(times->ready - times->stop_sent).count();
   result.back_seconds = Summarize(back);
   result.all_back_seconds = result.back_seconds.max;
@@ -164,6 +165,13 @@ absl::Status Measure(Target& target, const PhaseOptions& options, NodeFleet& fle
              absl::StrFormat("reconnect storm: restarted in %.2f s, all back after %.2f s "
                              "(%d not back)",
                              storm->restart_seconds, storm->all_back_seconds, storm->missed));
+    std::string attempts;
+    for (size_t k = 0; k < storm->back_by_attempt.size(); ++k) {
+      absl::StrAppendFormat(&attempts, " %d:%d", static_cast<int>(k) + 1,
+                            storm->back_by_attempt[k]);
+    }
+    std::fprintf(stderr, "  nodes back, by the attempt that brought them back:%s\n",
+                 attempts.c_str());
     // The ingestion test needs every sender's stream up again.
     if (absl::Status status = fleet.WaitConverged(kConnectTimeout).status(); !status.ok()) {
       return status;

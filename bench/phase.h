@@ -65,6 +65,15 @@ struct StormResult {
   // Per node, from SIGTERM.
   Summary back_seconds;
   int missed = 0;
+  // [k]: nodes back on their (k+1)-th attempt after the SIGTERM, having waited k backoffs
+  // after the first.
+  std::vector<int> back_by_attempt;
+  // Nodes back on attempt `from` (1-based) or a later one.
+  int BackFromAttempt(size_t from) const {
+    int count = 0;
+    for (size_t k = from - 1; k < back_by_attempt.size(); ++k) count += back_by_attempt[k];
+    return count;
+  }
 };
 
 struct PhaseResult {

@@ -184,6 +184,21 @@ void PrintTables(const std::vector<Comparison>& comparisons, const PhaseOptions&
   });
   storm.Rows(
       "not back", [](const PhaseResult& r) { return r.storm ? double(r.storm->missed) : 0; }, 0);
+  // How many backoffs the restart cost: a node's first attempt follows the backoff every node
+  // waits after losing its stream; each later attempt means the server refused it or was
+  // not listening yet.
+  storm.Rows(
+      "back at 1st attempt", [](const PhaseResult& r) {
+        return r.storm ? double(r.storm->BackFromAttempt(1) - r.storm->BackFromAttempt(2)) : 0;
+      }, 0);
+  storm.Rows(
+      "back at 2nd attempt", [](const PhaseResult& r) {
+        return r.storm ? double(r.storm->BackFromAttempt(2) - r.storm->BackFromAttempt(3)) : 0;
+      }, 0);
+  storm.Rows(
+      "back at 3rd or later", [](const PhaseResult& r) {
+        return r.storm ? double(r.storm->BackFromAttempt(3)) : 0;
+      }, 0);
   storm.Rows("stop right after ingestion (s)",
              [](const PhaseResult& r) { return r.stop_after_ingest_seconds; });
   storm.Print();
