@@ -5,6 +5,7 @@
 // and reflection, on one gRPC server.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -13,10 +14,12 @@
 #include "grpcpp/channel.h"
 #include "grpcpp/server.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "service/access_policy.h"
 #include "service/admin_service.h"
 #include "service/authorizer.h"
 #include "service/fleet.h"
 #include "service/node_service.h"
+#include "service/restore_gate.h"
 #include "service/server_settings.h"
 #include "service/transport_security.h"
 
@@ -68,6 +71,11 @@ inline constexpr int kMinConcurrentStreams = 4;
 inline constexpr int kMaxConcurrentStreams = 100'000;
 inline constexpr absl::Duration kMaxDrainPeriod = absl::Minutes(10);
 
+// How long a call that arrives while the state is restored waits for it; then it ends with
+// UNAVAILABLE and the client retries. Restoring takes well under a second with a snapshot of
+// the usual size.
+inline constexpr absl::Duration kMaxRestoreHold = absl::Seconds(30);
+
 // INVALID_ARGUMENT, naming the flag, for an address without a port, a message limit, stream
 // limit or drain period outside its range.
 absl::Status CheckServerOptions(const ServerOptions& options);
@@ -78,9 +86,11 @@ class Metrics;
 // not to be called from two threads at once (the destructor calls it).
 class Server {
  public:
-  // Restores the state, then starts serving. While the state is restored the address already
-  // answers (RestoringServer): health NOT_SERVING, every other call UNAVAILABLE, so that nodes
-  // retry and health checkers see breakerd restoring rather than a refused connection.
+  // Binds the address, restores the state, then serves. While the state is restored, health
+  // says NOT_SERVING and every call to breakerd's services waits (RestoreGate), at most
+  // kMaxRestoreHold: a node reconnecting during a restart is answered as soon as the state is
+  // restored, instead of being refused and backing off. A restore that fails ends the calls
+  // waiting with UNAVAILABLE, saying so.
   // Returns CheckServerOptions' errors, the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
   // naming the field), the TLS files' and access file's errors, FAILED_PRECONDITION for
   // plaintext on a non-loopback address (see MakeServerCredentials), INVALID_ARGUMENT when the
@@ -118,12 +128,22 @@ class Server {
  private:
   Server();
 
+  // Opens the state store and the fleet over it, and makes the services. The state store's
+  // and the fleet's errors.
+  absl::Status Restore(const ServerOptions& options, core::Config config,
+                       std::optional<AccessPolicy> access);
+
   // Before the fleet, which reports to it until its destructor returns.
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Fleet> fleet_;
   std::unique_ptr<Authorizer> authorizer_;
   std::unique_ptr<NodeService> node_service_;
   std::unique_ptr<AdminService> admin_service_;
+  // What the server serves: the services above, once the gate opens. Before the server, which
+  // calls them until it has shut down.
+  std::unique_ptr<RestoreGate> gate_;
+  std::unique_ptr<GatedNodeService> gated_node_service_;
+  std::unique_ptr<GatedAdminService> gated_admin_service_;
   std::unique_ptr<grpc::Server> server_;
   absl::Duration drain_period_;
   int port_ = 0;
