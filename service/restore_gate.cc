@@ -66,6 +66,8 @@ class RestoreGate::InterceptorFactoryImpl
 
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
+    // Once the gate has opened or failed, it holds nothing: no interceptor for the call.
+    if (!gate_->closed_.load(std::memory_order_acquire)) return nullptr;
     return IsGated(info->method()) ? new Interceptor(gate_) : nullptr;
   }
 
@@ -149,6 +151,8 @@ void RestoreGate::Release(State state, const absl::Status& status) {
     if (state_ != State::kClosed) return;
     state_ = state;
     failure_ = status;
+    closed_.store(false, std::memory_order_release);
+    open_.store(state == State::kOpen, std::memory_order_release);
     released.swap(held_);
     changed_.SignalAll();
   }
@@ -159,7 +163,7 @@ void RestoreGate::Release(State state, const absl::Status& status) {
 
 NodeService* GatedNodeService::Serving() const {
   // The gate opens after Serve: a call that sees it open sees the service.
-  return gate_->status().ok() ? service_.load(std::memory_order_acquire) : nullptr;
+  return gate_->open() ? service_.load(std::memory_order_acquire) : nullptr;
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GatedNodeService::Connect(
@@ -179,7 +183,7 @@ grpc::ServerUnaryReactor* GatedNodeService::Report(grpc::CallbackServerContext* 
 }
 
 AdminService* GatedAdminService::Serving() const {
-  return gate_->status().ok() ? service_.load(std::memory_order_acquire) : nullptr;
+  return gate_->open() ? service_.load(std::memory_order_acquire) : nullptr;
 }
 
 template <typename Request, typename Response>

@@ -14,6 +14,7 @@
 // (the restore failed) lets every held call on, to be ended with the failure; a client that
 // cancels, or whose deadline passes, ends its call as usual.
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -54,6 +55,8 @@ class RestoreGate {
   // After Open or Fail, does nothing.
   void Fail(const absl::Status& status);
 
+  // Whether Open was called (and Fail before it was not).
+  bool open() const { return open_.load(std::memory_order_acquire); }
   // What a call that passed the gate gets: OK once open; the failure after Fail; UNAVAILABLE
   // ("still restoring") while closed (its hold ran out).
   absl::Status status() const;
@@ -82,6 +85,10 @@ class RestoreGate {
   mutable Mutex mu_;
   CondVar changed_;
   State state_ ABSL_GUARDED_BY(mu_) = State::kClosed;
+  // state_ == kOpen, read without the lock; set after the services serve.
+  std::atomic<bool> open_{false};
+  // state_ == kClosed, read without the lock: once it is not, calls need no interceptor.
+  std::atomic<bool> closed_{true};
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   // In arrival order, which is also the order of their `until`.
   std::deque<Held> held_ ABSL_GUARDED_BY(mu_);

@@ -101,6 +101,7 @@ TEST(RestoreGateTest, HoldsCallsUntilItOpensAndLetsHealthThrough) {
   EXPECT_TRUE(held.status.ok()) << held.status;
   EXPECT_EQ(held.response.version(), 7u);
   EXPECT_EQ(gate.held(), 0);
+  EXPECT_TRUE(gate.open());
   EXPECT_TRUE(gate.status().ok());
 
   // Once open, calls go through at once.
@@ -127,6 +128,7 @@ TEST(RestoreGateTest, AFailureEndsTheHeldCallsAndLaterOnesWithItsStatus) {
                                      HasSubstr("the state could not be restored")));
   // Open after a failure changes nothing.
   gate.Open();
+  EXPECT_FALSE(gate.open());
   EXPECT_THAT(gate.status(), StatusIs(absl::StatusCode::kUnavailable));
 }
 
