@@ -26,6 +26,9 @@ struct PhaseOptions {
   absl::Duration ingest_warmup = absl::Seconds(2);
   absl::Duration ingest_duration = absl::Seconds(10);
   bool storm = true;
+  // A second storm, after the ingestion test: SIGKILL, so that breakerd's restart replays the
+  // test's journal, as after a crash.
+  bool crash_storm = false;
 };
 
 struct MemoryResult {
@@ -82,6 +85,7 @@ struct PhaseResult {
   FanOutResult fan_out;
   IngestResult ingest;
   std::optional<StormResult> storm;
+  std::optional<StormResult> crash_storm;
   // SIGTERM to exit at the end, right after the ingestion test: breakerd then folds the whole
   // journal of the test into its final snapshot.
   double stop_after_ingest_seconds = 0;
