@@ -46,6 +46,10 @@ ABSL_FLAG(int, streams_per_channel, 1,
           "Node streams sharing one connection. 1, as in a fleet: each node's client library "
           "holds a connection of its own.");
 ABSL_FLAG(bool, storm, true, "Measure the reconnect storm (restarts each server once).");
+ABSL_FLAG(bool, crash_storm, false,
+          "Also measure a crash storm: SIGKILL right after the ingestion test, so that "
+          "breakerd's restart replays the test's journal (the final stop then follows that "
+          "restart).");
 ABSL_FLAG(bool, quick, false,
           "Smoke run: at most 3 trials, 0.5 s warm-up, 1 s of ingestion (overrides those "
           "flags).");
@@ -123,6 +127,7 @@ absl::StatusOr<Settings> SettingsFromFlags(const std::string& argv0) {
   phase.ingest_warmup = absl::Seconds(absl::GetFlag(FLAGS_warmup_seconds));
   phase.streams_per_channel = std::max(1, absl::GetFlag(FLAGS_streams_per_channel));
   phase.storm = absl::GetFlag(FLAGS_storm);
+  phase.crash_storm = absl::GetFlag(FLAGS_crash_storm);
   if (absl::GetFlag(FLAGS_quick)) {
     phase.trials = std::min(phase.trials, 3);
     phase.ingest_warmup = absl::Milliseconds(500);

@@ -46,14 +46,20 @@ bool PollUntil(const std::function<bool()>& done, absl::Duration timeout) {
 
 constexpr char kConnectMethod[] = "/breaker.v1.Breaker/Connect";
 
-std::shared_ptr<grpc::Channel> NewChannel(const FleetOptions& options, int index) {
+// The client library's channel: its keepalive, and a subchannel pool of its own, so that the
+// channel has its own connection (channels with the same arguments would share one).
+std::shared_ptr<grpc::Channel> NewChannel(const FleetOptions& options) {
   grpc::ChannelArguments args;
-  // Channels with the same arguments would share one subchannel, so one connection: a local
-  // pool and an argument of its own give each channel its connection.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt("breaker.bench.channel", index);
-  // The client library's keepalive; gRPC's own reconnection backoff aligned with the simulated
-  // nodes' (the library itself opens a new channel for each attempt instead).
+  SetClientKeepalive(args);
+  return grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args);
+}
+
+// A channel shared by several nodes' streams (--streams_per_channel), which cannot open a new
+// one per attempt: gRPC's own reconnection backoff is aligned with the nodes'.
+std::shared_ptr<grpc::Channel> NewSharedChannel(const FleetOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   SetClientKeepalive(args);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
@@ -66,16 +72,17 @@ std::shared_ptr<grpc::Channel> NewChannel(const FleetOptions& options, int index
 
 // One simulated beacon node: what it holds across its streams.
 struct Node {
-  Node(int index, const FleetOptions& options, ConnectStub* stub)
+  Node(int index, const FleetOptions& options, ConnectStub* shared_stub)
       : index(index),
         id(absl::StrFormat("node-%05d", index)),
-        stub(stub),
+        shared_stub(shared_stub),
         backoff(options.initial_backoff, options.backoff_multiplier, options.max_backoff,
                 options.backoff_jitter, static_cast<uint64_t>(index) + 1) {}
 
   const int index;
   const std::string id;
-  ConnectStub* const stub;
+  // The stub of the channel the node shares with others; null: a new channel per attempt.
+  ConnectStub* const shared_stub;
 
   Mutex mu;
   std::shared_ptr<NodeStream> stream ABSL_GUARDED_BY(mu);
@@ -92,6 +99,9 @@ struct Node {
   std::atomic<uint64_t> held_version{0};
   std::atomic<int64_t> trial_ns{0};
   std::atomic<int64_t> back_ns{0};
+  // Streams opened since the storm was armed, and how many it took to come back.
+  std::atomic<int> storm_attempts{0};
+  std::atomic<int> back_attempts{0};
 };
 
 // One attempt at a node's stream. Owned by itself until OnDone, and by its node while current.
@@ -99,12 +109,16 @@ struct Node {
 // started from outside the callbacks: writes are started under mu_ only while !finished_.
 class NodeStream : public grpc::ClientBidiReactor<v1::NodeMessage, grpc::ByteBuffer> {
  public:
-  NodeStream(NodeFleet* fleet, Node* node) : fleet_(fleet), node_(node) {}
+  // `own_stub`: this attempt's own channel, as the library opens one per attempt; null: the
+  // node's shared one.
+  NodeStream(NodeFleet* fleet, Node* node, std::unique_ptr<ConnectStub> own_stub)
+      : fleet_(fleet), node_(node), own_stub_(std::move(own_stub)) {}
 
   void Open(std::shared_ptr<NodeStream> self, v1::NodeMessage hello) {
     self_ = std::move(self);
     opened_ns_ = NowNs();
-    node_->stub->PrepareBidiStreamingCall(&context_, kConnectMethod, grpc::StubOptions(), this);
+    ConnectStub* stub = own_stub_ != nullptr ? own_stub_.get() : node_->shared_stub;
+    stub->PrepareBidiStreamingCall(&context_, kConnectMethod, grpc::StubOptions(), this);
     Send(std::move(hello));
     StartRead(&read_);
     StartCall();
@@ -148,8 +162,10 @@ class NodeStream : public grpc::ClientBidiReactor<v1::NodeMessage, grpc::ByteBuf
   }
 
   void OnDone(const grpc::Status& /*status*/) override {
-    fleet_->OnStreamDone(*node_, this, up_);
-    self_.reset();  // may destroy this
+    // The fleet destroys the stream later, on a thread of its own: the stream holds the last
+    // reference to its channel, and a channel must not be destroyed on one of its callback
+    // threads (gRPC joins threads there).
+    fleet_->OnStreamDone(*node_, std::move(self_), up_);
   }
 
   void WriteFrontLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -159,6 +175,8 @@ class NodeStream : public grpc::ClientBidiReactor<v1::NodeMessage, grpc::ByteBuf
 
   NodeFleet* const fleet_;
   Node* const node_;
+  // Declared before the context, so that the call ends before its channel goes.
+  const std::unique_ptr<ConnectStub> own_stub_;
   std::shared_ptr<NodeStream> self_;
   grpc::ClientContext context_;
   int64_t opened_ns_ = 0;
@@ -175,13 +193,15 @@ class NodeStream : public grpc::ClientBidiReactor<v1::NodeMessage, grpc::ByteBuf
 
 NodeFleet::NodeFleet(FleetOptions options) : options_(std::move(options)) {
   const int per_channel = std::max(1, options_.streams_per_channel);
-  const int channels = (options_.nodes + per_channel - 1) / per_channel;
-  for (int c = 0; c < channels; ++c) {
-    channels_.push_back(NewChannel(options_, c));
-    stubs_.push_back(std::make_unique<ConnectStub>(channels_.back()));
+  if (per_channel > 1) {
+    const int channels = (options_.nodes + per_channel - 1) / per_channel;
+    for (int c = 0; c < channels; ++c) {
+      stubs_.push_back(std::make_unique<ConnectStub>(NewSharedChannel(options_)));
+    }
   }
   for (int i = 0; i < options_.nodes; ++i) {
-    nodes_.push_back(std::make_unique<Node>(i, options_, stubs_[i / per_channel].get()));
+    nodes_.push_back(std::make_unique<Node>(
+        i, options_, per_channel > 1 ? stubs_[i / per_channel].get() : nullptr));
   }
   scheduler_ = std::thread([this] { SchedulerLoop(); });
 }
@@ -202,26 +222,37 @@ void NodeFleet::Open(Node& node) {
   hello.mutable_hello()->set_network(options_.network);
   hello.mutable_hello()->set_policy_version(node.held_version.load());
   hello.mutable_hello()->set_fleet_id(node.fleet_id);
-  node.stream = std::make_shared<NodeStream>(this, &node);
+  node.stream = std::make_shared<NodeStream>(
+      this, &node,
+      node.shared_stub == nullptr ? std::make_unique<ConnectStub>(NewChannel(options_)) : nullptr);
+  if (storm_version_.load() != 0) ++node.storm_attempts;
   ++live_streams_;
   node.stream->Open(node.stream, std::move(hello));
 }
 
-void NodeFleet::ScheduleReconnect(Node& node) {
+void NodeFleet::ScheduleReconnect(Node& node, std::shared_ptr<NodeStream> done) {
   absl::Duration wait;
   {
     MutexLock lock(&node.mu);
     wait = node.backoff.Next();
   }
   MutexLock lock(&scheduler_mu_);
-  if (!reconnecting_) return;
-  due_.emplace(Clock::now() + absl::ToChronoNanoseconds(wait), &node);
+  retired_.push_back(std::move(done));
+  if (reconnecting_) due_.emplace(Clock::now() + absl::ToChronoNanoseconds(wait), &node);
   scheduler_changed_.SignalAll();
 }
 
 void NodeFleet::SchedulerLoop() {
   MutexLock lock(&scheduler_mu_);
   while (reconnecting_) {
+    if (!retired_.empty()) {
+      std::vector<std::shared_ptr<NodeStream>> retired;
+      retired.swap(retired_);
+      scheduler_mu_.Unlock();
+      retired.clear();
+      scheduler_mu_.Lock();
+      continue;
+    }
     if (due_.empty()) {
       scheduler_changed_.Wait(&scheduler_mu_);
       continue;
@@ -325,22 +356,31 @@ void NodeFleet::ClearBatchLatencies() {
 }
 
 void NodeFleet::ArmStorm(uint64_t version) {
-  for (auto& node : nodes_) node->back_ns = 0;
+  for (auto& node : nodes_) {
+    node->back_ns = 0;
+    node->storm_attempts = 0;
+    node->back_attempts = 0;
+  }
   back_nodes_ = 0;
   storm_armed_ns_ = NowNs();
   storm_version_ = version;
 }
 
 std::vector<double> NodeFleet::WaitAllBack(Clock::time_point since, absl::Duration timeout,
-                                           int* missed) {
+                                           int* missed, std::vector<int>* attempts) {
   PollUntil([this] { return back_nodes_.load() == size(); }, timeout);
   storm_version_ = 0;
   const int64_t since_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(since.time_since_epoch()).count();
   std::vector<double> seconds;
+  attempts->clear();
   for (const auto& node : nodes_) {
     const int64_t at = node->back_ns.load();
-    if (at != 0) seconds.push_back(static_cast<double>(at - since_ns) / 1e9);
+    if (at == 0) continue;
+    seconds.push_back(static_cast<double>(at - since_ns) / 1e9);
+    const size_t took = static_cast<size_t>(std::max(1, node->back_attempts.load()));
+    if (attempts->size() < took) attempts->resize(took, 0);
+    ++(*attempts)[took - 1];
   }
   *missed = size() - static_cast<int>(seconds.size());
   return seconds;
@@ -369,6 +409,9 @@ void NodeFleet::Disconnect() {
   }
   // Every stream's OnDone uses this object.
   while (live_streams_.load() != 0) absl::SleepFor(kPollInterval);
+  std::vector<std::shared_ptr<NodeStream>> retired;
+  MutexLock lock(&scheduler_mu_);
+  retired.swap(retired_);
 }
 
 // --- The streams' callbacks -----------------------------------------------------------------
@@ -406,6 +449,7 @@ void NodeFleet::OnMessage(Node& node, const NodeStream& stream, grpc::ByteBuffer
   if (storm_version != 0 && node.back_ns.load() == 0 &&
       stream.opened_ns() > storm_armed_ns_.load() && node.held_version.load() == storm_version) {
     node.back_ns = now_ns;
+    node.back_attempts = node.storm_attempts.load();
     ++back_nodes_;
   }
 }
@@ -454,17 +498,17 @@ void NodeFleet::OnObservationAck(Node& node, uint64_t sequence, int64_t now_ns) 
   if (batch_done && ingesting_.load()) SendBatch(node);
 }
 
-void NodeFleet::OnStreamDone(Node& node, const NodeStream* stream, bool was_up) {
+void NodeFleet::OnStreamDone(Node& node, std::shared_ptr<NodeStream> stream, bool was_up) {
   {
     MutexLock lock(&node.mu);
-    if (node.stream.get() == stream) node.stream.reset();
+    if (node.stream == stream) node.stream.reset();
     // A batch sent on this stream is lost with it: the library would resend it; the harness
     // only stops waiting for it.
     node.batch_last_sequence = 0;
   }
   if (was_up) --up_nodes_;
-  ScheduleReconnect(node);
-  --live_streams_;
+  ScheduleReconnect(node, std::move(stream));
+  --live_streams_;  // last: Disconnect waits for it before it destroys the retired streams
 }
 
 }  // namespace breaker::bench

@@ -3,9 +3,10 @@
 
 // N simulated beacon nodes, each holding a breaker.v1.Breaker.Connect stream as the client
 // library does (hello with the policy held, an acknowledgement for every policy, reconnects
-// with the library's backoff), on gRPC's callback API so that thousands of streams need no
-// thread each. Streams share channels, a given number per channel, each channel its own
-// connection. Server messages are read raw, as ServerMessageViews (see there why).
+// with the library's backoff, each attempt on a new channel of its own), on gRPC's callback API
+// so that thousands of streams need no thread each. Optionally several streams share one
+// channel (one connection), which they then keep across attempts. Server messages are read
+// raw, as ServerMessageViews (see there why).
 //
 // Every figure is taken where the node sees it, in gRPC's callbacks, with the steady clock; the
 // harness's thread only polls for completion.
@@ -34,7 +35,8 @@ struct FleetOptions {
   // The server, "host:port".
   std::string address;
   int nodes = 0;
-  // Streams sharing one channel (one HTTP/2 connection).
+  // Streams sharing one channel (one HTTP/2 connection). 1: a new channel for every attempt,
+  // as the client library opens.
   int streams_per_channel = 1;
   // Sent in every hello.
   std::string network = "mainnet";
@@ -98,9 +100,10 @@ class NodeFleet {
   void ArmStorm(uint64_t version);
   // Waits until every node is back or `timeout` passes. Returns the time, in seconds after the
   // steady-clock instant `since`, at which each node that is back came back; `missed` counts
-  // the others.
+  // the others. (*attempts)[k] counts the nodes back on their (k+1)-th stream since ArmStorm,
+  // so that k is the number of backoffs they waited after the first.
   std::vector<double> WaitAllBack(std::chrono::steady_clock::time_point since,
-                                  absl::Duration timeout, int* missed);
+                                  absl::Duration timeout, int* missed, std::vector<int>* attempts);
 
   // The configuration and policies node 0 has received, in version order.
   ServerMessages Captured() const;
@@ -113,7 +116,9 @@ class NodeFleet {
 
   // Opens `node`'s stream unless it has one.
   void Open(Node& node);
-  void ScheduleReconnect(Node& node);
+  // Schedules `node`'s next attempt after its backoff, and the destruction of its stream
+  // `done`, on the scheduler's thread.
+  void ScheduleReconnect(Node& node, std::shared_ptr<NodeStream> done);
   void SchedulerLoop();
   void SendBatch(Node& node);
 
@@ -123,10 +128,10 @@ class NodeFleet {
   void OnPolicy(Node& node, const ServerMessageView& policy, grpc::ByteBuffer& message,
                 int64_t now_ns);
   void OnObservationAck(Node& node, uint64_t sequence, int64_t now_ns);
-  void OnStreamDone(Node& node, const NodeStream* stream, bool was_up);
+  void OnStreamDone(Node& node, std::shared_ptr<NodeStream> stream, bool was_up);
 
   const FleetOptions options_;
-  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  // The shared channels' stubs (empty with one stream per channel).
   std::vector<std::unique_ptr<ConnectStub>> stubs_;
   std::vector<std::unique_ptr<Node>> nodes_;
 
@@ -157,6 +162,8 @@ class NodeFleet {
   CondVar scheduler_changed_;
   bool reconnecting_ ABSL_GUARDED_BY(scheduler_mu_) = true;
   std::multimap<std::chrono::steady_clock::time_point, Node*> due_ ABSL_GUARDED_BY(scheduler_mu_);
+  // Streams done, destroyed by the scheduler's thread (or Disconnect), never in a callback.
+  std::vector<std::shared_ptr<NodeStream>> retired_ ABSL_GUARDED_BY(scheduler_mu_);
   std::thread scheduler_;
 };
 

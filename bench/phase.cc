@@ -120,24 +120,39 @@ absl::StatusOr<IngestResult> Ingest(Target& target, NodeFleet& fleet, const Phas
   return result;
 }
 
-absl::StatusOr<StormResult> Storm(Target& target, NodeFleet& fleet) {
+absl::StatusOr<StormResult> Storm(Target& target, NodeFleet& fleet, bool crash) {
   absl::StatusOr<uint64_t> version = fleet.WaitConverged(kTrialTimeout);
   if (!version.ok()) return version.status();
   fleet.ArmStorm(*version);
-  absl::StatusOr<RestartTimes> times = target.Restart(*version);
+  absl::StatusOr<RestartTimes> times = target.Restart(*version, crash);
   if (!times.ok()) return times.status();
   StormResult result;
-  std::vector<double> back = fleet.WaitAllBack(times->stop_sent, kStormTimeout, &result.missed);
+  std::vector<double> back = fleet.WaitAllBack(times->stop_sent, kStormTimeout, &result.missed,
+                                               &result.back_by_attempt);
   result.restart_seconds = std::chrono::duration<double>(times->ready - times->stop_sent).count();
   result.back_seconds = Summarize(back);
   result.all_back_seconds = result.back_seconds.max;
   return result;
 }
 
+void ReportStorm(const Target& target, int nodes, const std::string& what,
+                 const StormResult& storm) {
+  Progress(target, nodes,
+           absl::StrFormat("%s: restarted in %.2f s, all back after %.2f s (%d not back)", what,
+                           storm.restart_seconds, storm.all_back_seconds, storm.missed));
+  std::string attempts;
+  for (size_t k = 0; k < storm.back_by_attempt.size(); ++k) {
+    absl::StrAppendFormat(&attempts, " %d:%d", static_cast<int>(k) + 1, storm.back_by_attempt[k]);
+  }
+  std::fprintf(stderr, "  nodes back, by the attempt that brought them back:%s\n",
+               attempts.c_str());
+}
+
 // Connects the nodes, then runs each measurement in turn on the same streams. The storm comes
 // before the ingestion test: a restart folds the journal into a snapshot, and right after the
 // ingestion test the journal holds hundreds of megabytes no fleet would have pending (that
-// restart's cost is measured apart, as the final stop).
+// restart's cost is measured apart, as the final stop). The crash storm comes after it, for
+// that journal: a crash leaves it unfolded, and breakerd's restart replays it before it serves.
 absl::Status Measure(Target& target, const PhaseOptions& options, NodeFleet& fleet,
                      PhaseResult& result) {
   absl::StatusOr<MemoryResult> memory = ConnectAll(target, fleet);
@@ -157,13 +172,10 @@ absl::Status Measure(Target& target, const PhaseOptions& options, NodeFleet& fle
   result.captured = fleet.Captured();
 
   if (options.storm) {
-    absl::StatusOr<StormResult> storm = Storm(target, fleet);
+    absl::StatusOr<StormResult> storm = Storm(target, fleet, /*crash=*/false);
     if (!storm.ok()) return storm.status();
     result.storm = *storm;
-    Progress(target, options.nodes,
-             absl::StrFormat("reconnect storm: restarted in %.2f s, all back after %.2f s "
-                             "(%d not back)",
-                             storm->restart_seconds, storm->all_back_seconds, storm->missed));
+    ReportStorm(target, options.nodes, "reconnect storm", *storm);
     // The ingestion test needs every sender's stream up again.
     if (absl::Status status = fleet.WaitConverged(kConnectTimeout).status(); !status.ok()) {
       return status;
@@ -177,6 +189,13 @@ absl::Status Measure(Target& target, const PhaseOptions& options, NodeFleet& fle
            absl::StrFormat("ingestion %.0f observations/s, %.2f CPU s per million, %d refused",
                            ingest->observations_per_second, ingest->cpu_seconds_per_million,
                            ingest->refused));
+
+  if (options.crash_storm) {
+    absl::StatusOr<StormResult> storm = Storm(target, fleet, /*crash=*/true);
+    if (!storm.ok()) return storm.status();
+    result.crash_storm = *storm;
+    ReportStorm(target, options.nodes, "crash storm (SIGKILL after ingestion)", *storm);
+  }
   return absl::OkStatus();
 }
 

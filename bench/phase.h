@@ -26,6 +26,9 @@ struct PhaseOptions {
   absl::Duration ingest_warmup = absl::Seconds(2);
   absl::Duration ingest_duration = absl::Seconds(10);
   bool storm = true;
+  // A second storm, after the ingestion test: SIGKILL, so that breakerd's restart replays the
+  // test's journal, as after a crash.
+  bool crash_storm = false;
 };
 
 struct MemoryResult {
@@ -65,6 +68,15 @@ struct StormResult {
   // Per node, from SIGTERM.
   Summary back_seconds;
   int missed = 0;
+  // [k]: nodes back on their (k+1)-th attempt after the SIGTERM, having waited k backoffs
+  // after the first.
+  std::vector<int> back_by_attempt;
+  // Nodes back on attempt `from` (1-based) or a later one.
+  int BackFromAttempt(size_t from) const {
+    int count = 0;
+    for (size_t k = from - 1; k < back_by_attempt.size(); ++k) count += back_by_attempt[k];
+    return count;
+  }
 };
 
 struct PhaseResult {
@@ -73,6 +85,7 @@ struct PhaseResult {
   FanOutResult fan_out;
   IngestResult ingest;
   std::optional<StormResult> storm;
+  std::optional<StormResult> crash_storm;
   // SIGTERM to exit at the end, right after the ingestion test: breakerd then folds the whole
   // journal of the test into its final snapshot.
   double stop_after_ingest_seconds = 0;

@@ -122,6 +122,14 @@ absl::Status ChildProcess::Stop(absl::Duration timeout) {
                                           LogTail(log_path_, 20)));
 }
 
+void ChildProcess::Kill() {
+  if (!running()) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
 absl::StatusOr<double> ChildProcess::CpuSeconds() const { return ProcessCpuSeconds(pid_); }
 
 absl::StatusOr<double> ChildProcess::RssKiB() const { return ProcessRssKiB(pid_); }

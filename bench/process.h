@@ -31,6 +31,8 @@ class ChildProcess {
 
   // SIGTERM, then waits for the exit (SIGKILL after `timeout`). Idempotent.
   absl::Status Stop(absl::Duration timeout = absl::Seconds(30));
+  // SIGKILL, as a crash, and waits for the exit. Idempotent.
+  void Kill();
 
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }

@@ -46,10 +46,14 @@ absl::Status Target::Start() {
   return Launch(0, 0);
 }
 
-absl::StatusOr<RestartTimes> Target::Restart(uint64_t version) {
+absl::StatusOr<RestartTimes> Target::Restart(uint64_t version, bool crash) {
   RestartTimes times;
   times.stop_sent = std::chrono::steady_clock::now();
-  if (absl::Status status = process_.Stop(); !status.ok()) return status;
+  if (crash) {
+    process_.Kill();
+  } else if (absl::Status status = process_.Stop(); !status.ok()) {
+    return status;
+  }
   if (absl::Status status = Launch(port_, version); !status.ok()) return status;
   times.ready = std::chrono::steady_clock::now();
   return times;

@@ -40,7 +40,7 @@ struct TargetOptions {
 
 // When a restart happened, on the steady clock.
 struct RestartTimes {
-  // SIGTERM sent.
+  // SIGTERM (or SIGKILL) sent.
   std::chrono::steady_clock::time_point stop_sent;
   // The new process logged that it listens.
   std::chrono::steady_clock::time_point ready;
@@ -52,9 +52,10 @@ class Target {
 
   // Starts on a free port.
   absl::Status Start();
-  // Stops (SIGTERM, as a supervisor would) and starts again on the same port. The baseline
-  // restarts at policy `version`, the one the nodes hold; breakerd restores it from its state.
-  absl::StatusOr<RestartTimes> Restart(uint64_t version);
+  // Stops (SIGTERM, as a supervisor would; with `crash`, SIGKILL) and starts again on the same
+  // port. The baseline restarts at policy `version`, the one the nodes hold; breakerd restores
+  // it from its state (after a crash, replaying the journal its last snapshot did not fold).
+  absl::StatusOr<RestartTimes> Restart(uint64_t version, bool crash = false);
   absl::Status Stop() { return process_.Stop(); }
 
   std::string address() const;

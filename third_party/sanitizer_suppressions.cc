@@ -6,14 +6,8 @@
 // status over from its own threads through code inlined into our binaries
 // (CallOpClientRecvStatus::FinishOp), synchronized inside the uninstrumented library.
 
+#include "third_party/sanitizer_suppressions.h"
+
 extern "C" const char* __tsan_default_suppressions() {
-  return "race:libabsl_\n"
-         "race:libgrpc\n"
-         "race:libgpr\n"
-         "race:libprotobuf\n"
-         "race:libcrypto\n"
-         "race:libssl\n"
-         "race:grpc::internal::CallOpClientRecvStatus::FinishOp\n"
-         "deadlock:libabsl_\n"
-         "deadlock:libgrpc\n";
+  return BREAKER_SYSTEM_LIBRARY_TSAN_SUPPRESSIONS;
 }

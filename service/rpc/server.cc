@@ -20,7 +20,6 @@
 #include "grpcpp/server_builder.h"
 #include "service/metrics.h"
 #include "service/rpc/malformed_request.h"
-#include "service/rpc/restoring_server.h"
 #include "service/rpc/server_settings.h"
 #include "service/service_limits.h"
 #include "service/storage/store_selection.h"
@@ -130,53 +129,43 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     if (!metrics.ok()) return metrics.status();
     server->metrics_ = *std::move(metrics);
   }
-  // While the state is restored, the address answers: health NOT_SERVING, calls UNAVAILABLE.
-  absl::StatusOr<std::unique_ptr<RestoringServer>> restoring =
-      RestoringServer::Start(options.listen_address, *credentials);
-  if (!restoring.ok()) return restoring.status();
-  // The port it bound (port 0 picks one), which breakerd's own server takes over.
-  const std::string listen_address = WithPort(options.listen_address, (*restoring)->port());
-  absl::StatusOr<std::unique_ptr<StateStore>> store =
-      OpenSelectedStore(Selection(options), options.clock);
-  if (!store.ok()) return store.status();
-
-  Fleet::Options fleet_options;
-  fleet_options.config = std::move(config.rules);
-  fleet_options.limits = config.limits;
-  fleet_options.config_path = options.config_path;
-  fleet_options.store = *std::move(store);
-  fleet_options.clock = options.clock;
-  fleet_options.run_ticker = options.run_ticker;
-  fleet_options.metrics = server->metrics_.get();
-  absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Open(std::move(fleet_options));
-  if (!fleet.ok()) return fleet.status();
-  server->fleet_ = *std::move(fleet);
-  if (server->metrics_ != nullptr) server->metrics_->SetFleet(server->fleet_.get());
-  server->authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
-  server->node_service_ =
-      std::make_unique<NodeService>(server->fleet_.get(), server->authorizer_.get());
-  server->admin_service_ =
-      std::make_unique<AdminService>(server->fleet_.get(), server->authorizer_.get(),
-                                     [raw = server.get()] { return raw->ReloadAccess(); });
-  restoring->reset();  // releases the port
-
+  // Bound before the state is restored, so that nodes reconnecting meanwhile find breakerd
+  // listening; the gate holds their calls until the services below exist.
+  server->gate_ = std::make_unique<RestoreGate>(kMaxRestoreHold);
+  server->gated_node_service_ = std::make_unique<GatedNodeService>(server->gate_.get());
+  server->gated_admin_service_ = std::make_unique<GatedAdminService>(server->gate_.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   ApplyServerSettings(builder, options.max_receive_message_bytes, options.max_concurrent_streams);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(server->gate_->InterceptorFactory());
   interceptors.push_back(MakeMalformedRequestInterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   int port = 0;
-  builder.AddListeningPort(listen_address, *credentials, &port);
-  builder.RegisterService(server->node_service_.get());
-  builder.RegisterService(server->admin_service_.get());
+  builder.AddListeningPort(options.listen_address, *credentials, &port);
+  builder.RegisterService(server->gated_node_service_.get());
+  builder.RegisterService(server->gated_admin_service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen_address,
                                                "': address in use or invalid; pass --listen ",
                                                "with a free host:port"));
   }
+  SetServing(*server->server_, false);
+  if (absl::Status restored = server->Restore(options, std::move(config), std::move(access));
+      !restored.ok()) {
+    // The calls waiting learn that this start failed, not only that the server went away.
+    server->gate_->Fail(absl::UnavailableError(
+        "breakerd could not restore its state and is stopping; its log says why"));
+    return restored;
+  }
+  server->gated_node_service_->Serve(server->node_service_.get());
+  server->gated_admin_service_->Serve(server->admin_service_.get());
+  if (const int waiting = server->gate_->held(); waiting > 0) {
+    LOG(INFO) << "state restored; answering the " << waiting << " calls that waited for it";
+  }
+  server->gate_->Open();
   server->port_ = port;
   server->drain_period_ = options.drain_period;
   // Health follows the state store: NOT_SERVING while it fails (see Fleet, Storage faults).
@@ -199,6 +188,30 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 }
 
 Server::Server() = default;
+
+absl::Status Server::Restore(const ServerOptions& options, ServiceConfig config,
+                             std::optional<AccessPolicy> access) {
+  absl::StatusOr<std::unique_ptr<StateStore>> store =
+      OpenSelectedStore(Selection(options), options.clock);
+  if (!store.ok()) return store.status();
+  Fleet::Options fleet_options;
+  fleet_options.config = std::move(config.rules);
+  fleet_options.limits = config.limits;
+  fleet_options.config_path = options.config_path;
+  fleet_options.store = *std::move(store);
+  fleet_options.clock = options.clock;
+  fleet_options.run_ticker = options.run_ticker;
+  fleet_options.metrics = metrics_.get();
+  absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Open(std::move(fleet_options));
+  if (!fleet.ok()) return fleet.status();
+  fleet_ = *std::move(fleet);
+  if (metrics_ != nullptr) metrics_->SetFleet(fleet_.get());
+  authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
+  node_service_ = std::make_unique<NodeService>(fleet_.get(), authorizer_.get());
+  admin_service_ = std::make_unique<AdminService>(fleet_.get(), authorizer_.get(),
+                                                  [this] { return ReloadAccess(); });
+  return absl::OkStatus();
+}
 
 absl::StatusOr<breaker::v1::ReloadAccessResponse> Server::ReloadAccess() {
   absl::StatusOr<size_t> principals = authorizer_->Reload();
@@ -226,14 +239,17 @@ void Server::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (server_ != nullptr) {
-    fleet_->WatchStorage(nullptr);  // a store recovering now must not turn health back on
-    SetServing(*server_, false);
-    if (drain_period_ > absl::ZeroDuration()) {
-      LOG(INFO) << "health is NOT_SERVING; draining for " << drain_period_;
-      absl::SleepFor(drain_period_);
+    // A start that failed has a server but no fleet, and its gate has let every call go.
+    if (fleet_ != nullptr) {
+      fleet_->WatchStorage(nullptr);  // a store recovering now must not turn health back on
+      SetServing(*server_, false);
+      if (drain_period_ > absl::ZeroDuration()) {
+        LOG(INFO) << "health is NOT_SERVING; draining for " << drain_period_;
+        absl::SleepFor(drain_period_);
+      }
+      node_service_->Shutdown();
+      admin_service_->Shutdown();
     }
-    node_service_->Shutdown();
-    admin_service_->Shutdown();
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   }
   if (fleet_ != nullptr) {

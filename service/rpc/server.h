@@ -5,6 +5,7 @@
 // and reflection, on one gRPC server.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -14,11 +15,14 @@
 #include "grpcpp/server.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "service/fleet.h"
+#include "service/rpc/access_policy.h"
 #include "service/rpc/admin_service.h"
 #include "service/rpc/authorizer.h"
 #include "service/rpc/node_service.h"
+#include "service/rpc/restore_gate.h"
 #include "service/rpc/server_settings.h"
 #include "service/rpc/transport_security.h"
+#include "service/service_limits.h"
 #include "service/storage/store_selection.h"
 
 namespace breaker::service {
@@ -66,6 +70,11 @@ struct ServerOptions {
   absl::Duration drain_period = absl::ZeroDuration();
 };
 
+// How long a call that arrives while the state is restored waits for it; then it ends with
+// UNAVAILABLE and the client retries. Restoring takes well under a second with a snapshot of
+// the usual size.
+inline constexpr absl::Duration kMaxRestoreHold = absl::Seconds(30);
+
 // The ranges CheckServerOptions accepts.
 inline constexpr int kMinReceiveMessageBytes = 64 << 10;
 inline constexpr int kMaxReceiveMessageBytes = 64 << 20;
@@ -83,9 +92,11 @@ class Metrics;
 // not to be called from two threads at once (the destructor calls it).
 class Server {
  public:
-  // Restores the state, then starts serving. While the state is restored the address already
-  // answers (RestoringServer): health NOT_SERVING, every other call UNAVAILABLE, so that nodes
-  // retry and health checkers see breakerd restoring rather than a refused connection.
+  // Binds the address, restores the state, then serves. While the state is restored, health
+  // says NOT_SERVING and every call to breakerd's services waits (RestoreGate), at most
+  // kMaxRestoreHold: a node reconnecting during a restart is answered as soon as the state is
+  // restored, instead of being refused and backing off. A restore that fails ends the calls
+  // waiting with UNAVAILABLE, saying so.
   // Returns CheckServerOptions' errors, the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
   // naming the field), the TLS files' and access file's errors, FAILED_PRECONDITION for
   // plaintext on a non-loopback address (see MakeServerCredentials), INVALID_ARGUMENT when the
@@ -123,12 +134,22 @@ class Server {
  private:
   Server();
 
+  // Opens the state store and the fleet over it, and makes the services. The state store's
+  // and the fleet's errors.
+  absl::Status Restore(const ServerOptions& options, ServiceConfig config,
+                       std::optional<AccessPolicy> access);
+
   // Before the fleet, which reports to it until its destructor returns.
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Fleet> fleet_;
   std::unique_ptr<Authorizer> authorizer_;
   std::unique_ptr<NodeService> node_service_;
   std::unique_ptr<AdminService> admin_service_;
+  // What the server serves: the services above, once the gate opens. Before the server, which
+  // calls them until it has shut down.
+  std::unique_ptr<RestoreGate> gate_;
+  std::unique_ptr<GatedNodeService> gated_node_service_;
+  std::unique_ptr<GatedAdminService> gated_admin_service_;
   std::unique_ptr<grpc::Server> server_;
   absl::Duration drain_period_;
   int port_ = 0;

@@ -1,8 +1,8 @@
 #ifndef SERVICE_RPC_SERVER_SETTINGS_H_
 #define SERVICE_RPC_SERVER_SETTINGS_H_
 
-// breakerd's gRPC transport settings, in one place: its own server, the placeholder that
-// answers while it restores, and the benchmark's bare-gRPC baseline all apply them.
+// breakerd's gRPC transport settings, in one place: its own server and the benchmark's
+// bare-gRPC baseline both apply them.
 
 #include "grpcpp/server_builder.h"
 
