@@ -1,5 +1,6 @@
 #include "service/journal_writer.h"
 
+#include <iterator>
 #include <utility>
 
 #include "glog/logging.h"
@@ -55,6 +56,24 @@ void JournalWriter::Sync() {
   }
 }
 
+void JournalWriter::TakeRoundLocked(JournalChanges& changes) {
+  size_t taken = 0;
+  uint64_t bytes = 0;
+  for (; taken < queue_.size(); ++taken) {
+    const uint64_t next = queue_[taken]->entry.size();
+    // At least one: an entry beyond the limit alone gets the store's own refusal.
+    if (taken > 0 && !store_.FitsOneAppend(taken + 1, bytes + next)) break;
+    bytes += next;
+  }
+  if (taken == queue_.size()) {
+    changes.swap(queue_);
+    return;
+  }
+  changes.assign(std::make_move_iterator(queue_.begin()),
+                 std::make_move_iterator(queue_.begin() + taken));
+  queue_.erase(queue_.begin(), queue_.begin() + taken);
+}
+
 void JournalWriter::WaitForApplier() {
   MutexLock lock(&mu_);
   while (stored_.has_value() || applying_) changed_.Wait(&mu_);
@@ -76,7 +95,7 @@ void JournalWriter::AppenderLoop() {
         changed_.SignalAll();
         return;
       }
-      changes.swap(queue_);
+      TakeRoundLocked(changes);
       recover = recovery_requested_;
       recovery_requested_ = false;
       appending_ = true;

@@ -4,8 +4,9 @@
 // Makes changes durable in the order they were submitted, many in one write (group commit),
 // and hands each write's changes on to be applied while the next write goes to the store.
 //
-// Two threads. The appender takes every change queued since its last round, appends their
-// journal entries to the store in one durable write, and passes the round to the applier. The
+// Two threads. The appender takes every change queued since its last round (as many as the
+// store takes in one write: StateStore::FitsOneAppend), appends their journal entries to the
+// store in one durable write, and passes the round to the applier. The
 // applier applies the rounds in order (Sink::Apply, which answers their submitters) and writes
 // a snapshot when one is due. So appending and syncing round k+1 overlaps applying and
 // acknowledging round k, and nothing is applied, hence nothing acknowledged, before the store
@@ -108,6 +109,9 @@ class JournalWriter {
   };
 
   void AppenderLoop();
+  // Moves into `changes` the longest prefix of the queue that the store takes in one Append
+  // (at least one change).
+  void TakeRoundLocked(JournalChanges& changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends `changes` and hands them to the applier; or refuses them when the store fails.
   void AppendRound(JournalChanges changes);
   void ApplierLoop();

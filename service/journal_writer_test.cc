@@ -195,6 +195,45 @@ TEST_F(JournalWriterTest, GroupsWhatIsQueuedDuringAnAppendIntoOneWrite) {
   EXPECT_THAT(sink_.rounds(), ElementsAre(RecordingSink::Round{1, 1}, RecordingSink::Round{10, 11}));
 }
 
+// A store that takes at most three entries in one Append.
+class SmallAppendStore : public MemoryStateStore {
+ public:
+  bool FitsOneAppend(size_t entries, uint64_t /*bytes*/) const override { return entries <= 3; }
+};
+
+TEST(JournalWriterRoundsTest, SplitsARoundWhereTheStoresLimitIs) {
+  testing::FakeClock clock(kStart);
+  SmallAppendStore store;
+  StorageSupervisor supervisor(clock, nullptr);
+  RecordingSink sink(store);
+  absl::Notification in_first_append;
+  absl::Notification release_first_append;
+  std::atomic<int> appends{0};
+  store.SetAppendHook([&](const std::vector<std::string>& entries) {
+    EXPECT_LE(entries.size(), 3u);
+    if (appends.fetch_add(1) == 0) {
+      in_first_append.Notify();
+      release_first_append.WaitForNotification();
+    }
+  });
+  JournalWriter::Options options;
+  options.store = &store;
+  options.supervisor = &supervisor;
+  options.sink = &sink;
+  options.metrics = &NoMetrics();
+  options.clock = &clock;
+  JournalWriter writer(options);
+  writer.Submit(Change("first"));
+  in_first_append.WaitForNotification();
+  for (int i = 0; i < 7; ++i) writer.Submit(Change(absl::StrCat("queued ", i)));
+  release_first_append.Notify();
+  writer.Sync();
+  EXPECT_THAT(sink.rounds(),
+              ElementsAre(RecordingSink::Round{1, 1}, RecordingSink::Round{3, 4},
+                          RecordingSink::Round{3, 7}, RecordingSink::Round{1, 8}));
+  EXPECT_EQ(store.Load().value().journal.size(), 8u);
+}
+
 TEST_F(JournalWriterTest, AppendsTheNextRoundWhileTheLastOneIsApplied) {
   sink_.Hold();
   std::atomic<int> appends{0};

@@ -690,19 +690,22 @@ absl::StatusOr<StoredState> EtcdStateStore::LoadOnce() {
   return state;
 }
 
+bool EtcdStateStore::FitsOneAppend(size_t entries, uint64_t bytes) const {
+  return kRequestOverhead + bytes + entries * static_cast<uint64_t>(kPerEntryOverhead) <=
+         static_cast<uint64_t>(options_.max_request_bytes);
+}
+
 absl::StatusOr<uint64_t> EtcdStateStore::Append(const std::vector<std::string>& entries) {
   MutexLock lock(&mu_);
   if (!sequences_) {
     if (absl::Status read = ReadSequences(); !read.ok()) return read;
   }
   if (entries.empty()) return sequences_->last_sequence;
-  int64_t bytes = kRequestOverhead;
-  for (const std::string& entry : entries) {
-    bytes += static_cast<int64_t>(entry.size()) + kPerEntryOverhead;
-  }
-  if (bytes > options_.max_request_bytes) {
+  uint64_t bytes = 0;
+  for (const std::string& entry : entries) bytes += entry.size();
+  if (!FitsOneAppend(entries.size(), bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        entries.size(), " journal entries of ", bytes - kRequestOverhead,
+        entries.size(), " journal entries of ", bytes + entries.size() * kPerEntryOverhead,
         " bytes with their keys do not fit one etcd request, whose limit is ",
         options_.max_request_bytes, " bytes; append fewer at once, or raise etcd's "
         "--max-request-bytes on every member and breakerd's --etcd_max_request_bytes to "

@@ -138,6 +138,8 @@ class EtcdStateStore : public StateStore {
   // StateStore; see there and above for the errors.
   absl::StatusOr<StoredState> Load() override;
   absl::StatusOr<uint64_t> Append(const std::vector<std::string>& entries) override;
+  // Within one etcd request (Options::max_request_bytes), keys and framing counted.
+  bool FitsOneAppend(size_t entries, uint64_t bytes) const override;
   absl::Status WriteSnapshot(absl::string_view snapshot, uint64_t through_sequence) override;
 
   // OK while this store leads; once deposed, the UNAVAILABLE status its writes return.

@@ -10,6 +10,7 @@
 // acknowledges a change to a client only after the Append that holds it has returned OK, and
 // it batches the changes of many requests into one Append (group commit).
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -76,6 +77,11 @@ class StateStore {
   // Returns the storage errors above, and INVALID_ARGUMENT when an entry is larger than the
   // storage allows (about 1 GB for SQLite).
   virtual absl::StatusOr<uint64_t> Append(const std::vector<std::string>& entries) = 0;
+
+  // Whether one Append of `entries` entries of `bytes` bytes in all is within the storage's
+  // size limit, so that a caller grouping entries splits its groups where it is not. Pure and
+  // cheap: called for every entry grouped. The default: always (SQLite's limit is per entry).
+  virtual bool FitsOneAppend(size_t /*entries*/, uint64_t /*bytes*/) const { return true; }
 
   // Atomically replaces the snapshot with `snapshot`, which folds in every entry up to and
   // including `through_sequence`, and drops those entries from the journal. Sequences go on
