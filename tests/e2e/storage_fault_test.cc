@@ -44,8 +44,6 @@ using ::testing::HasSubstr;
 
 using Stream = Subprocess::Stream;
 
-constexpr const char* kServices[] = {"", "breaker.v1.Breaker", "breaker.v1.Admin"};
-
 // Sets the file size limit of process `pid` (its soft limit): beyond `bytes`, its writes fail
 // with EFBIG. nullopt: back to the hard limit, which stays as it was, so that raising the soft
 // one again needs no privilege.
@@ -72,13 +70,6 @@ class StorageFaultTest : public FleetTest {
     missing->set_block_root(std::string(32, 'q'));
     missing->set_attested_fraction(0.1);
     return CallUnary(*stub, &v1::Breaker::Stub::async::Report, request);
-  }
-
-  bool HealthIs(const std::string& expected) {
-    for (const char* service : kServices) {
-      if (Health(service) != expected) return false;
-    }
-    return true;
   }
 };
 

@@ -3,8 +3,11 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -214,6 +217,88 @@ std::optional<PolicyLine> Node::AwaitPolicyLine(
   return ParsePolicyLine(process_->Lines(Stream::kStdout)[*index]);
 }
 
+// --- A random load -------------------------------------------------------------------------
+
+BuilderSet Difference(const BuilderSet& a, const BuilderSet& b) {
+  BuilderSet difference;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(),
+                      std::inserter(difference, difference.end()));
+  return difference;
+}
+
+BuilderSet BannedIn(const v1::Policy& policy) {
+  BuilderSet banned;
+  for (const v1::BuilderBan& ban : policy.banned_builders()) banned.insert(ban.builder_index());
+  return banned;
+}
+
+uint64_t SeedFrom(const char* variable) {
+  uint64_t seed = 0;
+  if (const char* text = std::getenv(variable); text != nullptr && absl::SimpleAtoi(text, &seed)) {
+    return seed;
+  }
+  return (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+}
+
+namespace {
+// Bids come from builders that never fail.
+constexpr core::BuilderIndex kFirstBidder = 50;
+constexpr core::BuilderIndex kBidders = 20;
+}  // namespace
+
+RandomLoad::RandomLoad(std::vector<Node*> nodes, uint64_t seed)
+    : nodes_(std::move(nodes)), random_(seed), scripts_(nodes_.size()) {
+  for (size_t i = 0; i < scripts_.size(); ++i) scripts_[i].next_builder = (i + 1) * 1000;
+}
+
+uint64_t RandomLoad::Uniform(uint64_t low, uint64_t high) {
+  return std::uniform_int_distribution<uint64_t>(low, high)(random_);
+}
+
+void RandomLoad::ObserveUntil(absl::Time until) {
+  while (absl::Now() < until) {
+    const size_t i = Uniform(0, nodes_.size() - 1);
+    Script& script = scripts_[i];
+    if (Uniform(0, 4) == 0) {
+      const core::BuilderIndex builder = script.next_builder++;
+      script.failures.emplace_back(nodes_[i]->observed(), builder);
+      nodes_[i]->Observe(Missing(builder, absl::StrCat("f", builder)));
+    } else {
+      nodes_[i]->Observe(Bid(kFirstBidder + Uniform(0, kBidders - 1), ""));
+    }
+    absl::SleepFor(absl::Milliseconds(Uniform(3, 30)));
+  }
+}
+
+Told RandomLoad::WhatTheNodesWereTold() const {
+  Told told;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const std::optional<AckLine> ack = nodes_[i]->LatestAck();
+    const uint64_t acknowledged = ack.has_value() ? ack->acknowledged : 0;
+    for (const auto& [position, builder] : scripts_[i].failures) {
+      if (position < acknowledged) told.acknowledged_failures.insert(builder);
+    }
+    uint64_t version = 0;
+    for (const PolicyLine& line : nodes_[i]->Policies()) {
+      if (line.source == "local") continue;
+      version = std::max(version, line.version);
+      if (line.source == "fleet") told.banned.insert(line.banned.begin(), line.banned.end());
+    }
+    told.max_version = std::max(told.max_version, version);
+    told.summary.push_back(absl::StrCat(nodes_[i]->id(), " acknowledged=", acknowledged, "/",
+                                        nodes_[i]->observed(), " version=", version));
+  }
+  return told;
+}
+
+BuilderSet RandomLoad::Failed() const {
+  BuilderSet failed;
+  for (const Script& script : scripts_) {
+    for (const auto& failure : script.failures) failed.insert(failure.second);
+  }
+  return failed;
+}
+
 // --- The fleet ----------------------------------------------------------------------------
 
 FleetTest::FleetTest() : dir_(TestDir()), config_path_(dir_ + "/breakerd.textproto") {}
@@ -246,16 +331,9 @@ void FleetTest::Configure(const core::ChainSpec& chain, absl::string_view rest) 
 
 void FleetTest::StartBreakerd() {
   ASSERT_EQ(breakerd_, nullptr) << "breakerd runs already";
-  Subprocess::Options options;
-  options.binary = kBreakerd;
-  options.name = "breakerd";
-  options.args = {absl::StrCat("--listen=127.0.0.1:", port_),
-                  absl::StrCat("--state_dir=", dir_, "/state"),
-                  absl::StrCat("--config=", config_path_)};
-  options.args.insert(options.args.end(), breakerd_flags_.begin(), breakerd_flags_.end());
-  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(options);
-  ASSERT_THAT(started, IsOk());
-  breakerd_ = *std::move(started);
+  breakerd_ = LaunchBreakerd("breakerd", {absl::StrCat("--listen=127.0.0.1:", port_),
+                                          absl::StrCat("--state_dir=", dir_, "/state")});
+  ASSERT_NE(breakerd_, nullptr);
   // "breakerd listening on 127.0.0.1:0 (port 41234), network ..."
   std::optional<size_t> index = breakerd_->WaitForLine(
       Stream::kStderr,
@@ -270,11 +348,30 @@ void FleetTest::StartBreakerd() {
   if (port_ != 0) {
     ASSERT_EQ(port, port_);
   }
+  TalkTo(port);
+}
+
+std::unique_ptr<Subprocess> FleetTest::LaunchBreakerd(const std::string& name,
+                                                      std::vector<std::string> args) {
+  Subprocess::Options options;
+  options.binary = kBreakerd;
+  options.name = name;
+  options.args = std::move(args);
+  options.args.push_back(absl::StrCat("--config=", config_path_));
+  options.args.insert(options.args.end(), breakerd_flags_.begin(), breakerd_flags_.end());
+  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(options);
+  EXPECT_THAT(started, IsOk()) << name;
+  if (!started.ok()) return nullptr;
+  return *std::move(started);
+}
+
+void FleetTest::TalkTo(int port) {
   port_ = port;
-  // A new channel each time: the old one's reconnect backoff would only delay the calls.
   admin_ = v1::Admin::NewStub(
       grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials()));
 }
+
+std::string FleetTest::NodeTargets() const { return absl::StrCat("127.0.0.1:", port_); }
 
 int FleetTest::StopBreakerd(int signal) {
   breakerd_->Kill(signal);
@@ -289,11 +386,13 @@ Node& FleetTest::StartNode(const std::string& id, const NodeOptions& node_option
   Subprocess::Options options;
   options.binary = kExampleNode;
   options.name = id;
-  options.args = {
-      absl::StrCat("--target=127.0.0.1:", node_options.port != 0 ? node_options.port : port_),
-      absl::StrCat("--node_id=", id), absl::StrCat("--config=", config_path_), "--script",
-      // Reconnect within a second when breakerd or the link comes back.
-      "--initial_backoff_ms=100", "--max_backoff_ms=1000"};
+  options.args = {absl::StrCat("--target=", node_options.port != 0
+                                                ? absl::StrCat("127.0.0.1:", node_options.port)
+                                                : NodeTargets()),
+                  absl::StrCat("--node_id=", id), absl::StrCat("--config=", config_path_),
+                  "--script",
+                  // Reconnect within a second when breakerd or the link comes back.
+                  "--initial_backoff_ms=100", "--max_backoff_ms=1000"};
   if (node_options.staleness_limit_seconds > 0) {
     options.args.push_back(
         absl::StrCat("--staleness_limit_seconds=", node_options.staleness_limit_seconds));
@@ -316,6 +415,13 @@ void FleetTest::StartNodes(int count) {
 
 std::string FleetTest::Health(const std::string& service) {
   return ::breaker::testing::CheckHealth(port_, service);
+}
+
+bool FleetTest::HealthIs(const std::string& expected) {
+  for (const char* service : {"", "breaker.v1.Breaker", "breaker.v1.Admin"}) {
+    if (Health(service) != expected) return false;
+  }
+  return true;
 }
 
 absl::StatusOr<v1::Policy> FleetTest::GetPolicy() {
@@ -357,11 +463,15 @@ std::optional<v1::Node> FleetTest::NodeInfo(const std::string& id) {
 }
 
 bool FleetTest::AllNodesConnected() {
-  for (const auto& node : nodes_) {
-    std::optional<v1::Node> info = NodeInfo(node->id());
-    if (!info.has_value() || !info->connected()) return false;
+  absl::StatusOr<v1::ListNodesResponse> response =
+      Call(&v1::Admin::Stub::async::ListNodes, v1::ListNodesRequest());
+  if (!response.ok()) return false;
+  std::set<std::string> connected;
+  for (const v1::Node& info : response->nodes()) {
+    if (info.connected()) connected.insert(info.node_id());
   }
-  return true;
+  return std::all_of(nodes_.begin(), nodes_.end(),
+                     [&](const auto& node) { return connected.count(node->id()) > 0; });
 }
 
 // --- Convergence ---
@@ -387,6 +497,95 @@ v1::Policy FleetTest::AwaitFleetPolicy(const Expected& expected) {
                          << (latest.has_value() ? latest->text : "no policy");
   }
   return policy;
+}
+
+void FleetTest::ExpectHolds(const Told& told, const std::string& context_text) {
+  const std::string context =
+      absl::StrCat(context_text, "; the nodes had been told: ", absl::StrJoin(told.summary, "; "));
+  absl::StatusOr<v1::Policy> policy;
+  // The first call may race the listener's start up: breakerd logs that it listens first.
+  ASSERT_TRUE(PollUntil([&] { return (policy = GetPolicy()).ok(); }))
+      << policy.status() << " " << context;
+  if (fleet_id_.empty()) fleet_id_ = policy->fleet_id();
+  EXPECT_EQ(policy->fleet_id(), fleet_id_) << "the same state, another fleet id; " << context;
+  // Versions never go back: breakerd is at or past every version it (or a predecessor) sent.
+  ASSERT_GE(policy->version(), told.max_version) << context;
+
+  absl::StatusOr<v1::ListBuildersResponse> builders = ListBuilders(/*banned_only=*/true);
+  ASSERT_THAT(builders, IsOk()) << context;
+  BuilderSet listed;
+  for (const v1::Builder& builder : builders->builders()) listed.insert(builder.builder_index());
+  // No acknowledged failure is lost, no ban a node applied is lost (neither in the operators'
+  // list nor in the policy: the latter may be newer, never smaller).
+  const BuilderSet in_policy = BannedIn(*policy);
+  ASSERT_EQ(Difference(told.acknowledged_failures, listed), BuilderSet{})
+      << "acknowledged failures whose ban is not listed; " << context;
+  ASSERT_EQ(Difference(told.acknowledged_failures, in_policy), BuilderSet{})
+      << "acknowledged failures whose ban is not in the policy; " << context;
+  ASSERT_EQ(Difference(told.banned, listed), BuilderSet{})
+      << "bans the nodes applied, no longer listed; " << context;
+}
+
+void FleetTest::ExpectEverythingLanded(const RandomLoad& load, const std::string& context) {
+  // Every node hands over what it still holds, and catches up.
+  for (const auto& node : nodes_) {
+    ASSERT_TRUE(node->AwaitHandled()) << context;
+    const std::optional<AckLine> ack = node->LatestAck();
+    EXPECT_EQ(ack->reported, node->observed()) << node->id() << "; " << context;
+    EXPECT_EQ(ack->acknowledged, node->observed()) << node->id() << "; " << context;
+  }
+  const BuilderSet failed = load.Failed();
+  const Told told = load.WhatTheNodesWereTold();
+  ASSERT_EQ(told.acknowledged_failures, failed) << context;
+  ASSERT_NO_FATAL_FAILURE(ExpectHolds(told, context));
+
+  // Every failure is a ban, and nothing else is.
+  absl::StatusOr<v1::Policy> final_policy = GetPolicy();
+  ASSERT_THAT(final_policy, IsOk()) << context;
+  EXPECT_EQ(BannedIn(*final_policy), failed) << context;
+  EXPECT_EQ(final_policy->mode(), v1::MODE_ALL_BUILDERS) << context;
+  absl::StatusOr<v1::ListBuildersResponse> listed = ListBuilders(/*banned_only=*/true);
+  ASSERT_THAT(listed, IsOk()) << context;
+  EXPECT_EQ(listed->builders_size(), static_cast<int>(failed.size())) << context;
+
+  // Every node applies the final policy from the fleet, and breakerd knows it.
+  const std::vector<core::BuilderIndex> expected_bans(failed.begin(), failed.end());
+  for (const auto& node : nodes_) {
+    const bool applied = node->AwaitLatestPolicy([&](const PolicyLine& line) {
+      return line.source == "fleet" && line.version >= final_policy->version() &&
+             line.banned == expected_bans;
+    });
+    std::optional<PolicyLine> latest = node->LatestPolicy();
+    EXPECT_TRUE(applied) << node->id() << " does not apply version " << final_policy->version()
+                         << "; it printed last: " << (latest.has_value() ? latest->text : "none")
+                         << "; " << context;
+  }
+  std::optional<v1::Node> lagging;
+  EXPECT_TRUE(PollUntil([&] {
+    for (const auto& node : nodes_) {
+      std::optional<v1::Node> info = NodeInfo(node->id());
+      if (!info.has_value() || !info->connected() ||
+          info->policy_version_acked() < final_policy->version()) {
+        lagging = info;
+        return false;
+      }
+    }
+    return true;
+  })) << "breakerd lists a node behind version "
+      << final_policy->version() << ": " << (lagging.has_value() ? lagging->ShortDebugString() : "")
+      << "; " << context;
+
+  // Each node's versions never went back (one fleet id throughout), and the final version is
+  // at or past all of them.
+  for (const auto& node : nodes_) {
+    uint64_t previous = 0;
+    for (const PolicyLine& line : node->Policies()) {
+      if (line.source == "local") continue;
+      EXPECT_GE(line.version, previous) << node->id() << ": " << line.text << "; " << context;
+      previous = std::max(previous, line.version);
+    }
+    EXPECT_LE(previous, final_policy->version()) << node->id() << "; " << context;
+  }
 }
 
 core::Slot FleetTest::PlaySlots(core::Slot first, core::Slot last,

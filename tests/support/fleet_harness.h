@@ -16,7 +16,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -161,10 +164,83 @@ class Node {
   uint64_t observed_ = 0;
 };
 
+// --- A random load, and what the nodes were told of it ---------------------------------------
+
+using BuilderSet = std::set<core::BuilderIndex>;
+
+// a \ b.
+BuilderSet Difference(const BuilderSet& a, const BuilderSet& b);
+
+BuilderSet BannedIn(const v1::Policy& policy);
+
+// Rules under which the state only ever gains bans: each failure bans its builder for 1000
+// epochs (beyond any test, on 12 s slots), and no number of banned builders changes the mode.
+// So the bans a breakerd must hold are exactly those of the failures acknowledged.
+inline constexpr char kBanEveryFailure[] =
+    "blacklist_period_epochs: 1000\n"
+    "critical_failed_builders: 1000000\n"
+    "critical_failed_untrusted_builders: 1000000\n"
+    "max_tracked_builders: 8192\n";
+
+// The seed of a randomized schedule: the environment variable `variable` (bazel test
+// --test_env=VARIABLE=N) when it holds a number, otherwise a fresh one.
+uint64_t SeedFrom(const char* variable);
+
+// What breakerd had told the fleet, as the nodes printed it.
+struct Told {
+  // Builders of the failures each node had been told were handled.
+  BuilderSet acknowledged_failures;
+  // Every builder banned in a fleet policy a node applied.
+  BuilderSet banned;
+  // The highest policy version any node applied.
+  uint64_t max_version = 0;
+  // Per node, "bn-1 acknowledged=12/15 version=7".
+  std::vector<std::string> summary;
+};
+
+// Observations written at random to nodes: mostly bids of builders that never fail (they load
+// the journal and change no decision), and failures, each a new block of a builder no other
+// failure names (each node draws from a range of its own), so that under kBanEveryFailure every
+// acknowledged failure is one ban that must stay. What the nodes printed back is the record of
+// what breakerd told them: `acknowledged=M` means a node's first M observations are handled
+// (sequences follow script order, acknowledgements are cumulative).
+//
+// Not thread-safe: the test's thread drives it. REQUIRES: the nodes outlive it.
+class RandomLoad {
+ public:
+  RandomLoad(std::vector<Node*> nodes, uint64_t seed);
+
+  // Uniform in [low, high], from the load's PRNG: the test's schedule draws from it too, so
+  // that one seed replays it.
+  uint64_t Uniform(uint64_t low, uint64_t high);
+
+  // Writes observations to random nodes, a few milliseconds apart, until `until`.
+  void ObserveUntil(absl::Time until);
+
+  // What the nodes printed so far. Called while no breakerd leads, it is what every breakerd
+  // before told them.
+  Told WhatTheNodesWereTold() const;
+
+  // The builders of every failure written so far.
+  BuilderSet Failed() const;
+
+ private:
+  // What the load wrote to one node's script.
+  struct Script {
+    // (position in the script, counted from 0; builder) of every failure, in script order.
+    std::vector<std::pair<uint64_t, core::BuilderIndex>> failures;
+    core::BuilderIndex next_builder = 0;
+  };
+
+  const std::vector<Node*> nodes_;
+  std::mt19937_64 random_;
+  std::vector<Script> scripts_;
+};
+
 // --- The fleet ----------------------------------------------------------------------------
 
 struct NodeOptions {
-  // The port the node connects to; 0: breakerd's.
+  // The port the node connects to; 0: the fleet's breakerd addresses (NodeTargets()).
   int port = 0;
   // example_node --staleness_limit_seconds; 0: the library's default.
   double staleness_limit_seconds = 0;
@@ -189,6 +265,18 @@ class FleetTest : public ::testing::Test {
   // Starts breakerd over the test's state directory: on a free port the first time, then on
   // that same port, which the nodes keep dialing.
   void StartBreakerd();
+
+  // Starts a breakerd process named `name` with `args`, then the configuration file and
+  // breakerd_flags_. Fails the test when the binary cannot start.
+  std::unique_ptr<Subprocess> LaunchBreakerd(const std::string& name,
+                                             std::vector<std::string> args);
+
+  // Points the Admin calls and Health at the breakerd on `port`, over a new channel (an old
+  // one's reconnect backoff would only delay the calls).
+  void TalkTo(int port);
+
+  // The --target of the nodes: breakerd's address; a fleet of several breakerd lists them all.
+  virtual std::string NodeTargets() const;
 
   // Sends `signal` to breakerd and waits for it to exit; returns its wait status.
   int StopBreakerd(int signal);
@@ -224,18 +312,34 @@ class FleetTest : public ::testing::Test {
   // The node as breakerd lists it; nullopt when breakerd does not list it (or cannot say).
   std::optional<v1::Node> NodeInfo(const std::string& id);
 
-  // Whether breakerd lists every node as holding a stream now.
+  // Whether breakerd lists every node as holding a stream now (one rpc).
   bool AllNodesConnected();
 
   // breakerd's grpc.health.v1 status for `service` ("": overall): "SERVING", "NOT_SERVING",
   // or "error: " and the call's error.
   std::string Health(const std::string& service = "");
 
+  // Whether the overall health and that of both services (breaker.v1.Breaker,
+  // breaker.v1.Admin) is `expected` ("SERVING", "NOT_SERVING").
+  bool HealthIs(const std::string& expected);
+
   // --- Convergence ---
 
   // Waits until breakerd's policy is `expected`, then until every node applies that version
   // (or a later one) from the fleet with the same decisions. Returns breakerd's policy.
   v1::Policy AwaitFleetPolicy(const Expected& expected);
+
+  // Expects that breakerd holds everything `told`: its fleet id is the one it first had in
+  // this test, its policy version is at or past every version sent, and every acknowledged
+  // failure and every ban a node applied is banned, both in the operators' list and in the
+  // policy. `context` goes into the failures' messages.
+  void ExpectHolds(const Told& told, const std::string& context);
+
+  // Once `load` has stopped writing: expects that breakerd acknowledges everything every node
+  // holds, none refused; that its bans are exactly the load's failures; that every node comes
+  // to apply its final policy from the fleet, and breakerd lists every node at that version;
+  // and that no node's versions ever went back.
+  void ExpectEverythingLanded(const RandomLoad& load, const std::string& context);
 
   // Plays the chain's slots `first`..`last` as they go by: once slot s has ended, calls
   // `report(s)` to write what the nodes saw of it. Stops after a slot for which `done()` holds.
@@ -254,6 +358,8 @@ class FleetTest : public ::testing::Test {
   std::unique_ptr<Subprocess> breakerd_;
   std::unique_ptr<v1::Admin::Stub> admin_;
   std::vector<std::unique_ptr<Node>> nodes_;
+  // The fleet id breakerd first answered with (ExpectHolds); empty until then.
+  std::string fleet_id_;
 };
 
 }  // namespace breaker::testing
