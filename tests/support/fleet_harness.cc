@@ -299,6 +299,13 @@ BuilderSet RandomLoad::Failed() const {
   return failed;
 }
 
+bool AllHealthIs(int port, const std::string& expected) {
+  for (const char* service : {"", "breaker.v1.Breaker", "breaker.v1.Admin"}) {
+    if (CheckHealth(port, service) != expected) return false;
+  }
+  return true;
+}
+
 // --- The fleet ----------------------------------------------------------------------------
 
 FleetTest::FleetTest() : dir_(TestDir()), config_path_(dir_ + "/breakerd.textproto") {}
@@ -415,13 +422,6 @@ void FleetTest::StartNodes(int count) {
 
 std::string FleetTest::Health(const std::string& service) {
   return ::breaker::testing::CheckHealth(port_, service);
-}
-
-bool FleetTest::HealthIs(const std::string& expected) {
-  for (const char* service : {"", "breaker.v1.Breaker", "breaker.v1.Admin"}) {
-    if (Health(service) != expected) return false;
-  }
-  return true;
 }
 
 absl::StatusOr<v1::Policy> FleetTest::GetPolicy() {

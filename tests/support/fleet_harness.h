@@ -237,6 +237,10 @@ class RandomLoad {
   std::vector<Script> scripts_;
 };
 
+// Whether the overall health of the breakerd on 127.0.0.1:`port` and that of both its services
+// (breaker.v1.Breaker, breaker.v1.Admin) is `expected` ("SERVING", "NOT_SERVING").
+bool AllHealthIs(int port, const std::string& expected);
+
 // --- The fleet ----------------------------------------------------------------------------
 
 struct NodeOptions {
@@ -319,9 +323,8 @@ class FleetTest : public ::testing::Test {
   // or "error: " and the call's error.
   std::string Health(const std::string& service = "");
 
-  // Whether the overall health and that of both services (breaker.v1.Breaker,
-  // breaker.v1.Admin) is `expected` ("SERVING", "NOT_SERVING").
-  bool HealthIs(const std::string& expected);
+  // AllHealthIs for the breakerd the test talks to.
+  bool HealthIs(const std::string& expected) { return AllHealthIs(port_, expected); }
 
   // --- Convergence ---
 
