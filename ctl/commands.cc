@@ -86,6 +86,14 @@ absl::Status PrintSteered(const CommandContext& context, const std::string& done
 
 // --- status ---------------------------------------------------------------------------------
 
+// Who leads and who stands by, for breakerd on etcd; nothing on SQLite.
+void AddReplicationRows(const v1::Replication& replication, Table& table) {
+  if (replication.leader().empty()) return;
+  table.AddRow({"leader", absl::StrCat(replication.leader(), " since ",
+                                       FormatTimestamp(replication.leader_since()))});
+  table.AddRow({"replicas", JoinOrDash(replication.replicas())});
+}
+
 absl::Status RunStatus(const CommandContext& context) {
   absl::StatusOr<v1::Policy> policy =
       Call(context, &Stub::async::GetPolicy, v1::GetPolicyRequest());
@@ -122,6 +130,7 @@ absl::Status RunStatus(const CommandContext& context) {
   table.AddRow({"missed-slot breaker", MissedSlotSummary(policy->missed_slots())});
   table.AddRow({"nodes", absl::StrCat(connected, " of ", nodes->nodes_size(), " connected; ",
                                       lagging, " of them behind the current policy")});
+  AddReplicationRows(nodes->replication(), table);
   table.Print(context.out);
   return absl::OkStatus();
 }
@@ -231,6 +240,11 @@ absl::Status RunNodes(const CommandContext& context) {
   if (context.options.json) {
     context.out << ToJson(*response) << "\n";
     return absl::OkStatus();
+  }
+  if (!response->replication().leader().empty()) {
+    context.out << "leader " << response->replication().leader() << " since "
+                << FormatTimestamp(response->replication().leader_since()) << "; replicas "
+                << JoinOrDash(response->replication().replicas()) << "\n";
   }
   if (response->nodes().empty()) {
     context.out << "no nodes known\n";

@@ -7,15 +7,15 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/mutex.h"
 #include "glog/logging.h"
-#include "service/rpc/server.h"
+#include "service/rpc/run_breakerd.h"
 #include "service/storage/etcd_state_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -30,7 +30,10 @@ ABSL_FLAG(std::string, etcd_endpoints, "",
           "With --store=etcd: the etcd members' client addresses, HOST:PORT,HOST:PORT,...");
 ABSL_FLAG(std::string, etcd_prefix, "",
           "With --store=etcd: the key prefix of this fleet's state, e.g. /breaker/mypool. One "
-          "breakerd leads a prefix at a time.");
+          "breakerd leads a prefix at a time; the others on it are standbys.");
+ABSL_FLAG(std::string, advertise_address, "",
+          "With --store=etcd: where nodes and operators reach this replica, HOST:PORT, as "
+          "standbys name the leader to them. Empty: the --listen address.");
 ABSL_FLAG(int, etcd_lease_ttl, 5,
           "With --store=etcd: seconds of the leadership lease (2..3600). A breakerd that cannot "
           "renew it for this long, less a margin, stops writing; one killed frees the prefix "
@@ -87,7 +90,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "breakerd: the staking pool's shared builder circuit breaker.\n"
       "Usage: breakerd [--listen=HOST:PORT] [--state_dir=DIR] [--config=FILE]\n"
-      "                [--store=etcd --etcd_endpoints=HOST:PORT,... --etcd_prefix=/KEY]\n"
+      "                [--store=etcd --etcd_endpoints=HOST:PORT,... --etcd_prefix=/KEY\n"
+      "                 [--advertise_address=HOST:PORT]]\n"
       "                [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]] "
       "[--access_file=FILE]\n"
       "                [--metrics_listen=HOST:PORT]");
@@ -110,7 +114,7 @@ int main(int argc, char** argv) {
   signal(SIGXFSZ, SIG_IGN);
 
   // Block the stop signals, and SIGHUP (reload the access file), before any thread starts, so
-  // that only sigwait below sees them.
+  // that only RunBreakerd's sigwait sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
@@ -122,6 +126,7 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.store = absl::GetFlag(FLAGS_store);
+  options.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   options.etcd.endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
   options.etcd.prefix = absl::GetFlag(FLAGS_etcd_prefix);
   options.etcd.lease_ttl_seconds = absl::GetFlag(FLAGS_etcd_lease_ttl);
@@ -142,19 +147,5 @@ int main(int argc, char** argv) {
   options.drain_period =
       std::isnan(drain_seconds) ? absl::InfiniteDuration() : absl::Seconds(drain_seconds);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  auto server = breaker::service::Server::Start(options);
-  if (!server.ok()) {
-    LOG(ERROR) << "breakerd cannot start: " << server.status();
-    return 1;
-  }
-
-  int signal = 0;
-  while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP) {
-    // Server::ReloadAccess logs what it did, or why the file in force stays.
-    LOG(INFO) << "SIGHUP received: reloading the access file";
-    (void)(*server)->ReloadAccess();
-  }
-  LOG(INFO) << "signal " << signal << " received, shutting down";
-  (*server)->Shutdown();
-  return 0;
+  return breaker::service::RunBreakerd(std::move(options), stop_signals);
 }

@@ -187,6 +187,15 @@ grpc::ServerUnaryReactor* AdminService::ListNodes(grpc::CallbackServerContext* c
   absl::StatusOr<v1::ListNodesResponse> page = fleet_->ListNodes(*request);
   if (!page.ok()) return Answer(context, ToGrpcStatus(page.status()));
   *response = *std::move(page);
+  if (replication_) {
+    // The nodes are worth answering without it: an operator asks while etcd struggles.
+    absl::StatusOr<v1::Replication> replication = replication_();
+    if (replication.ok()) {
+      *response->mutable_replication() = *std::move(replication);
+    } else {
+      LOG(WARNING) << "ListNodes answered without the replicas: " << replication.status();
+    }
+  }
   return Answer(context, grpc::Status::OK);
 }
 
@@ -308,8 +317,8 @@ grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(
   auto* watch =
       new PolicyWatch(this, fleet_, Authorizer::CredentialsOf(*context).value_or(Credentials{}));
   MutexLock lock(&mu_);
-  if (shutting_down_) {
-    watch->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down"));
+  if (!shutdown_.ok()) {
+    watch->End(ToGrpcStatus(shutdown_));
   } else {
     watches_.insert(watch);
   }
@@ -345,13 +354,11 @@ void AdminService::Forget(PolicyWatch* watch) {
   watches_.erase(watch);
 }
 
-void AdminService::Shutdown() {
+void AdminService::Shutdown(const absl::Status& why) {
   // Under mu_: a watch is deleted only after Forget, which waits for it.
   MutexLock lock(&mu_);
-  shutting_down_ = true;
-  for (PolicyWatch* watch : watches_) {
-    watch->End(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down"));
-  }
+  shutdown_ = why;
+  for (PolicyWatch* watch : watches_) watch->End(ToGrpcStatus(why));
 }
 
 }  // namespace breaker::service

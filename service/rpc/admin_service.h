@@ -23,12 +23,19 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
  public:
   // What ReloadAccess does once the caller is authorized (breakerd's Server::ReloadAccess).
   using AccessReloader = std::function<absl::StatusOr<breaker::v1::ReloadAccessResponse>()>;
+  // Who leads and which replicas stand by (breakerd on etcd), for every page of ListNodes.
+  using ReplicationReader = std::function<absl::StatusOr<breaker::v1::Replication>()>;
 
   // Every call is authorized first: the reads need Permission::kView, the changes
   // Permission::kOperate. `reload_access` answers ReloadAccess; null: FAILED_PRECONDITION.
+  // `replication` fills ListNodesResponse.replication; null: left out (SQLite).
   // REQUIRES: `fleet` and `authorizer` outlive the service and every call.
-  AdminService(Fleet* fleet, const Authorizer* authorizer, AccessReloader reload_access = nullptr)
-      : fleet_(fleet), authorizer_(authorizer), reload_access_(std::move(reload_access)) {}
+  AdminService(Fleet* fleet, const Authorizer* authorizer, AccessReloader reload_access = nullptr,
+               ReplicationReader replication = nullptr)
+      : fleet_(fleet),
+        authorizer_(authorizer),
+        reload_access_(std::move(reload_access)),
+        replication_(std::move(replication)) {}
 
   grpc::ServerUnaryReactor* GetPolicy(grpc::CallbackServerContext* context,
                                       const breaker::v1::GetPolicyRequest* request,
@@ -79,9 +86,9 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
       grpc::CallbackServerContext* context,
       const breaker::v1::WatchPolicyRequest* request) override;
 
-  // Ends every WatchPolicy call with UNAVAILABLE and refuses new ones, so that the server's
-  // shutdown does not wait its grace period for dashboards.
-  void Shutdown();
+  // Ends every WatchPolicy call with `why` (UNAVAILABLE) and refuses new ones, so that the
+  // server's shutdown does not wait its grace period for dashboards.
+  void Shutdown(const absl::Status& why = absl::UnavailableError("breakerd is shutting down"));
 
   // Checks the credential of every WatchPolicy call against the access file in force (after a
   // reload) and ends, with PERMISSION_DENIED, each one that lost Permission::kView. Returns
@@ -105,8 +112,10 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   Fleet* const fleet_;
   const Authorizer* const authorizer_;
   const AccessReloader reload_access_;
+  const ReplicationReader replication_;
   Mutex mu_;
-  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  // Not OK once Shutdown ran: what every watch is ended with.
+  absl::Status shutdown_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<PolicyWatch*> watches_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -403,19 +403,19 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connec
       std::make_shared<NodeStream>(this, context, caller.value_or(Principal{}),
                                    Authorizer::CredentialsOf(*context).value_or(Credentials{}));
   NodeStream* raw = stream.get();
-  bool shutting_down;
+  absl::Status shutdown;
   {
     MutexLock lock(&mu_);
-    shutting_down = shutting_down_;
-    if (!shutting_down) open_streams_.emplace(raw, stream);
+    shutdown = shutdown_;
+    if (shutdown.ok()) open_streams_.emplace(raw, stream);
   }
   raw->Start(std::move(stream));
   if (!caller.ok()) {
     LOG(WARNING) << "stream from " << context->peer() << " refused: " << caller.status();
     fleet_->metrics().Refused(RefusedInput::kConnect, caller.status().code());
     raw->Kick(ToGrpcStatus(caller.status()));
-  } else if (shutting_down) {
-    raw->Kick(grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect"));
+  } else if (!shutdown.ok()) {
+    raw->Kick(ToGrpcStatus(shutdown));
   }
   return raw;
 }
@@ -436,9 +436,7 @@ grpc::Status NodeService::Register(const v1::Hello& hello, uint64_t held_version
     // ending late must not mark the node disconnected while its newer stream is up (it did,
     // when the streams updated the registry themselves, unconditionally, in OnDone).
     MutexLock lock(&mu_);
-    if (shutting_down_) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect");
-    }
+    if (!shutdown_.ok()) return ToGrpcStatus(shutdown_);
     // The stream would end at the node's first batch, and reconnect at once: refused here, the
     // node backs off, and past its staleness limit its own engine takes part in its policy, as
     // it should while breakerd can learn nothing.
@@ -484,21 +482,18 @@ void NodeService::Unregister(const std::string& node_id, const NodeStream* strea
   fleet_->NodeDisconnected(node_id);
 }
 
-void NodeService::Shutdown() {
+void NodeService::Shutdown(const absl::Status& why) {
   std::vector<std::shared_ptr<NodeStream>> streams;
   {
     MutexLock lock(&mu_);
-    shutting_down_ = true;
+    shutdown_ = why;
     // Every open stream, also those still waiting for their hello: Server::Shutdown would
     // otherwise wait its whole grace period for them.
     for (const auto& [raw, weak] : open_streams_) {
       if (std::shared_ptr<NodeStream> stream = weak.lock()) streams.push_back(std::move(stream));
     }
   }
-  for (const auto& stream : streams) {
-    stream->Kick(
-        grpc::Status(grpc::StatusCode::UNAVAILABLE, "breakerd is shutting down; reconnect"));
-  }
+  for (const auto& stream : streams) stream->Kick(ToGrpcStatus(why));
 }
 
 size_t NodeService::Reauthorize() {

@@ -36,9 +36,10 @@ class NodeService final
                                    const breaker::v1::ReportRequest* request,
                                    breaker::v1::ReportResponse* response) override;
 
-  // Ends every stream with UNAVAILABLE (shutdown: nodes reconnect elsewhere or later) and
-  // refuses new ones.
-  void Shutdown();
+  // Ends every stream with `why` (UNAVAILABLE: shutdown, or a replica that stopped leading;
+  // nodes reconnect elsewhere or later) and refuses new ones.
+  void Shutdown(const absl::Status& why =
+                    absl::UnavailableError("breakerd is shutting down; reconnect"));
 
   // Checks every stream's credential against the access file in force (after a reload) and
   // ends, with PERMISSION_DENIED, each one that lost Permission::kNodeStream or whose node id
@@ -63,7 +64,8 @@ class NodeService final
   Fleet* const fleet_;
   const Authorizer* const authorizer_;
   Mutex mu_;
-  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  // Not OK once Shutdown ran: what every stream is ended with.
+  absl::Status shutdown_ ABSL_GUARDED_BY(mu_);
   // The stream of each node that said hello.
   absl::flat_hash_map<std::string, std::weak_ptr<NodeStream>> streams_ ABSL_GUARDED_BY(mu_);
   // Every stream not yet done, hello or not, for Shutdown.

@@ -94,6 +94,22 @@ void RestoreGate::Open() { Release(State::kOpen, absl::OkStatus()); }
 
 void RestoreGate::Fail(const absl::Status& status) { Release(State::kFailed, status); }
 
+void RestoreGate::Refuse(const absl::Status& status) {
+  std::deque<Held> released;
+  {
+    MutexLock lock(&mu_);
+    if (state_ != State::kClosed) return;
+    refusal_ = status;
+    released.swap(held_);
+  }
+  for (const Held& held : released) held.methods->Proceed();
+}
+
+void RestoreGate::HoldCalls() {
+  MutexLock lock(&mu_);
+  refusal_ = absl::OkStatus();
+}
+
 absl::Status RestoreGate::status() const {
   MutexLock lock(&mu_);
   switch (state_) {
@@ -104,6 +120,7 @@ absl::Status RestoreGate::status() const {
     case State::kClosed:
       break;
   }
+  if (!refusal_.ok()) return refusal_;
   return absl::UnavailableError(absl::StrCat("breakerd is still restoring its state after ",
                                              absl::FormatDuration(max_hold_),
                                              "; retry in a moment"));
@@ -116,7 +133,7 @@ int RestoreGate::held() const {
 
 bool RestoreGate::Hold(InterceptorBatchMethods* methods) {
   MutexLock lock(&mu_);
-  if (state_ != State::kClosed) return false;
+  if (state_ != State::kClosed || !refusal_.ok()) return false;
   held_.push_back(
       Held{std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(max_hold_), methods});
   changed_.SignalAll();

@@ -13,6 +13,11 @@
 // service that ends it with UNAVAILABLE ("still restoring"), and the client retries; Fail()
 // (the restore failed) lets every held call on, to be ended with the failure; a client that
 // cancels, or whose deadline passes, ends its call as usual.
+//
+// A standby (breakerd on etcd while another replica leads) has no state to restore yet: it
+// makes the closed gate refuse instead of hold (Refuse), so that a node learns at once where
+// the leader is and tries its next address; once it leads, it holds calls again (HoldCalls)
+// while it restores.
 
 #include <atomic>
 #include <chrono>
@@ -55,10 +60,16 @@ class RestoreGate {
   // After Open or Fail, does nothing.
   void Fail(const absl::Status& status);
 
+  // While closed: lets every held call and every later one through at once, to be ended with
+  // `status` (not OK), until HoldCalls. Replaces an earlier refusal.
+  void Refuse(const absl::Status& status);
+  // While closed: holds the calls that arrive from now on again, ending Refuse.
+  void HoldCalls();
+
   // Whether Open was called (and Fail before it was not).
   bool open() const { return open_.load(std::memory_order_acquire); }
-  // What a call that passed the gate gets: OK once open; the failure after Fail; UNAVAILABLE
-  // ("still restoring") while closed (its hold ran out).
+  // What a call that passed the gate gets: OK once open; the failure after Fail; while closed,
+  // the refusal, or UNAVAILABLE ("still restoring") when its hold ran out.
   absl::Status status() const;
 
   // Calls held now (tests, logs).
@@ -90,6 +101,8 @@ class RestoreGate {
   // state_ == kClosed, read without the lock: once it is not, calls need no interceptor.
   std::atomic<bool> closed_{true};
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  // While closed: not OK when calls are refused with it rather than held.
+  absl::Status refusal_ ABSL_GUARDED_BY(mu_);
   // In arrival order, which is also the order of their `until`.
   std::deque<Held> held_ ABSL_GUARDED_BY(mu_);
   std::thread expirer_;

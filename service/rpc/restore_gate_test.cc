@@ -167,6 +167,34 @@ TEST(RestoreGateTest, ACallWhoseHoldRunsOutIsToldToRetry) {
   EXPECT_EQ(gate.held(), 0);
 }
 
+TEST(RestoreGateTest, ARefusingGateEndsCallsAtOnceUntilItHoldsThemAgain) {
+  RestoreGate gate(kLongHold);
+  GatedAdminService admin(&gate);
+  GatedServer server(gate, &admin);
+  std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(server.channel());
+  PendingGetPolicy held(*stub);
+  ASSERT_TRUE(WaitFor([&] { return gate.held() == 1; }));
+
+  // A standby: the call held and every later one end with the refusal.
+  gate.Refuse(absl::UnavailableError("a standby; the leader is at 10.0.0.1:50051"));
+  ASSERT_TRUE(held.Done());
+  EXPECT_THAT(held.status,
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("leader is at 10.0.0.1:50051")));
+  PendingGetPolicy refused(*stub);
+  ASSERT_TRUE(refused.Done());
+  EXPECT_THAT(refused.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("standby")));
+  EXPECT_EQ(gate.held(), 0);
+
+  // It leads and restores: calls wait again, and go through once it opens.
+  gate.HoldCalls();
+  PendingGetPolicy waiting(*stub);
+  ASSERT_TRUE(WaitFor([&] { return gate.held() == 1; }));
+  EXPECT_FALSE(waiting.done.HasBeenNotified());
+  gate.Open();
+  ASSERT_TRUE(waiting.Done());
+  EXPECT_TRUE(waiting.status.ok()) << waiting.status;
+}
+
 TEST(RestoreGateTest, DestroyedClosedItEndsTheHeldCalls) {
   auto gate = std::make_unique<RestoreGate>(kLongHold);
   GatedAdminService gated(gate.get());

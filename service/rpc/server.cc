@@ -98,6 +98,16 @@ absl::Status CheckServerOptions(const ServerOptions& options) {
         absl::StrCat("--drain_seconds is ", absl::FormatDuration(options.drain_period),
                      "; accepted: 0..", absl::ToInt64Seconds(kMaxDrainPeriod), " seconds"));
   }
+  if (!options.advertise_address.empty()) {
+    if (options.store != "etcd") {
+      return absl::InvalidArgumentError(
+          "--advertise_address names a replica on etcd; pass --store=etcd with it, or drop it");
+    }
+    if (absl::Status advertised = CheckAddress("--advertise_address", options.advertise_address);
+        !advertised.ok()) {
+      return advertised;
+    }
+  }
   return CheckStoreSelection(Selection(options));
 }
 
@@ -153,67 +163,216 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                                                "with a free host:port"));
   }
   SetServing(*server->server_, false);
-  if (absl::Status restored = server->Restore(options, std::move(config), std::move(access));
-      !restored.ok()) {
-    // The calls waiting learn that this start failed, not only that the server went away.
-    server->gate_->Fail(absl::UnavailableError(
-        "breakerd could not restore its state and is stopping; its log says why"));
-    return restored;
-  }
-  server->gated_node_service_->Serve(server->node_service_.get());
-  server->gated_admin_service_->Serve(server->admin_service_.get());
-  if (const int waiting = server->gate_->held(); waiting > 0) {
-    LOG(INFO) << "state restored; answering the " << waiting << " calls that waited for it";
-  }
-  server->gate_->Open();
   server->port_ = port;
   server->drain_period_ = options.drain_period;
-  // Health follows the state store: NOT_SERVING while it fails (see Fleet, Storage faults).
-  server->fleet_->WatchStorage(
-      [grpc_server = server->server_.get()](bool writable) { SetServing(*grpc_server, writable); });
+  server->authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
   // Tools read the port from "(port N)": keep that part as it is.
   LOG(INFO) << "breakerd listening on " << options.listen_address << " (port " << port << "), "
             << (options.tls.cert_file.empty()          ? "plaintext"
                 : options.tls.client_ca_file.empty() ? "TLS"
                                                      : "mutual TLS")
             << (options.access_file.empty() ? ", no access file" : ", access file ")
-            << options.access_file << ", network " << server->fleet_->network() << ", "
-            << DescribeStore(Selection(options))
-            << ", policy version " << server->fleet_->policy()->policy.version;
+            << options.access_file << ", " << DescribeStore(Selection(options));
   if (server->metrics_ != nullptr) {
     LOG(INFO) << "metrics on " << options.metrics_listen << " (port " << server->metrics_->port()
               << "), /metrics";
   }
+  if (options.store == "etcd") {
+    server->gate_->Refuse(absl::UnavailableError(
+        absl::StrCat("this breakerd is a standby for ", options.etcd.prefix,
+                     " in etcd and is campaigning; no leader is known yet: retry")));
+    server->replica_ = std::thread(
+        [server = server.get(), options, config] { server->RunReplica(options, config); });
+    return server;
+  }
+  absl::StatusOr<std::unique_ptr<StateStore>> store = OpenSqliteStore(options.state_dir);
+  absl::Status restored = store.status();
+  if (restored.ok()) restored = server->Restore(options, std::move(config), *std::move(store), nullptr);
+  if (!restored.ok()) {
+    // The calls waiting learn that this start failed, not only that the server went away.
+    server->gate_->Fail(absl::UnavailableError(
+        "breakerd could not restore its state and is stopping; its log says why"));
+    return restored;
+  }
+  server->Serve();
   return server;
 }
 
 Server::Server() = default;
 
 absl::Status Server::Restore(const ServerOptions& options, ServiceConfig config,
-                             std::optional<AccessPolicy> access) {
-  absl::StatusOr<std::unique_ptr<StateStore>> store =
-      OpenSelectedStore(Selection(options), options.clock);
-  if (!store.ok()) return store.status();
+                             std::unique_ptr<StateStore> store, EtcdStateStore* etcd) {
   Fleet::Options fleet_options;
   fleet_options.config = std::move(config.rules);
   fleet_options.limits = config.limits;
   fleet_options.config_path = options.config_path;
-  fleet_options.store = *std::move(store);
+  fleet_options.store = std::move(store);
   fleet_options.clock = options.clock;
   fleet_options.run_ticker = options.run_ticker;
   fleet_options.metrics = metrics_.get();
   absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Open(std::move(fleet_options));
   if (!fleet.ok()) return fleet.status();
   fleet_ = *std::move(fleet);
+  etcd_ = etcd;
   if (metrics_ != nullptr) metrics_->SetFleet(fleet_.get());
-  authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
   node_service_ = std::make_unique<NodeService>(fleet_.get(), authorizer_.get());
-  admin_service_ = std::make_unique<AdminService>(fleet_.get(), authorizer_.get(),
-                                                  [this] { return ReloadAccess(); });
+  AdminService::ReplicationReader replication;
+  if (etcd_ != nullptr) replication = [this] { return ReadReplication(); };
+  admin_service_ = std::make_unique<AdminService>(
+      fleet_.get(), authorizer_.get(), [this] { return ReloadAccess(); }, std::move(replication));
   return absl::OkStatus();
 }
 
+void Server::Serve() {
+  gated_node_service_->Serve(node_service_.get());
+  gated_admin_service_->Serve(admin_service_.get());
+  if (const int waiting = gate_->held(); waiting > 0) {
+    LOG(INFO) << "state restored; answering the " << waiting << " calls that waited for it";
+  }
+  gate_->Open();
+  // Health follows the state store: NOT_SERVING while it fails (see Fleet, Storage faults).
+  fleet_->WatchStorage(
+      [grpc_server = server_.get()](bool writable) { SetServing(*grpc_server, writable); });
+  LOG(INFO) << "breakerd serving network " << fleet_->network() << ", fleet id "
+            << fleet_->fleet_id() << ", policy version " << fleet_->policy()->policy.version;
+  MutexLock lock(&replica_mu_);
+  role_ = Role::kLeading;
+  replica_changed_.SignalAll();
+}
+
+void Server::RunReplica(const ServerOptions& options, const ServiceConfig& config) {
+  const std::string& prefix = options.etcd.prefix;
+  absl::Duration retry = kFirstCampaignRetry;
+  absl::StatusOr<std::unique_ptr<EtcdStateStore>> store;
+  while (true) {
+    EtcdReplicaHooks hooks;
+    hooks.name =
+        options.advertise_address.empty() ? options.listen_address : options.advertise_address;
+    hooks.on_follow = [this, &prefix](absl::string_view leader) {
+      LOG(INFO) << "standby for " << prefix << ": the leader is at " << leader;
+      gate_->Refuse(absl::UnavailableError(absl::StrCat(
+          "this breakerd is a standby for ", prefix, " in etcd; the leader is at ", leader,
+          ": connect there (a client given every replica's address tries the next)")));
+    };
+    hooks.cancelled = [this] {
+      MutexLock lock(&replica_mu_);
+      return stopping_;
+    };
+    hooks.on_deposed = [this](const absl::Status& why) {
+      MutexLock lock(&replica_mu_);
+      deposed_ = why;
+      replica_changed_.SignalAll();
+    };
+    store = OpenEtcdStore(Selection(options), options.clock, std::move(hooks));
+    if (store.ok() || absl::IsCancelled(store.status())) break;
+    // What waiting cures: etcd out of reach, or no quorum. Anything else (what is stored is
+    // not a state breakerd wrote) an operator must see to.
+    if (!absl::IsUnavailable(store.status())) {
+      LOG(ERROR) << "breakerd cannot campaign for " << prefix << ": " << store.status();
+      gate_->Fail(absl::UnavailableError(
+          "breakerd cannot campaign in etcd and is stopping; its log says why"));
+      StoppedLeading(options, store.status());
+      return;
+    }
+    LOG(WARNING) << "standby for " << prefix << " cannot campaign: " << store.status()
+                 << "; trying again in " << retry;
+    gate_->Refuse(absl::UnavailableError(
+        absl::StrCat("this breakerd is a standby for ", prefix,
+                     " and cannot campaign in etcd: ", store.status().message())));
+    if (WaitForShutdown(retry)) return;
+    retry = std::min(retry * 2, kMaxCampaignRetry);
+  }
+  if (!store.ok()) return;  // shutting down
+  EtcdStateStore* etcd = store->get();
+  // It leads: calls wait for the state again, as at any restore.
+  gate_->HoldCalls();
+  if (absl::Status restored = Restore(options, config, *std::move(store), etcd); !restored.ok()) {
+    LOG(ERROR) << "breakerd leads " << prefix << " but cannot restore its state: " << restored;
+    gate_->Fail(absl::UnavailableError(
+        "breakerd could not restore its state and steps down; its log says why"));
+    StoppedLeading(options, restored);
+    return;
+  }
+  Serve();
+  absl::Status why;
+  {
+    MutexLock lock(&replica_mu_);
+    while (!stopping_ && deposed_.ok()) replica_changed_.Wait(&replica_mu_);
+    if (stopping_) return;
+    why = deposed_;
+  }
+  StepDown(options, why);
+}
+
+void Server::StepDown(const ServerOptions& options, const absl::Status& why) {
+  fleet_->WatchStorage(nullptr);  // a retry must not turn health back on
+  SetServing(*server_, false);
+  const absl::Status ended = absl::UnavailableError(
+      absl::StrCat("this breakerd no longer leads ", options.etcd.prefix,
+                   "; reconnect to the new leader (", why.message(), ")"));
+  node_service_->Shutdown(ended);
+  admin_service_->Shutdown(ended);
+  LOG(WARNING) << "stepped down from leading " << options.etcd.prefix
+               << ": streams ended, health NOT_SERVING; breakerd campaigns again";
+  StoppedLeading(options, why);
+}
+
+void Server::StoppedLeading(const ServerOptions& options, const absl::Status& why) {
+  {
+    MutexLock lock(&replica_mu_);
+    role_ = Role::kSteppedDown;
+    replica_changed_.SignalAll();
+  }
+  if (options.on_stepped_down) options.on_stepped_down(why);
+}
+
+bool Server::WaitForShutdown(absl::Duration timeout) {
+  const absl::Time until = absl::Now() + timeout;
+  MutexLock lock(&replica_mu_);
+  while (!stopping_) {
+    const absl::Duration left = until - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    replica_changed_.WaitFor(&replica_mu_, left);
+  }
+  return true;
+}
+
+bool Server::WaitUntilLeading(absl::Duration timeout) {
+  const absl::Time until = absl::Now() + timeout;
+  MutexLock lock(&replica_mu_);
+  while (role_ == Role::kStandby && !stopping_) {
+    const absl::Duration left = until - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    replica_changed_.WaitFor(&replica_mu_, left);
+  }
+  return role_ == Role::kLeading && !stopping_ && deposed_.ok();
+}
+
+absl::StatusOr<breaker::v1::Replication> Server::ReadReplication() const {
+  absl::StatusOr<EtcdStateStore::Replicas> replicas = etcd_->ReadReplicas();
+  if (!replicas.ok()) return replicas.status();
+  breaker::v1::Replication replication;
+  replication.set_leader(replicas->leader);
+  const absl::Time since = etcd_->leading_since();
+  replication.mutable_leader_since()->set_seconds(absl::ToUnixSeconds(since));
+  replication.mutable_leader_since()->set_nanos(
+      static_cast<int32_t>((since - absl::FromUnixSeconds(absl::ToUnixSeconds(since))) /
+                           absl::Nanoseconds(1)));
+  for (std::string& name : replicas->names) replication.add_replicas(std::move(name));
+  return replication;
+}
+
 absl::StatusOr<breaker::v1::ReloadAccessResponse> Server::ReloadAccess() {
+  NodeService* node_service = nullptr;
+  AdminService* admin_service = nullptr;
+  {
+    // A standby has no streams yet; one that leads made its services before it said so.
+    MutexLock lock(&replica_mu_);
+    if (role_ == Role::kLeading) {
+      node_service = node_service_.get();
+      admin_service = admin_service_.get();
+    }
+  }
   absl::StatusOr<size_t> principals = authorizer_->Reload();
   if (!principals.ok()) {
     LOG(WARNING) << "access file reload refused, access unchanged: " << principals.status();
@@ -223,8 +382,10 @@ absl::StatusOr<breaker::v1::ReloadAccessResponse> Server::ReloadAccess() {
   // checked here.
   breaker::v1::ReloadAccessResponse response;
   response.set_principals(static_cast<uint32_t>(*principals));
-  response.set_streams_ended(
-      static_cast<uint32_t>(node_service_->Reauthorize() + admin_service_->Reauthorize()));
+  if (node_service != nullptr) {
+    response.set_streams_ended(
+        static_cast<uint32_t>(node_service->Reauthorize() + admin_service->Reauthorize()));
+  }
   LOG(INFO) << "access file " << authorizer_->access_file()
             << " reloaded: " << response.principals() << " principals; " << response.streams_ended()
             << " streams ended, their credential no longer allowed";
@@ -238,12 +399,23 @@ int Server::metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->po
 void Server::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  bool stepped_down = false;
+  {
+    MutexLock lock(&replica_mu_);
+    stopping_ = true;
+    stepped_down = role_ == Role::kSteppedDown;
+    replica_changed_.SignalAll();
+  }
+  // Stops campaigning, or waits for the restore under way; the members are its no more.
+  if (replica_.joinable()) replica_.join();
   if (server_ != nullptr) {
-    // A start that failed has a server but no fleet, and its gate has let every call go.
+    // A start that failed, and a standby, have a server but no fleet; their gate lets every
+    // call go.
     if (fleet_ != nullptr) {
       fleet_->WatchStorage(nullptr);  // a store recovering now must not turn health back on
       SetServing(*server_, false);
-      if (drain_period_ > absl::ZeroDuration()) {
+      // One that stepped down has no one left to drain away from it.
+      if (drain_period_ > absl::ZeroDuration() && !stepped_down) {
         LOG(INFO) << "health is NOT_SERVING; draining for " << drain_period_;
         absl::SleepFor(drain_period_);
       }

@@ -4,13 +4,17 @@
 // breakerd assembled: the fleet state over a SQLite or etcd store, the node and admin services, health
 // and reflection, on one gRPC server.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/base/thread_annotations.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/server.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -43,6 +47,14 @@ struct ServerOptions {
   // Directory holding the persistent state (breakerd.db); created when missing.
   std::string state_dir = "breakerd-state";
   EtcdSelection etcd;
+  // With store "etcd": where nodes and operators reach this replica, "host:port". The leader
+  // key holds it while this replica leads, and standbys name it. Empty: listen_address.
+  std::string advertise_address;
+  // With store "etcd": called once, from a thread of the server's, when this replica stops
+  // leading (etcd deposed it) or cannot restore the state it won, with why. The owner then
+  // destroys the server and, when `why` is UNAVAILABLE, starts another one, which campaigns
+  // again (see RunBreakerd). Must not block nor destroy the server itself.
+  std::function<void(const absl::Status& why)> on_stepped_down;
   // Text-format breaker.v1.Config; empty: the defaults (mainnet), and no reload.
   std::string config_path;
   // Address to serve Prometheus metrics on (HTTP, /metrics), "host:port"; port 0 picks a free
@@ -75,6 +87,11 @@ struct ServerOptions {
 // the usual size.
 inline constexpr absl::Duration kMaxRestoreHold = absl::Seconds(30);
 
+// How long a replica that could not campaign (etcd out of reach) waits before it tries again:
+// from the first, doubling up to the last.
+inline constexpr absl::Duration kFirstCampaignRetry = absl::Seconds(1);
+inline constexpr absl::Duration kMaxCampaignRetry = absl::Seconds(10);
+
 // The ranges CheckServerOptions accepts.
 inline constexpr int kMinReceiveMessageBytes = 64 << 10;
 inline constexpr int kMaxReceiveMessageBytes = 64 << 20;
@@ -83,7 +100,8 @@ inline constexpr int kMaxConcurrentStreams = 100'000;
 inline constexpr absl::Duration kMaxDrainPeriod = absl::Minutes(10);
 
 // INVALID_ARGUMENT, naming the flag, for an address without a port, a message limit, stream
-// limit or drain period outside its range, or a store selection CheckStoreSelection refuses.
+// limit or drain period outside its range, a store selection CheckStoreSelection refuses, or
+// an advertised address without --store=etcd.
 absl::Status CheckServerOptions(const ServerOptions& options);
 
 class Metrics;
@@ -97,6 +115,13 @@ class Server {
   // kMaxRestoreHold: a node reconnecting during a restart is answered as soon as the state is
   // restored, instead of being refused and backing off. A restore that fails ends the calls
   // waiting with UNAVAILABLE, saying so.
+  //
+  // On etcd (a replica), returns once bound: the server campaigns on a thread of its own. Until
+  // it leads, it is a standby: health NOT_SERVING, and every call to breakerd's services ends
+  // at once with UNAVAILABLE naming the leader's advertised address (or why there is none).
+  // Once it leads, it restores the state as above and serves. When etcd deposes it, it ends
+  // its streams with UNAVAILABLE, goes NOT_SERVING, acknowledges nothing more, and calls
+  // on_stepped_down.
   // Returns CheckServerOptions' errors, the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
   // naming the field), the TLS files' and access file's errors, FAILED_PRECONDITION for
   // plaintext on a non-loopback address (see MakeServerCredentials), INVALID_ARGUMENT when the
@@ -111,7 +136,12 @@ class Server {
   // The metrics port actually bound; 0 when metrics are off.
   int metrics_port() const;
 
+  // REQUIRES: leading (on SQLite: always; on etcd: WaitUntilLeading returned true).
   Fleet* fleet() { return fleet_.get(); }
+
+  // Waits until the state is restored and served, at most `timeout`. False on timeout, or once
+  // shut down or stepped down.
+  bool WaitUntilLeading(absl::Duration timeout);
 
   // Re-reads the access file (--access_file) and puts it in force, then ends every node stream
   // and WatchPolicy call whose credential lost its access, with PERMISSION_DENIED saying that
@@ -134,10 +164,24 @@ class Server {
  private:
   Server();
 
-  // Opens the state store and the fleet over it, and makes the services. The state store's
-  // and the fleet's errors.
+  // The phases of a replica on etcd.
+  enum class Role { kStandby, kLeading, kSteppedDown };
+
+  // Opens the fleet over `store` and makes the services. The fleet's errors.
   absl::Status Restore(const ServerOptions& options, ServiceConfig config,
-                       std::optional<AccessPolicy> access);
+                       std::unique_ptr<StateStore> store, EtcdStateStore* etcd);
+  // Lets the held calls on to the services, and health follow the store.
+  void Serve();
+  // A replica's life on etcd: campaigns (standby meanwhile), restores and serves once it
+  // leads, then steps down when deposed. Returns at shutdown or once stepped down.
+  void RunReplica(const ServerOptions& options, const ServiceConfig& config);
+  // Ends the streams with `why`, goes NOT_SERVING and tells the owner.
+  void StepDown(const ServerOptions& options, const absl::Status& why);
+  // Marks the replica stepped down and tells the owner why.
+  void StoppedLeading(const ServerOptions& options, const absl::Status& why);
+  // Waits up to `timeout` for Shutdown; true when it began.
+  bool WaitForShutdown(absl::Duration timeout);
+  absl::StatusOr<breaker::v1::Replication> ReadReplication() const;
 
   // Before the fleet, which reports to it until its destructor returns.
   std::unique_ptr<Metrics> metrics_;
@@ -154,6 +198,16 @@ class Server {
   absl::Duration drain_period_;
   int port_ = 0;
   bool shut_down_ = false;
+
+  // A replica on etcd: its thread, the store it leads with (owned by the fleet) and its phase.
+  std::thread replica_;
+  EtcdStateStore* etcd_ = nullptr;
+  mutable Mutex replica_mu_;
+  CondVar replica_changed_;
+  Role role_ ABSL_GUARDED_BY(replica_mu_) = Role::kStandby;
+  bool stopping_ ABSL_GUARDED_BY(replica_mu_) = false;
+  // Not OK once etcd deposed the store: why.
+  absl::Status deposed_ ABSL_GUARDED_BY(replica_mu_);
 };
 
 }  // namespace breaker::service

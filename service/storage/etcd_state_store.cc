@@ -184,7 +184,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeEtcdCredentials(
   return grpc::SslCredentials(ssl);
 }
 
-absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(Options options) {
+absl::Status EtcdStateStore::CheckOptions(const Options& options) {
   if (options.endpoints.empty()) {
     return absl::InvalidArgumentError(
         "--etcd_endpoints is empty; pass the etcd members' client addresses, "
@@ -222,6 +222,11 @@ absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(Options opt
   if (!(options.call_timeout > absl::ZeroDuration())) {
     return absl::InvalidArgumentError("the etcd call timeout must be positive");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<EtcdStateStore>> EtcdStateStore::Open(Options options) {
+  if (absl::Status checked = CheckOptions(options); !checked.ok()) return checked;
   if (options.credentials == nullptr) options.credentials = grpc::InsecureChannelCredentials();
   if (options.name.empty()) {
     char host[256] = {};
@@ -296,7 +301,6 @@ std::string EtcdStateStore::ChunkKey(uint64_t generation, uint64_t chunk) const 
 
 absl::Status EtcdStateStore::Campaign() {
   const absl::Duration ttl = absl::Ceil(options_.lease_ttl, absl::Seconds(1));
-  const absl::Time give_up = absl::Now() + options_.campaign_timeout;
   // Granting: tried on each endpoint in turn until one answers.
   absl::Status failure;
   for (size_t attempt = 0; attempt < endpoints_.size(); ++attempt) {
@@ -327,10 +331,43 @@ absl::Status EtcdStateStore::Campaign() {
   if (!failure.ok()) return failure;
   keepalive_ = std::thread([this] { KeepAliveLoop(); });
 
+  // Known to operators (breakerctl status) for as long as the lease lives. Not fenced: it
+  // says only that this store is there.
+  etcdserverpb::PutRequest registration;
+  registration.set_key(Key(absl::StrCat("replicas/", options_.name)));
+  registration.set_value(options_.name);
+  registration.set_lease(lease_id_);
+  for (size_t attempt = 0;; ++attempt) {
+    Endpoint& endpoint = Current();
+    grpc::ClientContext context;
+    SetDeadline(context, options_.call_timeout);
+    etcdserverpb::PutResponse response;
+    const grpc::Status status = endpoint.kv->Put(&context, registration, &response);
+    if (status.ok()) break;
+    if (IsTransportFailure(status)) MoveOn(endpoint);
+    if (attempt + 1 >= Attempts()) {
+      return EtcdError(status, endpoint.address, "registering this replica",
+                       options_.call_timeout);
+    }
+  }
+  return TakeLeaderKey();
+}
+
+absl::Status EtcdStateStore::TakeLeaderKey() {
+  const absl::Time give_up = absl::Now() + options_.campaign_timeout;
   const std::string leader_key = Key("leader");
+  std::string followed;
   size_t attempts = 0;
   while (true) {
-    if (absl::Status leading = CheckLeading(); !leading.ok()) return leading;
+    if (options_.cancelled && options_.cancelled()) {
+      return absl::CancelledError(
+          absl::StrCat("stopped campaigning for ", options_.prefix, " in etcd"));
+    }
+    if (absl::Status leading = CheckLeading(); !leading.ok()) {
+      return absl::UnavailableError(absl::StrCat(
+          "lost the etcd lease while campaigning for ", options_.prefix, ": ",
+          leading.message()));
+    }
     TxnRequest request;
     Compare* absent = request.add_compare();
     absent->set_key(leader_key);
@@ -363,6 +400,10 @@ absl::Status EtcdStateStore::Campaign() {
       leader_revision_ = holder_kv->create_revision();
       break;
     }
+    if (holder_kv != nullptr && holder_kv->value() != followed) {
+      followed = holder_kv->value();
+      if (options_.on_follow) options_.on_follow(followed);
+    }
     if (!status.ok()) {
       if (IsTransportFailure(status)) MoveOn(endpoint);
       if (out_of_time && attempts >= Attempts()) {
@@ -384,10 +425,41 @@ absl::Status EtcdStateStore::Campaign() {
     // After an endpoint failed, the next at once; a key held by another, asked again soon.
     if (status.ok()) absl::SleepFor(kCampaignPoll);
   }
+  leading_since_ = absl::Now();
   LOG(INFO) << "leading " << options_.prefix << " in etcd as '" << options_.name << "' (lease "
             << absl::StrFormat("%x", lease_id_) << ", TTL " << absl::FormatDuration(granted_ttl_)
             << ", leader key revision " << leader_revision_ << ")";
   return absl::OkStatus();
+}
+
+absl::StatusOr<EtcdStateStore::Replicas> EtcdStateStore::ReadReplicas() const {
+  // One transaction without comparisons: both ranges at one revision, keys in order.
+  TxnRequest request;
+  request.add_success()->mutable_request_range()->set_key(Key("leader"));
+  RangeRequest* replicas = request.add_success()->mutable_request_range();
+  replicas->set_key(Key("replicas/"));
+  replicas->set_range_end(PrefixEnd(Key("replicas/")));
+  absl::Status error;
+  for (size_t attempt = 0; attempt < Attempts(); ++attempt) {
+    Endpoint& endpoint = Current();
+    grpc::ClientContext context;
+    SetDeadline(context, options_.call_timeout);
+    TxnResponse response;
+    const grpc::Status status = endpoint.kv->Txn(&context, request, &response);
+    if (status.ok() && response.responses_size() == 2) {
+      Replicas result;
+      const RangeResponse& leader = response.responses(0).response_range();
+      if (leader.kvs_size() > 0) result.leader = leader.kvs(0).value();
+      for (const mvccpb::KeyValue& kv : response.responses(1).response_range().kvs()) {
+        result.names.push_back(kv.value());
+      }
+      return result;
+    }
+    error = EtcdError(status, endpoint.address, "reading the replicas", options_.call_timeout);
+    if (!IsTransportFailure(status)) return error;
+    MoveOn(endpoint);
+  }
+  return error;
 }
 
 void EtcdStateStore::KeepAliveLoop() {
@@ -433,8 +505,8 @@ absl::Status EtcdStateStore::KeepAliveOnce() {
     Depose(absl::UnavailableError(absl::StrCat(
         "this breakerd no longer leads ", options_.prefix, ": etcd reports its lease ",
         absl::StrFormat("%x", lease_id_),
-        " expired or revoked, so another breakerd may lead; nothing more is written. Restart "
-        "breakerd to campaign again")));
+        " expired or revoked, so another breakerd may lead; nothing more is written. breakerd "
+        "steps down and campaigns again")));
     return absl::OkStatus();
   }
   MutexLock lock(&lease_mu_);
@@ -454,8 +526,8 @@ absl::Status EtcdStateStore::CheckLeading() {
       "this breakerd no longer leads ", options_.prefix, ": no keepalive of its etcd lease ",
       absl::StrFormat("%x", lease_id_), " succeeded for ", absl::FormatDuration(since),
       " (TTL ", absl::FormatDuration(granted_ttl_), "), so another breakerd may lead; nothing "
-      "more is written. Check etcd (etcdctl endpoint health), then restart breakerd to "
-      "campaign again")));
+      "more is written. breakerd steps down and campaigns again; check etcd (etcdctl "
+      "endpoint health)")));
   return leadership();
 }
 
@@ -507,8 +579,8 @@ absl::StatusOr<TxnResponse> EtcdStateStore::LeaderTxn(TxnRequest& request,
           leader.kvs_size() == 0
               ? std::string(" is gone (its lease ended)")
               : absl::StrCat(" is now held by '", leader.kvs(0).value(), "'"),
-          ", so etcd refused ", what, "; nothing more is written. Restart breakerd to campaign "
-          "again")));
+          ", so etcd refused ", what, "; nothing more is written. breakerd steps down and "
+          "campaigns again")));
       return leadership();
     }
     return response;

@@ -6,6 +6,7 @@
 //
 // Keys, under the prefix (e.g. /breaker/<pool>):
 //   <prefix>/leader                    who writes: the leader's name, bound to its lease
+//   <prefix>/replicas/<name>           every store campaigning or leading, bound to its lease
 //   <prefix>/journal/<sequence>        one journal entry (20 decimal digits, so keys sort)
 //   <prefix>/snapshot                  "generation sequence chunks bytes" of the snapshot
 //   <prefix>/snapshot/<gen>/<chunk>    the snapshot's bytes, in chunks of one request each
@@ -23,8 +24,8 @@
 // is the moment etcd answers that the lease is gone, or that another store holds the leader
 // key. Once deposed, it stays so: every later Append and WriteSnapshot fails with UNAVAILABLE
 // naming the lost lease, leadership() returns that status, and Options::on_deposed is called
-// once. Leading again takes a new store (in breakerd: a restart), which Loads what the new
-// leader wrote.
+// once. Leading again takes a new store (breakerd steps down and opens one, campaigning
+// again), which Loads what the new leader wrote.
 //
 // Sizes. etcd refuses a request larger than its --max-request-bytes (1.5 MiB by default;
 // Options::max_request_bytes must not exceed it): an Append whose entries do not fit one
@@ -106,8 +107,16 @@ class EtcdStateStore : public StateStore {
     absl::Duration keepalive_interval = absl::ZeroDuration();
     // The deadline of each call to etcd.
     absl::Duration call_timeout = absl::Seconds(5);
-    // How long Open waits for the leader key to become free (another store's lease to end).
+    // How long Open waits for the leader key to become free (another store's lease to end);
+    // infinite for a standby, which campaigns until it leads.
     absl::Duration campaign_timeout = absl::ZeroDuration();
+    // While Open campaigns and another store holds the leader key: called with that key's
+    // value (the leader's name) whenever it differs from the one seen before. From the thread
+    // in Open; must not block for long.
+    std::function<void(absl::string_view leader)> on_follow;
+    // Open gives up with CANCELLED once this returns true (asked between tries, at least every
+    // tenth of a second). Null: never.
+    std::function<bool()> cancelled;
     // The largest request etcd accepts (its --max-request-bytes), and the size of a snapshot's
     // chunks, which must fit one request.
     int64_t max_request_bytes = kDefaultMaxRequestBytes;
@@ -120,6 +129,9 @@ class EtcdStateStore : public StateStore {
     // WriteSnapshot, and must not block for long.
     std::function<void(const absl::Status&)> on_deposed;
   };
+
+  // INVALID_ARGUMENT, naming the flag breakerd takes it from, for a bad option.
+  static absl::Status CheckOptions(const Options& options);
 
   // Checks the options, takes a lease and campaigns for the leader key until
   // campaign_timeout, then reads the sequences stored.
@@ -147,6 +159,16 @@ class EtcdStateStore : public StateStore {
   // When the last keepalive that etcd answered was sent (or the lease was asked for), on
   // Options::clock's Monotonic(): the TTL counts from there.
   absl::Duration last_keepalive() const;
+  // Who leads the prefix (the leader key's value; empty when no one does) and the names of
+  // the stores campaigning or leading on it, sorted, as etcd holds them now (one read).
+  // UNAVAILABLE when etcd does not answer.
+  struct Replicas {
+    std::string leader;
+    std::vector<std::string> names;
+  };
+  absl::StatusOr<Replicas> ReadReplicas() const;
+  // When this store took the leader key, by the system's wall clock.
+  absl::Time leading_since() const { return leading_since_; }
   // The lease this store holds (etcd's id), and the revision that created its leader key.
   int64_t lease_id() const { return lease_id_; }
   int64_t leader_revision() const { return leader_revision_; }
@@ -161,8 +183,10 @@ class EtcdStateStore : public StateStore {
 
   explicit EtcdStateStore(Options options);
 
-  // Grants the lease and takes the leader key.
+  // Grants the lease, registers the store under <prefix>/replicas/ and takes the leader key.
   absl::Status Campaign();
+  // Waits for the leader key to be free and takes it.
+  absl::Status TakeLeaderKey();
   // Reads <prefix>/snapshot and the last journal key into sequences_.
   absl::Status ReadSequences() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReadSequencesOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -197,6 +221,7 @@ class EtcdStateStore : public StateStore {
   mutable std::atomic<size_t> current_{0};
   int64_t lease_id_ = 0;
   int64_t leader_revision_ = 0;
+  absl::Time leading_since_;
   absl::Duration granted_ttl_;
 
   Mutex mu_;

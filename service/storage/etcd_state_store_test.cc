@@ -3,9 +3,11 @@
 
 #include "service/storage/etcd_state_store.h"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -176,6 +178,43 @@ TEST_F(EtcdStateStoreTest, SecondStoreCannotLeadWhileTheFirstsLeaseLives) {
   EXPECT_THAT(first->leadership(), IsOk());
 }
 
+TEST_F(EtcdStateStoreTest, AStandbyFollowsTheLeaderAndIsListedUntilItStopsCampaigning) {
+  std::unique_ptr<EtcdStateStore> first = OpenStore(StoreOptions("leader:1"));
+  ASSERT_NE(first, nullptr);
+  Mutex mu;
+  std::vector<std::string> followed;
+  std::atomic<bool> stop{false};
+  EtcdStateStore::Options standby = StoreOptions("standby:2");
+  standby.campaign_timeout = absl::InfiniteDuration();
+  standby.on_follow = [&](absl::string_view leader) {
+    MutexLock lock(&mu);
+    followed.emplace_back(leader);
+  };
+  standby.cancelled = [&] { return stop.load(); };
+  absl::Status campaign;
+  std::thread campaigning([&] { campaign = EtcdStateStore::Open(standby).status(); });
+  ASSERT_TRUE(breaker::testing::WaitFor([&] {
+    MutexLock lock(&mu);
+    return !followed.empty();
+  }));
+  absl::StatusOr<EtcdStateStore::Replicas> replicas = first->ReadReplicas();
+  ASSERT_THAT(replicas, IsOk());
+  EXPECT_EQ(replicas->leader, "leader:1");
+  EXPECT_THAT(replicas->names, ElementsAre("leader:1", "standby:2"));
+
+  stop = true;
+  campaigning.join();
+  EXPECT_THAT(campaign, StatusIs(absl::StatusCode::kCancelled));
+  {
+    MutexLock lock(&mu);
+    EXPECT_THAT(followed, ElementsAre("leader:1"));  // once: the leader did not change
+  }
+  // Its lease revoked as it gave up, it is no longer listed.
+  replicas = first->ReadReplicas();
+  ASSERT_THAT(replicas, IsOk());
+  EXPECT_THAT(replicas->names, ElementsAre("leader:1"));
+}
+
 TEST_F(EtcdStateStoreTest, ClosedStoreHandsOverAtOnce) {
   std::unique_ptr<EtcdStateStore> first = OpenStore(StoreOptions("first"));
   ASSERT_NE(first, nullptr);
@@ -215,7 +254,7 @@ TEST_F(EtcdStateStoreTest, DeposedLeaderIsFencedByEtcdBeforeItKnows) {
   EXPECT_THAT(old_leader->Append({"from the old leader"}),
               StatusIs(absl::StatusCode::kUnavailable,
                        AllOf(HasSubstr("no longer leads " + prefix_), HasSubstr("'new'"),
-                             HasSubstr("Restart breakerd"))));
+                             HasSubstr("campaigns again"))));
   EXPECT_THAT(old_leader->WriteSnapshot("old snapshot", 2),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no longer leads")));
   EXPECT_THAT(old_leader->leadership(), StatusIs(absl::StatusCode::kUnavailable));
@@ -250,7 +289,7 @@ TEST_F(EtcdStateStoreTest, LeaderStepsDownByItsOwnClockOnceTheTtlLessTheMarginPa
   EXPECT_THAT(store->Append({"too late"}),
               StatusIs(absl::StatusCode::kUnavailable,
                        AllOf(HasSubstr("no keepalive of its etcd lease"), HasSubstr("25s"),
-                             HasSubstr("restart breakerd"))));
+                             HasSubstr("campaigns again"))));
   EXPECT_THAT(store->WriteSnapshot("s", 1), StatusIs(absl::StatusCode::kUnavailable));
   ASSERT_EQ(deposed.calls().size(), 1u);
   EXPECT_THAT(deposed.calls()[0], StatusIs(absl::StatusCode::kUnavailable));

@@ -34,6 +34,25 @@ bool AnyEtcdFlag(const StoreSelection& selection) {
          !selection.etcd.tls.key_file.empty();
 }
 
+// The store's options from its flags, TLS files read. MakeEtcdCredentials' errors.
+absl::StatusOr<EtcdStateStore::Options> EtcdOptions(const EtcdSelection& etcd,
+                                                    const Clock* clock) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeEtcdCredentials(etcd.tls);
+  if (!credentials.ok()) return credentials.status();
+  EtcdStateStore::Options options;
+  options.endpoints = absl::StrSplit(etcd.endpoints, ',', absl::SkipWhitespace());
+  options.prefix = etcd.prefix;
+  options.credentials = *std::move(credentials);
+  options.lease_ttl = absl::Seconds(etcd.lease_ttl_seconds);
+  // A fifth of the TTL, at least a second: clock drift and a keepalive's travel.
+  options.lease_margin = std::max(absl::Seconds(1), options.lease_ttl / 5);
+  if (options.lease_margin >= options.lease_ttl) options.lease_margin = options.lease_ttl / 2;
+  options.max_request_bytes = etcd.max_request_bytes;
+  options.clock = clock;
+  return options;
+}
+
 }  // namespace
 
 absl::Status CheckStoreSelection(const StoreSelection& selection) {
@@ -58,36 +77,30 @@ absl::Status CheckStoreSelection(const StoreSelection& selection) {
     return absl::InvalidArgumentError(
         "--store=etcd needs --etcd_prefix: where this fleet's keys go, e.g. /breaker/mypool");
   }
-  return absl::OkStatus();
+  absl::StatusOr<EtcdStateStore::Options> options = EtcdOptions(selection.etcd, &SystemClock());
+  if (!options.ok()) return options.status();
+  return EtcdStateStore::CheckOptions(*options);
 }
 
-absl::StatusOr<std::unique_ptr<StateStore>> OpenSelectedStore(const StoreSelection& selection,
-                                                              const Clock* clock) {
-  if (absl::Status checked = CheckStoreSelection(selection); !checked.ok()) return checked;
-  if (selection.store == "sqlite") {
-    if (absl::Status made = EnsureDirectory(selection.state_dir); !made.ok()) return made;
-    absl::StatusOr<std::unique_ptr<SqliteStateStore>> store =
-        SqliteStateStore::Open(selection.state_dir);
-    if (!store.ok()) return store.status();
-    return std::unique_ptr<StateStore>(*std::move(store));
-  }
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      MakeEtcdCredentials(selection.etcd.tls);
-  if (!credentials.ok()) return credentials.status();
-  EtcdStateStore::Options options;
-  options.endpoints = absl::StrSplit(selection.etcd.endpoints, ',', absl::SkipWhitespace());
-  options.prefix = selection.etcd.prefix;
-  options.credentials = *std::move(credentials);
-  options.lease_ttl = absl::Seconds(selection.etcd.lease_ttl_seconds);
-  // A fifth of the TTL, at least a second: clock drift and a keepalive's travel.
-  options.lease_margin = std::max(absl::Seconds(1), options.lease_ttl / 5);
-  if (options.lease_margin >= options.lease_ttl) options.lease_margin = options.lease_ttl / 2;
-  options.max_request_bytes = selection.etcd.max_request_bytes;
-  options.campaign_timeout = options.lease_ttl + absl::Seconds(1);
-  options.clock = clock;
-  absl::StatusOr<std::unique_ptr<EtcdStateStore>> store = EtcdStateStore::Open(options);
+absl::StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(const std::string& state_dir) {
+  if (absl::Status made = EnsureDirectory(state_dir); !made.ok()) return made;
+  absl::StatusOr<std::unique_ptr<SqliteStateStore>> store = SqliteStateStore::Open(state_dir);
   if (!store.ok()) return store.status();
   return std::unique_ptr<StateStore>(*std::move(store));
+}
+
+absl::StatusOr<std::unique_ptr<EtcdStateStore>> OpenEtcdStore(const StoreSelection& selection,
+                                                              const Clock* clock,
+                                                              EtcdReplicaHooks hooks) {
+  if (absl::Status checked = CheckStoreSelection(selection); !checked.ok()) return checked;
+  absl::StatusOr<EtcdStateStore::Options> options = EtcdOptions(selection.etcd, clock);
+  if (!options.ok()) return options.status();
+  options->name = std::move(hooks.name);
+  options->campaign_timeout = hooks.campaign_timeout;
+  options->on_follow = std::move(hooks.on_follow);
+  options->cancelled = std::move(hooks.cancelled);
+  options->on_deposed = std::move(hooks.on_deposed);
+  return EtcdStateStore::Open(*std::move(options));
 }
 
 std::string DescribeStore(const StoreSelection& selection) {

@@ -5,10 +5,12 @@
 // default), or etcd (--store=etcd and the --etcd_* flags).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "service/storage/etcd_state_store.h"
@@ -39,12 +41,28 @@ struct StoreSelection {
 // --store=sqlite, or --store=etcd without --etcd_endpoints or --etcd_prefix.
 absl::Status CheckStoreSelection(const StoreSelection& selection);
 
-// Opens the selected store. For etcd, counts the lease on `clock` and campaigns for as long as
-// one lease TTL (a breakerd restarted on the same prefix waits for its predecessor's lease).
-// Returns CheckStoreSelection's errors, INVALID_ARGUMENT when the state directory cannot be
-// created, and the chosen store's errors (SqliteStateStore::Open, EtcdStateStore::Open).
-absl::StatusOr<std::unique_ptr<StateStore>> OpenSelectedStore(const StoreSelection& selection,
-                                                              const Clock* clock);
+// Opens SQLite's store in `state_dir`, creating the directory when missing.
+// INVALID_ARGUMENT when it cannot be created; SqliteStateStore::Open's errors.
+absl::StatusOr<std::unique_ptr<StateStore>> OpenSqliteStore(const std::string& state_dir);
+
+// What breakerd, a replica on etcd, tells its store and hears from it (see
+// EtcdStateStore::Options).
+struct EtcdReplicaHooks {
+  // The leader key's value while this replica leads: where nodes and operators reach it
+  // (--advertise_address).
+  std::string name;
+  // How long Open campaigns; infinite: until it leads, as a standby meanwhile.
+  absl::Duration campaign_timeout = absl::InfiniteDuration();
+  std::function<void(absl::string_view leader)> on_follow;
+  std::function<bool()> cancelled;
+  std::function<void(const absl::Status&)> on_deposed;
+};
+
+// Opens the etcd store that `etcd` selects (CheckStoreSelection first), counting its lease on
+// `clock`, and campaigns as `hooks` say. Returns EtcdStateStore::Open's errors.
+absl::StatusOr<std::unique_ptr<EtcdStateStore>> OpenEtcdStore(const StoreSelection& selection,
+                                                              const Clock* clock,
+                                                              EtcdReplicaHooks hooks);
 
 // "state in breakerd-state", "state in etcd 10.0.0.1:2379,... under /breaker/pool": for logs.
 std::string DescribeStore(const StoreSelection& selection);
