@@ -10,14 +10,16 @@
 // them.
 //
 // Every wait is deadline-based and generous, and nothing asserts how long a failover took: the
-// times are logged ("failover: ..."), for BENCHMARKS.md's measured ones. The random schedule of
-// the crash loop comes from a seed it prints; REPLICAS_SEED=N (bazel test --test_env) replays it.
+// times are logged ("failover: ...", and the XML's failover_to_serving_ms). The random schedule
+// of the crash loop comes from a seed it prints; REPLICAS_SEED=N (bazel test --test_env)
+// replays it.
 
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -52,6 +54,7 @@ namespace {
 
 namespace v1 = ::breaker::v1;
 
+using ::breaker::testing::AllHealthIs;
 using ::breaker::testing::CallUnary;
 using ::breaker::testing::CheckHealth;
 using ::breaker::testing::Deadline;
@@ -73,8 +76,9 @@ using Stream = Subprocess::Stream;
 
 constexpr int kNodes = 3;
 
-// A builder no node observes: a ban the test asks of a replica that must refuse it.
+// Builders no node observes: bans the test asks of a replica that must refuse them.
 constexpr core::BuilderIndex kRefusedBan = 9001;
+constexpr core::BuilderIndex kFencedBan = 9002;
 
 class ReplicasTest : public ReplicaFleetTest {
  protected:
@@ -150,6 +154,56 @@ class ReplicasTest : public ReplicaFleetTest {
     return CallUnary(*admin, &v1::Admin::Stub::async::BanBuilder, request);
   }
 
+  // A node's Report of one observation that changes nothing, sent to the replica on `port`.
+  absl::StatusOr<v1::ReportResponse> ReportTo(int port) {
+    auto stub = v1::Breaker::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    v1::ReportRequest request;
+    request.set_node_id("reporter");
+    v1::Observation* observation = request.mutable_observations()->add_observations();
+    observation->set_sequence(1);
+    observation->set_slot(CurrentSlot());
+    observation->mutable_bid_seen()->set_builder_index(60);
+    return CallUnary(*stub, &v1::Breaker::Stub::async::Report, request);
+  }
+
+  // Expects that the journal in etcd was written once per sequence: its keys follow the
+  // snapshot's sequence without a gap, each written once (etcd's version 1: no entry replaced
+  // by another writer's) and in sequence order, and none holds an admin ban of `foreign_ban`.
+  void ExpectJournalWrittenOnce(core::BuilderIndex foreign_ban) {
+    uint64_t snapshot_sequence = 0;
+    absl::StatusOr<std::vector<mvccpb::KeyValue>> snapshot = EtcdRange("/snapshot");
+    ASSERT_THAT(snapshot, IsOk());
+    for (const mvccpb::KeyValue& kv : *snapshot) {
+      // <prefix>/snapshot holds "generation sequence chunks bytes".
+      if (kv.key() != prefix_ + "/snapshot") continue;
+      const std::vector<std::string> fields = absl::StrSplit(kv.value(), ' ');
+      ASSERT_GE(fields.size(), 2u) << kv.value();
+      ASSERT_TRUE(absl::SimpleAtoi(fields[1], &snapshot_sequence)) << kv.value();
+    }
+    absl::StatusOr<std::vector<mvccpb::KeyValue>> journal = EtcdRange("/journal/");
+    ASSERT_THAT(journal, IsOk());
+    ASSERT_FALSE(journal->empty()) << "no journal entry under " << prefix_;
+    uint64_t expected = snapshot_sequence + 1;
+    int64_t previous_revision = 0;
+    for (const mvccpb::KeyValue& kv : *journal) {
+      uint64_t sequence = 0;
+      const std::string key = kv.key();
+      ASSERT_TRUE(absl::SimpleAtoi(key.substr(key.rfind('/') + 1), &sequence)) << key;
+      ASSERT_EQ(sequence, expected) << "a gap in the journal before " << key;
+      ++expected;
+      EXPECT_EQ(kv.version(), 1) << key << " was written " << kv.version() << " times";
+      // Appended in order: no sequence was taken out of turn by another writer.
+      EXPECT_GE(kv.create_revision(), previous_revision) << key << " was written out of order";
+      previous_revision = kv.create_revision();
+      state::v1::JournalEntry entry;
+      ASSERT_TRUE(entry.ParseFromString(kv.value())) << key << " is not a journal entry";
+      EXPECT_FALSE(entry.has_admin() && entry.admin().has_ban() &&
+                   entry.admin().ban().builder_index() == foreign_ban)
+          << key << " holds the ban sent to the fenced leader: " << entry.ShortDebugString();
+    }
+  }
+
   const uint64_t seed_;
   std::unique_ptr<RandomLoad> load_;
 };
@@ -195,6 +249,227 @@ TEST_F(ReplicasTest, OneEtcdMemberDownChangesNothingTwoRefuseWritesUntilQuorumRe
   ASSERT_NO_FATAL_FAILURE(ExpectHolds(told, "after the etcd outage"));
   // The refused ban is nowhere (ExpectEverythingLanded: the bans are the load's failures).
   ExpectEverythingLanded(*load_, "after the etcd outage");
+}
+
+// An outage longer than the lease: breakerd counts the lease on its own clock and steps down
+// by itself (etcd, without a quorum, expires nothing), standing by; once the quorum is back and
+// its old lease has run out in etcd, it campaigns, leads again and restores what it wrote.
+TEST_F(ReplicasTest, ALeaderCutOffFromEtcdPastItsLeaseStepsDownAndLeadsAgainWithTheQuorum) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain(), kBanEveryFailure));
+  ASSERT_NO_FATAL_FAILURE(StartReplicas(1));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_TRUE(AcknowledgementsGoOn());
+
+  const size_t mark = ReplicaLogMark(0);
+  const absl::Time lost = absl::Now();
+  etcd_->Kill(0);
+  etcd_->Kill(1);
+  ASSERT_TRUE(ObserveUntil([&] {
+    for (const std::string& line : ReplicaLog(0, mark)) {
+      if (absl::StrContains(line, "no longer leads")) return true;
+    }
+    return false;
+  })) << "breakerd did not step down without etcd past its lease (its log is above)";
+  std::cerr << "etcd quorum lost: deposed after " << absl::Now() - lost << " (lease TTL "
+            << lease_ttl_seconds_ << " s)" << std::endl;
+  ASSERT_TRUE(AwaitStandbyLine(0, mark).has_value()) << "the deposed leader did not stand by";
+  EXPECT_TRUE(PollUntil([&] { return HealthIs("NOT_SERVING"); })) << Health();
+  const std::vector<uint64_t> deposed = Acknowledged();
+  load_->ObserveUntil(absl::Now() + absl::Seconds(1));
+  EXPECT_EQ(Acknowledged(), deposed) << "acknowledged while etcd had no quorum";
+  const Told told = load_->WhatTheNodesWereTold();
+
+  const size_t standby_mark = ReplicaLogMark(0);
+  ASSERT_THAT(etcd_->Restart(0), IsOk());
+  const absl::Time back = absl::Now();
+  ASSERT_THAT(etcd_->Restart(1), IsOk());
+  ASSERT_TRUE(AwaitLeadingLine(0, standby_mark).has_value())
+      << "breakerd did not lead again with the quorum back";
+  ASSERT_EQ(AwaitLeader(), std::optional<size_t>(0));
+  std::cerr << "etcd quorum back: leading and SERVING after " << absl::Now() - back << std::endl;
+  ASSERT_NO_FATAL_FAILURE(ExpectHolds(told, "after leading again"));
+  ASSERT_TRUE(AcknowledgementsGoOn()) << "acknowledgements did not resume";
+  ExpectEverythingLanded(*load_, "after leading again");
+}
+
+TEST_F(ReplicasTest, AStandbyTakesOverFromAKilledLeaderWithEverythingAcknowledged) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain(), kBanEveryFailure));
+  ASSERT_NO_FATAL_FAILURE(StartReplicas(2));
+  // The leader key names the leader's advertised address.
+  absl::StatusOr<std::optional<mvccpb::KeyValue>> leader_key = LeaderKey();
+  ASSERT_THAT(leader_key, IsOk());
+  ASSERT_TRUE(leader_key->has_value());
+  EXPECT_EQ((*leader_key)->value(), replicas_[0].address());
+  // The standby refuses nodes and operators alike, naming the leader.
+  EXPECT_TRUE(AllHealthIs(replicas_[1].port, "NOT_SERVING"));
+  const auto names_leader = AllOf(HasSubstr("standby"), HasSubstr(replicas_[0].address()));
+  EXPECT_THAT(ReportTo(replicas_[1].port), StatusIs(absl::StatusCode::kUnavailable, names_leader));
+  EXPECT_THAT(BanOn(replicas_[1].port, kRefusedBan),
+              StatusIs(absl::StatusCode::kUnavailable, names_leader));
+
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_TRUE(AcknowledgementsGoOn());
+  load_->ObserveUntil(absl::Now() + absl::Milliseconds(load_->Uniform(200, 1000)));
+
+  const size_t standby_mark = ReplicaLogMark(1);
+  const absl::Time killed = absl::Now();
+  const int status = StopReplica(0, SIGKILL);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << Subprocess::DescribeStatus(status);
+  // Everything the killed leader told the nodes (they keep observing meanwhile, buffering).
+  const Told told = load_->WhatTheNodesWereTold();
+  std::optional<absl::Time> led;
+  ASSERT_TRUE(ObserveUntil([&] {
+    for (const std::string& line : ReplicaLog(1, standby_mark)) {
+      if (absl::StrContains(line, absl::StrCat("leading ", prefix_, " in etcd"))) {
+        led = absl::Now();
+        return true;
+      }
+    }
+    return false;
+  })) << "the standby did not lead after the leader was killed";
+  ASSERT_EQ(AwaitLeader(/*except=*/0), std::optional<size_t>(1));
+  const absl::Time serving = absl::Now();
+  std::cerr << "failover: SIGKILL of the leader to the standby's leading line " << *led - killed
+            << ", to its health SERVING " << serving - killed << " (lease TTL "
+            << lease_ttl_seconds_ << " s)" << std::endl;
+  RecordProperty("failover_to_serving_ms",
+                 std::to_string(absl::ToInt64Milliseconds(serving - killed)));
+
+  // The new leader holds everything acknowledged, under the same fleet id and versions.
+  ASSERT_NO_FATAL_FAILURE(ExpectHolds(told, "after SIGKILL of the leader"));
+  leader_key = LeaderKey();
+  ASSERT_THAT(leader_key, IsOk());
+  ASSERT_TRUE(leader_key->has_value());
+  EXPECT_EQ((*leader_key)->value(), replicas_[1].address());
+
+  // The killed replica comes back as a standby; every node reconnects to the new leader and
+  // converges, its versions never going back.
+  ASSERT_NO_FATAL_FAILURE(StartReplica(0));
+  ASSERT_TRUE(AwaitStandbyLine(0).has_value()) << "the restarted replica did not stand by";
+  ASSERT_TRUE(AcknowledgementsGoOn()) << "the nodes are not acknowledged by the new leader";
+  ExpectEverythingLanded(*load_, "after the failover");
+}
+
+TEST_F(ReplicasTest, APausedLeaderIsFencedAndStepsDownWhenItResumes) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain(), kBanEveryFailure));
+  ASSERT_NO_FATAL_FAILURE(StartReplicas(2));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_TRUE(AcknowledgementsGoOn());
+
+  // Paused past its lease: its connections stay open, nothing answers on them.
+  const size_t standby_mark = ReplicaLogMark(1);
+  const absl::Time paused = absl::Now();
+  PauseReplica(0);
+  ASSERT_TRUE(AwaitLeadingLine(1, standby_mark).has_value())
+      << "the standby did not lead while the leader was paused";
+  ASSERT_EQ(AwaitLeader(), std::optional<size_t>(1));
+  std::cerr << "failover: SIGSTOP of the leader to the standby's health SERVING "
+            << absl::Now() - paused << " (lease TTL " << lease_ttl_seconds_ << " s)" << std::endl;
+  absl::StatusOr<std::optional<mvccpb::KeyValue>> leader_key = LeaderKey();
+  ASSERT_THAT(leader_key, IsOk());
+  ASSERT_TRUE(leader_key->has_value());
+  EXPECT_EQ((*leader_key)->value(), replicas_[1].address());
+  const int64_t handover_revision = (*leader_key)->create_revision();
+
+  // The old leader resumes, unaware at first. What it is asked to write now must not land
+  // (refused, or cut off as it steps down; below: it is nowhere).
+  std::vector<size_t> node_marks;
+  for (int i = 0; i < kNodes; ++i)
+    node_marks.push_back(node(i).process().LineCount(Stream::kStderr));
+  const size_t old_mark = ReplicaLogMark(0);
+  ResumeReplica(0);
+  const absl::StatusOr<v1::Policy> fenced = BanOn(replicas_[0].port, kFencedBan);
+  EXPECT_FALSE(fenced.ok()) << "the resumed leader took a ban: " << fenced->ShortDebugString();
+  std::cerr << "a ban sent to the resumed leader: " << fenced.status() << std::endl;
+  // It steps down by itself, and stands by again.
+  EXPECT_TRUE(replicas_[0].process->WaitForLine(
+      Stream::kStderr,
+      [](absl::string_view line) { return absl::StrContains(line, "no longer leads"); }, Deadline(),
+      old_mark))
+      << "the resumed leader did not log that it was deposed";
+  EXPECT_TRUE(AwaitStandbyLine(0, old_mark).has_value()) << "the resumed leader did not stand by";
+  EXPECT_TRUE(PollUntil([&] { return AllHealthIs(replicas_[0].port, "NOT_SERVING"); }))
+      << CheckHealth(replicas_[0].port);
+  for (const std::string& line : ReplicaLog(0, old_mark)) {
+    EXPECT_FALSE(absl::StrContains(line, absl::StrCat("leading ", prefix_, " in etcd")))
+        << "the resumed leader led again while the new one held the lease: " << line;
+  }
+  // It ended its node streams: every node left it and streams to the new leader.
+  for (int i = 0; i < kNodes; ++i) {
+    EXPECT_TRUE(node(i).process().WaitForLine(
+        Stream::kStderr,
+        [&](absl::string_view line) {
+          return absl::StrContains(line, replicas_[0].address()) &&
+                 (absl::StrContains(line, "ended") || absl::StrContains(line, "reconnecting"));
+        },
+        Deadline(), node_marks[i]))
+        << node(i).id() << "'s stream to the resumed leader did not end (its log is above)";
+  }
+  EXPECT_EQ(Leader(), std::optional<size_t>(1));
+
+  ASSERT_TRUE(AcknowledgementsGoOn()) << "the nodes are not acknowledged by the new leader";
+  // Everything acknowledged, by either leader, is in the new one's state, and the ban sent to
+  // the fenced one is not (the bans are exactly the load's failures).
+  ExpectEverythingLanded(*load_, "after the paused leader resumed");
+  // Nothing the old leader wrote landed after the handover: the journal has one writer per
+  // sequence, and no trace of the ban it was sent.
+  ExpectJournalWrittenOnce(kFencedBan);
+  leader_key = LeaderKey();
+  ASSERT_THAT(leader_key, IsOk());
+  ASSERT_TRUE(leader_key->has_value());
+  EXPECT_EQ((*leader_key)->create_revision(), handover_revision)
+      << "the leader key changed hands again";
+}
+
+// The crash loop of crash_loop_test, with two replicas: the leader is SIGKILLed at random
+// moments and restarted (it comes back as a standby, or leads when it wins the campaign), and
+// now and then an etcd member is killed with it and restarted after the failover.
+TEST_F(ReplicasTest, AcknowledgedStateSurvivesLeadersAndEtcdMembersKilledAtRandom) {
+  constexpr int kKills = 6;
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain(), kBanEveryFailure));
+  ASSERT_NO_FATAL_FAILURE(StartReplicas(2));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  RandomLoad& load = *load_;
+  size_t leader = 0;
+  std::vector<std::string> failovers;
+
+  for (int kill = 1; kill <= kKills; ++kill) {
+    const std::string context = absl::StrCat("SIGKILL #", kill, ", seed ", seed_);
+    if (load.Uniform(0, 2) != 0) {
+      ASSERT_TRUE(ObserveUntil([&] { return AllNodesConnected(); }))
+          << "the nodes did not reconnect; " << context;
+    }
+    load.ObserveUntil(absl::Now() + absl::Milliseconds(load.Uniform(50, 1500)));
+    std::optional<int> member;
+    if (load.Uniform(0, 2) == 0) {
+      member = static_cast<int>(load.Uniform(0, 2));
+      etcd_->Kill(*member);
+    }
+    const absl::Time killed = absl::Now();
+    const int status = StopReplica(leader, SIGKILL);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << replicas_[leader].name << " " << Subprocess::DescribeStatus(status) << "; " << context;
+    const Told told = load.WhatTheNodesWereTold();
+    ASSERT_NO_FATAL_FAILURE(StartReplica(leader));
+    std::optional<size_t> next;
+    ASSERT_TRUE(ObserveUntil([&] { return (next = Leader()).has_value(); }))
+        << "no replica leads; " << context;
+    failovers.push_back(absl::FormatDuration(absl::Now() - killed));
+    std::cerr << "crash loop: " << context
+              << (member ? absl::StrCat(" with etcd member ", *member) : "") << ", "
+              << replicas_[*next].name << " leads after " << failovers.back() << "; "
+              << absl::StrJoin(told.summary, "; ") << std::endl;
+    leader = *next;
+    TalkTo(leader);
+    ASSERT_NO_FATAL_FAILURE(ExpectHolds(told, context));
+    if (member.has_value()) {
+      ASSERT_THAT(etcd_->Restart(*member), IsOk()) << context;
+    }
+  }
+  std::cerr << "failover: SIGKILL of the leader to a leader's health SERVING, " << kKills
+            << " times: " << absl::StrJoin(failovers, ", ") << std::endl;
+  ExpectEverythingLanded(load, absl::StrCat("after the last failover, seed ", seed_));
 }
 
 }  // namespace

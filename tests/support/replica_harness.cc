@@ -57,7 +57,8 @@ void ReplicaFleetTest::StartReplica(size_t i) {
   ASSERT_EQ(replica.process, nullptr) << replica.name << " runs already";
   ASSERT_NE(etcd_, nullptr) << "etcd did not start";
   replica.process = LaunchBreakerd(
-      replica.name, {absl::StrCat("--listen=", replica.address()), "--store=etcd",
+      replica.name, {absl::StrCat("--listen=", replica.address()),
+                     absl::StrCat("--advertise_address=", replica.address()), "--store=etcd",
                      absl::StrCat("--etcd_endpoints=", absl::StrJoin(etcd_->endpoints(), ",")),
                      absl::StrCat("--etcd_prefix=", prefix_),
                      absl::StrCat("--etcd_lease_ttl=", lease_ttl_seconds_)});
