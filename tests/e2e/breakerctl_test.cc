@@ -453,6 +453,21 @@ TEST_F(BreakerctlTest, UnreachableBreakerdExitsThree) {
   }
 }
 
+TEST_F(BreakerctlTest, SeveralTargetsAreTriedInTurnUntilOneAnswers) {
+  // A replica that is down, then the one that serves: the command runs against the second.
+  const std::string down = absl::StrCat("127.0.0.1:", ClosedPort());
+  const Outcome outcome = Run({"--target=" + down + "," + target_, "status"});
+  EXPECT_EQ(outcome.exit_code, kOk) << outcome;
+  EXPECT_THAT(outcome.out, HasSubstr("policy version"));
+  // None answering: each address's reason, and the exit code of an unreachable breakerd.
+  const std::string also_down = absl::StrCat("127.0.0.1:", ClosedPort());
+  const Outcome none = Run({"--target=" + down + "," + also_down, "status"});
+  EXPECT_EQ(none.exit_code, kUnreachable) << none;
+  EXPECT_THAT(none.err, AllOf(HasSubstr("no address of --target answered"), HasSubstr(down + ":"),
+                              HasSubstr(also_down + ":")));
+  EXPECT_EQ(Run({"--target=" + target_ + ",", "status"}).exit_code, kUsage);
+}
+
 TEST_F(BreakerctlTest, SilentBreakerdExitsThreeAtTheTimeout) {
   SilentListener listener;
   const std::string target = absl::StrCat("127.0.0.1:", listener.port());
