@@ -74,7 +74,8 @@ void breaker_options_free(breaker_options* opts);
  * named below as refused; values out of range otherwise are refused by breaker_client_new,
  * which names them. Strings are copied. */
 
-/* Adds a breakerd address ("host:port"); addresses are tried in turn. At least one is
+/* Adds a breakerd address ("host:port"); addresses are tried in turn, the next at once when
+ * one fails, the backoff waiting once each has failed (give every replica's). At least one is
  * required. The connection is plaintext (loopback or a private network only) unless
  * breaker_options_set_tls is called. */
 int breaker_options_add_address(breaker_options* opts, const char* address);

@@ -188,13 +188,20 @@ class GrpcClient : public BreakerClient {
  private:
   // --- The connection ---------------------------------------------------------------------
 
+  // The addresses in turn. The backoff waits once every address has been tried since the last
+  // wait or the last stream breakerd answered: a replica down, or a standby naming the leader,
+  // sends the client on to the next address at once, so a failover costs a node no backoff
+  // beyond the rounds before the new leader serves.
   void ConnectionLoop() {
     size_t next_address = 0;
+    size_t tried = 0;
     while (!Stopping()) {
       const std::string address = options_.addresses[next_address];
       next_address = (next_address + 1) % options_.addresses.size();
-      RunStream(address);
+      tried = RunStream(address) ? 1 : tried + 1;
       if (Stopping()) return;
+      if (tried < options_.addresses.size()) continue;
+      tried = 0;
       const absl::Duration wait = backoff_.Next();
       const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
       MutexLock lock(&state_mu_);
@@ -220,12 +227,13 @@ class GrpcClient : public BreakerClient {
     return CreateChannel(address, credentials, options_.bearer_token, args);
   }
 
-  void RunStream(const std::string& address) {
+  // One stream to `address`, until it ends. Returns whether breakerd answered on it.
+  bool RunStream(const std::string& address) {
     std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(NewChannel(address));
     grpc::ClientContext context;
     {
       MutexLock lock(&state_mu_);
-      if (stopping_) return;
+      if (stopping_) return false;
       context_ = &context;
       address_ = address;
     }
@@ -253,7 +261,9 @@ class GrpcClient : public BreakerClient {
     if (stream_open) sender = std::thread([this, &stream] { SendLoop(*stream); });
 
     v1::ServerMessage message;
+    bool answered = false;
     while (stream_open && stream->Read(&message)) {
+      answered = true;
       OnServerMessage(message);
     }
     {
@@ -279,6 +289,7 @@ class GrpcClient : public BreakerClient {
     stream_done_ = false;
     pending_policy_ack_ = 0;
     ++reconnects_;
+    return answered;
   }
 
   void SendLoop(grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>& stream) {

@@ -2,6 +2,7 @@
 // loopback port): how it numbers its observations around the hello's NodeState, and without
 // one, as an older breakerd answers.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -111,8 +112,10 @@ class NodeStateTest : public ::testing::Test {
     if (server_ != nullptr) server_->Shutdown();
   }
 
-  // Serves `breaker` on a loopback port and starts a client of it.
-  void Start(FakeBreaker& breaker) {
+  // Serves `breaker` on a loopback port and starts a client of `unanswered` addresses, then
+  // of it.
+  void Start(FakeBreaker& breaker, std::vector<std::string> unanswered = {},
+             absl::Duration backoff = absl::Milliseconds(10)) {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -121,10 +124,11 @@ class NodeStateTest : public ::testing::Test {
     ASSERT_NE(server_, nullptr);
     ASSERT_NE(port, 0);
     ClientOptions options;
-    options.addresses = {absl::StrCat("127.0.0.1:", port)};
+    options.addresses = std::move(unanswered);
+    options.addresses.push_back(absl::StrCat("127.0.0.1:", port));
     options.node_id = "bn-1";
-    options.initial_backoff = absl::Milliseconds(10);
-    options.max_backoff = absl::Milliseconds(100);
+    options.initial_backoff = backoff;
+    options.max_backoff = std::max(backoff, absl::Milliseconds(100));
     options.evaluation_interval = absl::Milliseconds(10);
     options.clock = &clock_;
     absl::StatusOr<std::unique_ptr<BreakerClient>> client = StartGrpcClient(std::move(options));
@@ -147,6 +151,15 @@ class NodeStateTest : public ::testing::Test {
 
 // The node restarted with its clock set back: breakerd has handled numbers above where it
 // starts. What it reports before the NodeState arrives waits for it, and goes renumbered.
+TEST_F(NodeStateTest, AnAddressThatDoesNotAnswerSendsTheClientToTheNextAtOnce) {
+  // The first address refuses connections (a replica down); the backoff is longer than any
+  // test: the client gets to the second only if it does not wait between addresses.
+  FakeBreaker breaker(/*last_sequence=*/std::nullopt);
+  breaker.Answer();
+  Start(breaker, {absl::StrCat("127.0.0.1:", ::breaker::testing::ClosedPort())}, absl::Hours(1));
+  EXPECT_TRUE(WaitFor([&] { return breaker.hellos() == 1; }, absl::Seconds(60)));
+}
+
 TEST_F(NodeStateTest, ObservationsNotSentAreRenumberedAboveBreakerdsLast) {
   const uint64_t last = first_sequence_ + 1000;
   FakeBreaker breaker(last);

@@ -52,7 +52,9 @@ std::string DescribedFlags(const std::vector<FlagSpec>& flags) {
 
 const std::vector<FlagSpec>& GlobalFlags() {
   static const std::vector<FlagSpec>* const flags = new std::vector<FlagSpec>{
-      {"target", "HOST:PORT", "breakerd's address (default 127.0.0.1:50051)"},
+      {"target", "HOST:PORT[,...]",
+       "breakerd's address (default 127.0.0.1:50051), or every replica's on etcd, comma-separated: "
+       "each is tried in turn while it answers UNAVAILABLE (a standby, or down)"},
       {"json", "", "print proto JSON: one document per command (watch: one line per version)"},
       {"timeout", "DURATION", "deadline of each call, e.g. 10s, 500ms, 1m (default 10s)"},
       {"tls_ca", "PEM", "CA certificates breakerd's certificate must chain to; any --tls_* flag "
@@ -165,7 +167,10 @@ absl::Status ParseCommandLine(const std::vector<std::string>& argv,
 absl::StatusOr<GlobalOptions> GlobalOptionsFrom(const CommandLine& line) {
   GlobalOptions options;
   options.target = line.Flag("target", options.target);
-  if (options.target.empty()) return UsageError("--target needs an address, HOST:PORT");
+  if (absl::StrContains(absl::StrCat(",", options.target, ","), ",,") ||
+      absl::StripAsciiWhitespace(options.target).empty()) {
+    return UsageError("--target needs an address, HOST:PORT, or several, HOST:PORT,HOST:PORT");
+  }
   options.json = line.BoolFlag("json");
   options.security.tls_ca_file = line.Flag("tls_ca");
   options.security.tls_cert_file = line.Flag("tls_cert");

@@ -5,11 +5,14 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/channel_security.h"
@@ -841,13 +844,24 @@ absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options, s
                         std::ostream& err) {
   for (const Command& command : Commands()) {
     if (&command.spec != line.spec) continue;
-    std::unique_ptr<v1::Admin::Stub> admin;
-    if (command.calls_service) {
-      absl::StatusOr<std::unique_ptr<v1::Admin::Stub>> stub = NewAdminStub(options);
+    if (!command.calls_service) return command.run(CommandContext{options, line, nullptr, out, err});
+    // Every replica's address: a standby, or one that is down, answers UNAVAILABLE before the
+    // command prints anything, and the next one is asked.
+    const std::vector<std::string> targets =
+        absl::StrSplit(options.target, ',', absl::SkipWhitespace());
+    std::vector<std::string> unavailable;
+    for (const std::string& target : targets) {
+      GlobalOptions one = options;
+      one.target = target;
+      absl::StatusOr<std::unique_ptr<v1::Admin::Stub>> stub = NewAdminStub(one);
       if (!stub.ok()) return stub.status();
-      admin = *std::move(stub);
+      const absl::Status status =
+          command.run(CommandContext{one, line, stub->get(), out, err});
+      if (!absl::IsUnavailable(status) || targets.size() == 1) return status;
+      unavailable.push_back(absl::StrCat(target, ": ", status.message()));
     }
-    return command.run(CommandContext{options, line, admin.get(), out, err});
+    return absl::UnavailableError(
+        absl::StrCat("no address of --target answered: ", absl::StrJoin(unavailable, "; ")));
   }
   return UsageError("no command given");
 }

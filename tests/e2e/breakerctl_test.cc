@@ -49,6 +49,7 @@ namespace {
 namespace v1 = ::breaker::v1;
 
 using ::breaker::testing::CallUnary;
+using ::breaker::testing::ClosedPort;
 using ::breaker::testing::FakeClock;
 using ::breaker::testing::IsOk;
 using ::breaker::testing::Subprocess;
@@ -168,19 +169,6 @@ class Child {
 
   std::unique_ptr<Subprocess> process_;
 };
-
-// A port on 127.0.0.1 where nothing listens.
-int ClosedPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  socklen_t length = sizeof(address);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 // A listening socket that never accepts: connections complete in the kernel's backlog and
 // then hear nothing, as from a breakerd that hangs.
@@ -451,6 +439,21 @@ TEST_F(BreakerctlTest, UnreachableBreakerdExitsThree) {
                 HasSubstr(absl::StrCat("is breakerd running at ", target, "? (--target")))
         << command;
   }
+}
+
+TEST_F(BreakerctlTest, SeveralTargetsAreTriedInTurnUntilOneAnswers) {
+  // A replica that is down, then the one that serves: the command runs against the second.
+  const std::string down = absl::StrCat("127.0.0.1:", ClosedPort());
+  const Outcome outcome = Run({"--target=" + down + "," + target_, "status"});
+  EXPECT_EQ(outcome.exit_code, kOk) << outcome;
+  EXPECT_THAT(outcome.out, HasSubstr("policy version"));
+  // None answering: each address's reason, and the exit code of an unreachable breakerd.
+  const std::string also_down = absl::StrCat("127.0.0.1:", ClosedPort());
+  const Outcome none = Run({"--target=" + down + "," + also_down, "status"});
+  EXPECT_EQ(none.exit_code, kUnreachable) << none;
+  EXPECT_THAT(none.err, AllOf(HasSubstr("no address of --target answered"), HasSubstr(down + ":"),
+                              HasSubstr(also_down + ":")));
+  EXPECT_EQ(Run({"--target=" + target_ + ",", "status"}).exit_code, kUsage);
 }
 
 TEST_F(BreakerctlTest, SilentBreakerdExitsThreeAtTheTimeout) {

@@ -3,6 +3,11 @@
 
 // Small helpers shared by the tests that run a real breakerd.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -50,6 +55,19 @@ inline std::string TestDir() {
 }
 
 // The test side's conversion of a call's status, for the status matchers.
+// A loopback port that nothing listens on (bound, then closed): connections to it are refused.
+inline int ClosedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
 inline absl::Status FromGrpc(const grpc::Status& status) { return ctl::DescribedStatus(status); }
 
 // Calls a unary rpc of `stub` with a 10 s deadline and waits for it (see ctl/unary_call.h: through
