@@ -335,6 +335,10 @@ TEST_F(ReplicasTest, AStandbyTakesOverFromAKilledLeaderWithEverythingAcknowledge
             << lease_ttl_seconds_ << " s)" << std::endl;
   RecordProperty("failover_to_serving_ms",
                  std::to_string(absl::ToInt64Milliseconds(serving - killed)));
+  ASSERT_TRUE(ObserveUntil([&] { return AllNodesConnected(); }))
+      << "the nodes did not reconnect to the new leader";
+  std::cerr << "failover: SIGKILL of the leader to every node streaming to the new one "
+            << absl::Now() - killed << std::endl;
 
   // The new leader holds everything acknowledged, under the same fleet id and versions.
   ASSERT_NO_FATAL_FAILURE(ExpectHolds(told, "after SIGKILL of the leader"));
