@@ -1,5 +1,6 @@
 #include "bench/failover.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -123,6 +124,7 @@ absl::StatusOr<FailoverResult> RunFailover(const FailoverOptions& options) {
   fleet.ConnectAll();
 
   std::array<std::vector<double>, 5> samples;
+  std::vector<double> per_node;
   int leader = 0;
   for (int trial = 0; trial < options.trials; ++trial) {
     if (absl::Status status = fleet.WaitConverged(kConvergeTimeout).status(); !status.ok()) {
@@ -145,10 +147,11 @@ absl::StatusOr<FailoverResult> RunFailover(const FailoverOptions& options) {
         replicas[standby].address(), kFirstFailoverBuilder + static_cast<uint64_t>(trial));
     if (!version.ok()) return version.status();
     times.published = Clock::now();
-    if (absl::Status status = fleet.WaitAllHold(*version, kAllHoldTimeout); !status.ok()) {
-      return status;
-    }
-    times.all_hold = Clock::now();
+    absl::StatusOr<std::vector<Clock::time_point>> held =
+        fleet.WaitAllHold(*version, kAllHoldTimeout);
+    if (!held.ok()) return held.status();
+    times.all_hold = *std::max_element(held->begin(), held->end());
+    for (Clock::time_point at : *held) per_node.push_back(SecondsBetween(times.killed, at));
     Record(times, samples);
     std::fprintf(stderr,
                  "[failover, %d nodes] trial %d: all hold version %llu %.2f s after the kill "
@@ -172,6 +175,7 @@ absl::StatusOr<FailoverResult> RunFailover(const FailoverOptions& options) {
   result.trials = options.trials;
   result.lease_ttl_seconds = options.lease_ttl_seconds;
   result.total = Summarize(samples[0]);
+  result.per_node = Summarize(per_node);
   result.leadership = Summarize(samples[1]);
   result.restore = Summarize(samples[2]);
   result.publish = Summarize(samples[3]);

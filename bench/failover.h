@@ -40,6 +40,8 @@ struct FailoverResult {
   int lease_ttl_seconds = 0;
   // SIGKILL to every node holding the new leader's policy.
   Summary total;
+  // SIGKILL to each node holding it, every node of every trial.
+  Summary per_node;
   // SIGKILL to the standby logging that it leads: the lease's expiry and the campaign.
   Summary leadership;
   // Leading to serving: the new leader's restore of the state it has not applied yet.

@@ -295,18 +295,26 @@ absl::StatusOr<uint64_t> NodeFleet::WaitConverged(absl::Duration timeout) const 
   return nodes_.front()->held_version.load();
 }
 
-absl::Status NodeFleet::WaitAllHold(uint64_t version, absl::Duration timeout) const {
-  auto holding = [this, version] {
-    return static_cast<int>(std::count_if(nodes_.begin(), nodes_.end(), [version](const auto& node) {
-      return node->held_version.load() >= version;
-    }));
+absl::StatusOr<std::vector<Clock::time_point>> NodeFleet::WaitAllHold(
+    uint64_t version, absl::Duration timeout) const {
+  std::vector<Clock::time_point> seen(nodes_.size());
+  int holding = 0;
+  auto all_hold = [&] {
+    const Clock::time_point now = Clock::now();
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (seen[i] == Clock::time_point() && nodes_[i]->held_version.load() >= version) {
+        seen[i] = now;
+        ++holding;
+      }
+    }
+    return holding == size();
   };
-  if (!PollUntil([&] { return holding() == size(); }, timeout)) {
-    return absl::DeadlineExceededError(absl::StrCat(size() - holding(), " of ", size(),
+  if (!PollUntil(all_hold, timeout)) {
+    return absl::DeadlineExceededError(absl::StrCat(size() - holding, " of ", size(),
                                                     " nodes do not hold policy version ", version,
                                                     " after ", absl::FormatDuration(timeout)));
   }
-  return absl::OkStatus();
+  return seen;
 }
 
 std::vector<double> NodeFleet::FanOutTrial(int sender, uint64_t builder, absl::Duration timeout,

@@ -12,6 +12,7 @@
 // harness's thread only polls for completion.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -72,9 +73,11 @@ class NodeFleet {
   // returns it. DEADLINE_EXCEEDED says how many nodes are not there.
   absl::StatusOr<uint64_t> WaitConverged(absl::Duration timeout) const;
 
-  // Waits until every node holds `version` or a later one. DEADLINE_EXCEEDED says how many do
-  // not.
-  absl::Status WaitAllHold(uint64_t version, absl::Duration timeout) const;
+  // Waits until every node holds `version` or a later one; returns, per node, when the harness
+  // saw it holding one (on the steady clock, polled every millisecond). DEADLINE_EXCEEDED says
+  // how many do not.
+  absl::StatusOr<std::vector<std::chrono::steady_clock::time_point>> WaitAllHold(
+      uint64_t version, absl::Duration timeout) const;
 
   // --- Fan-out ---
   // Sends a failure that bans `builder` through node `sender` and waits until every node holds

@@ -252,6 +252,7 @@ void PrintFailover(const std::vector<FailoverResult>& results, std::ostream& out
           << absl::StrFormat("%.2f | %.2f | %.2f", s.p50, s.p99, s.max) << " |\n";
     };
     row("**time to failover** (s)", r.total);
+    row("kill to each node holding it, every node of every trial (s)", r.per_node);
     row("kill to the standby leading: lease expiry, campaign (s)", r.leadership);
     row("leading to serving: the new leader's restore (s)", r.restore);
     row("serving to the ban's policy published (s)", r.publish);
