@@ -46,8 +46,8 @@ constexpr char kStandbyLine[] = "standby for ";
 // A change that only the leader can make: a ban through its Admin service. Returns the version
 // of the policy it published.
 absl::StatusOr<uint64_t> BanThrough(const std::string& address, uint64_t builder) {
-  auto admin = breaker::v1::Admin::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto admin =
+      breaker::v1::Admin::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + kAdminTimeout));
   breaker::v1::BanBuilderRequest request;
@@ -56,8 +56,8 @@ absl::StatusOr<uint64_t> BanThrough(const std::string& address, uint64_t builder
   breaker::v1::Policy policy;
   const grpc::Status status = admin->BanBuilder(&context, request, &policy);
   if (!status.ok()) {
-    return absl::UnavailableError(absl::StrCat("BanBuilder on the new leader at ", address,
-                                               ": ", status.error_message()));
+    return absl::UnavailableError(
+        absl::StrCat("BanBuilder on the new leader at ", address, ": ", status.error_message()));
   }
   return policy.version();
 }
@@ -110,9 +110,9 @@ void Record(const TrialTimes& t, std::array<std::vector<double>, 5>& samples) {
 
 absl::StatusOr<FailoverResult> RunFailover(const FailoverOptions& options) {
   if (options.trials > kMostTrials) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("at most ", kMostTrials, " failover trials (each bans a builder, and ",
-                     "breakerd holds 256 operator bans)"));
+    return absl::InvalidArgumentError(absl::StrCat("at most ", kMostTrials,
+                                                   " failover trials (each bans a builder, and ",
+                                                   "breakerd holds 256 operator bans)"));
   }
   Replicas replicas(options);
   if (absl::Status status = replicas.StartAndWait(0, kServingLine); !status.ok()) return status;
@@ -136,8 +136,7 @@ absl::StatusOr<FailoverResult> RunFailover(const FailoverOptions& options) {
     times.killed = Clock::now();
     replicas[leader].Kill();
     absl::StatusOr<Clock::time_point> leading = standby_log.WaitFor(
-        LeadingLine(options.etcd_prefix),
-        absl::Seconds(options.lease_ttl_seconds) + kServeTimeout);
+        LeadingLine(options.etcd_prefix), absl::Seconds(options.lease_ttl_seconds) + kServeTimeout);
     if (!leading.ok()) return leading.status();
     times.leading = *leading;
     absl::StatusOr<Clock::time_point> serving = standby_log.WaitFor(kServingLine, kServeTimeout);

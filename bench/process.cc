@@ -136,8 +136,8 @@ absl::StatusOr<double> ChildProcess::RssKiB() const { return ProcessRssKiB(pid_)
 
 LogFollower::LogFollower(std::string path) : path_(std::move(path)), offset_(FileSize(path_)) {}
 
-absl::StatusOr<std::chrono::steady_clock::time_point> LogFollower::WaitFor(
-    absl::string_view needle, absl::Duration timeout) {
+absl::StatusOr<std::chrono::steady_clock::time_point> LogFollower::WaitFor(absl::string_view needle,
+                                                                           absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
     unread_ += ReadFrom(path_, offset_);

@@ -265,9 +265,9 @@ void PrintGoals(const std::vector<Comparison>& comparisons, std::ostream& out) {
   const bool with_round = SeveralRounds(comparisons);
   const bool with_store = AnyEtcd(comparisons);
   for (const Comparison& c : comparisons) {
-    const std::string at = absl::StrCat(
-        Nodes(c, with_round), " nodes", with_store ? absl::StrCat(" on ", StoreName(c.store)) : "",
-        ": ");
+    const std::string at =
+        absl::StrCat(Nodes(c, with_round), " nodes",
+                     with_store ? absl::StrCat(" on ", StoreName(c.store)) : "", ": ");
     const double p99 = c.breakerd.fan_out.latency_ms.p99;
     const double base_p99 = c.baseline.fan_out.latency_ms.p99;
     if (c.nodes == 1000) {

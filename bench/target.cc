@@ -43,7 +43,7 @@ const char* StoreName(Store store) { return store == Store::kSqlite ? "sqlite" :
 
 absl::Status Target::Start() {
   if (options_.kind == TargetKind::kBreakerd && options_.store == Store::kSqlite &&
-      options_.sqlite_page_size > 0 && !std::filesystem::exists(options_.state_dir)) {
+      options_.sqlite_page_size > 0) {
     absl::Status created = CreateDatabase(options_.state_dir, options_.sqlite_page_size);
     if (!created.ok()) return created;
   }
@@ -76,7 +76,8 @@ absl::Status Target::Launch(int port, uint64_t version) {
       argv.push_back(absl::StrCat("--state_dir=", options_.state_dir));
     } else {
       argv.push_back("--store=etcd");
-      argv.push_back(absl::StrCat("--etcd_endpoints=", absl::StrJoin(options_.etcd_endpoints, ",")));
+      argv.push_back(
+          absl::StrCat("--etcd_endpoints=", absl::StrJoin(options_.etcd_endpoints, ",")));
       argv.push_back(absl::StrCat("--etcd_prefix=", options_.etcd_prefix));
       argv.push_back(absl::StrCat("--etcd_lease_ttl=", options_.etcd_lease_ttl_seconds));
       if (port != 0) argv.push_back(absl::StrCat("--advertise_address=127.0.0.1:", port));
