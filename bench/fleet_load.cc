@@ -2,21 +2,26 @@
 // the same run. See BENCHMARKS.md.
 //
 //   bazel run -c opt //bench:fleet_load -- --nodes=100,1000,5000
+//   bazel run -c opt //bench:fleet_load -- --nodes=1000 --store=sqlite,etcd
 //
 // For each fleet size it runs breakerd, then the baseline (alternating which goes first in later
 // rounds), each as a child process on loopback, and measures fan-out latency, sustained
-// ingestion, memory per connected node and a reconnect storm. Progress goes to stderr; the
+// ingestion, memory per connected node and a reconnect storm. With --store=etcd, breakerd
+// keeps its state in three etcd members the harness starts on loopback, and the harness also
+// measures the time to failover between two breakerd replicas. Progress goes to stderr; the
 // tables, in Markdown, to stdout.
 
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,10 +34,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "bench/failover.h"
 #include "bench/phase.h"
 #include "bench/report.h"
 #include "bench/target.h"
 #include "bench/workload.h"
+#include "tests/support/etcd_cluster.h"
 
 ABSL_FLAG(std::vector<std::string>, nodes, (std::vector<std::string>{"100", "1000", "5000"}),
           "Fleet sizes to measure, comma-separated.");
@@ -58,6 +65,14 @@ ABSL_FLAG(std::string, baseline, "bench/baseline_server", "The baseline server b
 ABSL_FLAG(int, breakerd_sqlite_page_size, 0,
           "Experiment: create breakerd's database with this SQLite page size (0: SQLite's "
           "default, as breakerd does).");
+ABSL_FLAG(std::vector<std::string>, store, (std::vector<std::string>{"sqlite"}),
+          "Where breakerd keeps its state: sqlite, etcd (three etcd members the harness "
+          "starts on loopback, from /usr/bin/etcd), or both, comma-separated: each is measured "
+          "beside the baseline, in turn.");
+ABSL_FLAG(int, failover_trials, 10,
+          "With etcd: failover trials per fleet size (SIGKILL of the leading replica, until "
+          "every node holds the new leader's policy); 0: none.");
+ABSL_FLAG(int, etcd_lease_ttl, 5, "With etcd: breakerd's --etcd_lease_ttl, in seconds.");
 ABSL_FLAG(std::string, work_dir, "",
           "Where state directories and server logs go; default: a new directory under "
           "$TEST_TMPDIR or /tmp.");
@@ -67,6 +82,9 @@ namespace {
 
 struct Settings {
   std::vector<int> nodes;
+  std::vector<Store> stores;
+  int failover_trials = 0;
+  int etcd_lease_ttl_seconds = 5;
   int rounds = 1;
   PhaseOptions phase;
   std::string breakerd;
@@ -114,6 +132,21 @@ absl::StatusOr<Settings> SettingsFromFlags(const std::string& argv0) {
       return absl::InvalidArgumentError(absl::StrCat("--nodes: '", text, "' is not a count"));
     }
     settings.nodes.push_back(nodes);
+  }
+  for (const std::string& text : absl::GetFlag(FLAGS_store)) {
+    if (text == "sqlite") {
+      settings.stores.push_back(Store::kSqlite);
+    } else if (text == "etcd") {
+      settings.stores.push_back(Store::kEtcd);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--store: '", text, "' is neither sqlite nor etcd"));
+    }
+  }
+  settings.failover_trials = std::max(0, absl::GetFlag(FLAGS_failover_trials));
+  settings.etcd_lease_ttl_seconds = absl::GetFlag(FLAGS_etcd_lease_ttl);
+  if (settings.etcd_lease_ttl_seconds < 2) {
+    return absl::InvalidArgumentError("--etcd_lease_ttl: at least 2 s, as breakerd requires");
   }
   settings.rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
   PhaseOptions& phase = settings.phase;
@@ -165,9 +198,26 @@ absl::Status RaiseFileLimit(const Settings& settings) {
   return absl::OkStatus();
 }
 
-TargetOptions OptionsFor(TargetKind kind, const Settings& settings, int nodes, int round) {
-  const std::string run = absl::StrCat(TargetName(kind), "-", nodes, "-", round);
+bool UsesEtcd(const Settings& settings) {
+  return std::find(settings.stores.begin(), settings.stores.end(), Store::kEtcd) !=
+         settings.stores.end();
+}
+
+// A prefix of its own for each breakerd run, so that none finds another's state.
+std::string EtcdPrefix(const std::string& run) { return absl::StrCat("/breaker/fleet_load/", run); }
+
+TargetOptions OptionsFor(TargetKind kind, Store store, const Settings& settings,
+                         const std::vector<std::string>& etcd_endpoints, int nodes, int round) {
+  const bool on_etcd = kind == TargetKind::kBreakerd && store == Store::kEtcd;
+  const std::string run =
+      absl::StrCat(TargetName(kind), on_etcd ? "-etcd" : "", "-", nodes, "-", round);
   TargetOptions options;
+  if (on_etcd) {
+    options.store = Store::kEtcd;
+    options.etcd_endpoints = etcd_endpoints;
+    options.etcd_prefix = EtcdPrefix(run);
+    options.etcd_lease_ttl_seconds = settings.etcd_lease_ttl_seconds;
+  }
   options.kind = kind;
   options.binary = kind == TargetKind::kBreakerd ? settings.breakerd : settings.baseline;
   options.state_dir = absl::StrCat(settings.work_dir, "/state-", run);
@@ -179,9 +229,11 @@ TargetOptions OptionsFor(TargetKind kind, const Settings& settings, int nodes, i
   return options;
 }
 
-absl::StatusOr<PhaseResult> Measure(TargetKind kind, const Settings& settings, int nodes,
+absl::StatusOr<PhaseResult> Measure(TargetKind kind, Store store, const Settings& settings,
+                                    const std::vector<std::string>& etcd_endpoints, int nodes,
                                     int round) {
-  const TargetOptions target_options = OptionsFor(kind, settings, nodes, round);
+  const TargetOptions target_options =
+      OptionsFor(kind, store, settings, etcd_endpoints, nodes, round);
   Target target(target_options);
   PhaseOptions options = settings.phase;
   options.nodes = nodes;
@@ -197,17 +249,21 @@ absl::StatusOr<PhaseResult> Measure(TargetKind kind, const Settings& settings, i
   return result;
 }
 
-absl::StatusOr<Comparison> Compare(const Settings& settings, int nodes, int round) {
+absl::StatusOr<Comparison> Compare(const Settings& settings, Store store,
+                                   const std::vector<std::string>& etcd_endpoints, int nodes,
+                                   int round) {
   Comparison comparison;
   comparison.nodes = nodes;
   comparison.round = round;
+  comparison.store = store;
   // The baseline needs breakerd's messages, so breakerd goes first in the first round; later
   // rounds alternate, so that neither always runs on the machine the other has just warmed.
   const bool breakerd_first = round % 2 == 1;
   for (int turn = 0; turn < 2; ++turn) {
     const bool breakerd = (turn == 0) == breakerd_first;
     absl::StatusOr<PhaseResult> result =
-        Measure(breakerd ? TargetKind::kBreakerd : TargetKind::kBaseline, settings, nodes, round);
+        Measure(breakerd ? TargetKind::kBreakerd : TargetKind::kBaseline, store, settings,
+                etcd_endpoints, nodes, round);
     if (!result.ok()) return result.status();
     (breakerd ? comparison.breakerd : comparison.baseline) = *std::move(result);
   }
@@ -236,18 +292,59 @@ int Run(int argc, char** argv) {
   std::cerr << "fleet_load: state and server logs in " << settings->work_dir << "\n";
   std::cout << "command: " << CommandLine(argc, argv) << "\n";
   PrintMachine(std::cout);
+  // One etcd cluster for the whole run; each breakerd run has a prefix of its own in it.
+  std::unique_ptr<testing::EtcdCluster> etcd;
+  std::vector<std::string> etcd_endpoints;
+  if (UsesEtcd(*settings)) {
+    testing::EtcdCluster::Options options;
+    options.members = 3;
+    options.directory = absl::StrCat(settings->work_dir, "/etcd");
+    absl::StatusOr<std::unique_ptr<testing::EtcdCluster>> started =
+        testing::EtcdCluster::Start(options);
+    if (!started.ok()) {
+      std::cerr << "fleet_load: etcd: " << started.status() << "\n";
+      return 1;
+    }
+    etcd = *std::move(started);
+    etcd_endpoints = etcd->endpoints();
+    std::cerr << "fleet_load: etcd members at " << absl::StrJoin(etcd_endpoints, ",") << "\n";
+  }
   std::vector<Comparison> comparisons;
+  std::vector<FailoverResult> failovers;
   for (int nodes : settings->nodes) {
     for (int round = 1; round <= settings->rounds; ++round) {
-      absl::StatusOr<Comparison> comparison = Compare(*settings, nodes, round);
-      if (!comparison.ok()) {
-        std::cerr << "fleet_load: " << nodes << " nodes: " << comparison.status() << "\n";
+      for (Store store : settings->stores) {
+        absl::StatusOr<Comparison> comparison =
+            Compare(*settings, store, etcd_endpoints, nodes, round);
+        if (!comparison.ok()) {
+          std::cerr << "fleet_load: " << nodes << " nodes on " << StoreName(store) << ": "
+                    << comparison.status() << "\n";
+          return 1;
+        }
+        comparisons.push_back(*std::move(comparison));
+      }
+    }
+    if (etcd != nullptr && settings->failover_trials > 0) {
+      FailoverOptions options;
+      options.nodes = nodes;
+      options.trials = settings->failover_trials;
+      options.breakerd = settings->breakerd;
+      options.config_path = absl::StrCat(settings->work_dir, "/breakerd.textproto");
+      options.etcd_endpoints = etcd_endpoints;
+      const std::string run = absl::StrCat("failover-", nodes);
+      options.etcd_prefix = EtcdPrefix(run);
+      options.lease_ttl_seconds = settings->etcd_lease_ttl_seconds;
+      options.log_path_prefix = absl::StrCat(settings->work_dir, "/", run);
+      absl::StatusOr<FailoverResult> failover = RunFailover(options);
+      if (!failover.ok()) {
+        std::cerr << "fleet_load: failover, " << nodes << " nodes: " << failover.status() << "\n";
         return 1;
       }
-      comparisons.push_back(*std::move(comparison));
+      failovers.push_back(*failover);
     }
   }
   PrintTables(comparisons, settings->phase, std::cout);
+  PrintFailover(failovers, std::cout);
   PrintGoals(comparisons, std::cout);
   return 0;
 }
@@ -258,7 +355,7 @@ int Run(int argc, char** argv) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Measures breakerd under N node streams beside a bare gRPC baseline.\n"
-      "Usage: fleet_load [--nodes=100,1000,5000] [--rounds=N] [--quick]");
+      "Usage: fleet_load [--nodes=100,1000,5000] [--store=sqlite,etcd] [--rounds=N] [--quick]");
   absl::ParseCommandLine(argc, argv);
   return breaker::bench::Run(argc, argv);
 }

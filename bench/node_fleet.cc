@@ -48,11 +48,11 @@ constexpr char kConnectMethod[] = "/breaker.v1.Breaker/Connect";
 
 // The client library's channel: its keepalive, and a subchannel pool of its own, so that the
 // channel has its own connection (channels with the same arguments would share one).
-std::shared_ptr<grpc::Channel> NewChannel(const FleetOptions& options) {
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   SetClientKeepalive(args);
-  return grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
 // A channel shared by several nodes' streams (--streams_per_channel), which cannot open a new
@@ -65,7 +65,8 @@ std::shared_ptr<grpc::Channel> NewSharedChannel(const FleetOptions& options) {
               static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options.max_backoff)));
-  return grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(options.addresses.front(), grpc::InsecureChannelCredentials(),
+                                   args);
 }
 
 }  // namespace
@@ -89,6 +90,8 @@ struct Node {
   // The library's own schedule, as a node would reconnect.
   client::Backoff backoff ABSL_GUARDED_BY(mu);
   std::string fleet_id ABSL_GUARDED_BY(mu);
+  // The index of the address of the next attempt (with one channel per attempt).
+  size_t next_address ABSL_GUARDED_BY(mu) = 0;
   uint64_t next_sequence ABSL_GUARDED_BY(mu) = 1;
   uint64_t acked_sequence ABSL_GUARDED_BY(mu) = 0;
   // The ingestion batch awaiting its acknowledgement, if any: its last sequence and send time.
@@ -222,9 +225,15 @@ void NodeFleet::Open(Node& node) {
   hello.mutable_hello()->set_network(options_.network);
   hello.mutable_hello()->set_policy_version(node.held_version.load());
   hello.mutable_hello()->set_fleet_id(node.fleet_id);
-  node.stream = std::make_shared<NodeStream>(
-      this, &node,
-      node.shared_stub == nullptr ? std::make_unique<ConnectStub>(NewChannel(options_)) : nullptr);
+  std::unique_ptr<ConnectStub> own_stub;
+  if (node.shared_stub == nullptr) {
+    // The next replica on each attempt, as the library goes: a standby refuses the stream, and
+    // the node's next attempt tries the next address.
+    const std::string& address = options_.addresses[node.next_address];
+    node.next_address = (node.next_address + 1) % options_.addresses.size();
+    own_stub = std::make_unique<ConnectStub>(NewChannel(address));
+  }
+  node.stream = std::make_shared<NodeStream>(this, &node, std::move(own_stub));
   if (storm_version_.load() != 0) ++node.storm_attempts;
   ++live_streams_;
   node.stream->Open(node.stream, std::move(hello));
@@ -284,6 +293,28 @@ absl::StatusOr<uint64_t> NodeFleet::WaitConverged(absl::Duration timeout) const 
         "different policy versions, after ", absl::FormatDuration(timeout)));
   }
   return nodes_.front()->held_version.load();
+}
+
+absl::StatusOr<std::vector<Clock::time_point>> NodeFleet::WaitAllHold(
+    uint64_t version, absl::Duration timeout) const {
+  std::vector<Clock::time_point> seen(nodes_.size());
+  int holding = 0;
+  auto all_hold = [&] {
+    const Clock::time_point now = Clock::now();
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (seen[i] == Clock::time_point() && nodes_[i]->held_version.load() >= version) {
+        seen[i] = now;
+        ++holding;
+      }
+    }
+    return holding == size();
+  };
+  if (!PollUntil(all_hold, timeout)) {
+    return absl::DeadlineExceededError(absl::StrCat(size() - holding, " of ", size(),
+                                                    " nodes do not hold policy version ", version,
+                                                    " after ", absl::FormatDuration(timeout)));
+  }
+  return seen;
 }
 
 std::vector<double> NodeFleet::FanOutTrial(int sender, uint64_t builder, absl::Duration timeout,

@@ -12,6 +12,7 @@
 // harness's thread only polls for completion.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -32,8 +33,9 @@
 namespace breaker::bench {
 
 struct FleetOptions {
-  // The server, "host:port".
-  std::string address;
+  // The servers, "host:port": each attempt goes to the next, in turn, as the client library's
+  // (breakerd's replicas, of which one leads). Nodes sharing a channel use the first only.
+  std::vector<std::string> addresses;
   int nodes = 0;
   // Streams sharing one channel (one HTTP/2 connection). 1: a new channel for every attempt,
   // as the client library opens.
@@ -70,6 +72,12 @@ class NodeFleet {
   // Waits until every node's stream has answered and every node holds the same policy version;
   // returns it. DEADLINE_EXCEEDED says how many nodes are not there.
   absl::StatusOr<uint64_t> WaitConverged(absl::Duration timeout) const;
+
+  // Waits until every node holds `version` or a later one; returns, per node, when the harness
+  // saw it holding one (on the steady clock, polled every millisecond). DEADLINE_EXCEEDED says
+  // how many do not.
+  absl::StatusOr<std::vector<std::chrono::steady_clock::time_point>> WaitAllHold(
+      uint64_t version, absl::Duration timeout) const;
 
   // --- Fan-out ---
   // Sends a failure that bans `builder` through node `sender` and waits until every node holds

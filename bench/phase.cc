@@ -207,7 +207,7 @@ absl::StatusOr<PhaseResult> RunPhase(Target& target, const PhaseOptions& options
   if (absl::Status status = target.Start(); !status.ok()) return status;
   Progress(target, options.nodes, absl::StrCat("listening on ", target.address()));
   FleetOptions fleet_options;
-  fleet_options.address = target.address();
+  fleet_options.addresses = {target.address()};
   fleet_options.nodes = options.nodes;
   fleet_options.streams_per_channel = options.streams_per_channel;
   NodeFleet fleet(fleet_options);

@@ -134,6 +134,29 @@ absl::StatusOr<double> ChildProcess::CpuSeconds() const { return ProcessCpuSecon
 
 absl::StatusOr<double> ChildProcess::RssKiB() const { return ProcessRssKiB(pid_); }
 
+LogFollower::LogFollower(std::string path) : path_(std::move(path)), offset_(FileSize(path_)) {}
+
+absl::StatusOr<std::chrono::steady_clock::time_point> LogFollower::WaitFor(absl::string_view needle,
+                                                                           absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    unread_ += ReadFrom(path_, offset_);
+    const size_t at = unread_.find(needle.data(), 0, needle.size());
+    if (at != std::string::npos) {
+      const auto seen = std::chrono::steady_clock::now();
+      const size_t end = unread_.find('\n', at);
+      unread_.erase(0, end == std::string::npos ? unread_.size() : end + 1);
+      return seen;
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("no line with '", needle, "' in ", path_,
+                                                      " within ", absl::FormatDuration(timeout),
+                                                      "; its tail:\n", LogTail(path_, 20)));
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+}
+
 std::string LogTail(const std::string& path, int lines) {
   std::ifstream file(path);
   std::deque<std::string> tail;

@@ -6,11 +6,13 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace breaker::bench {
@@ -45,6 +47,27 @@ class ChildProcess {
  private:
   pid_t pid_ = -1;
   std::string log_path_;
+};
+
+// What a server logs from now on: follows its log file from the current end, so that a test
+// waits for a line the server writes after some event (a standby's "leading ..."). Polls the
+// file every millisecond; the time it reports is when it read the line.
+// This class is thread-compatible.
+class LogFollower {
+ public:
+  explicit LogFollower(std::string path);
+
+  // Waits for a line containing `needle` among the lines appended since the last line it
+  // matched (or since construction); returns the steady-clock time at which it read it.
+  // DEADLINE_EXCEEDED, with the log's tail, at `timeout`.
+  absl::StatusOr<std::chrono::steady_clock::time_point> WaitFor(absl::string_view needle,
+                                                                absl::Duration timeout);
+
+ private:
+  const std::string path_;
+  std::streamoff offset_ = 0;
+  // Read and not yet matched.
+  std::string unread_;
 };
 
 // The tail of a log file, for error messages.

@@ -19,9 +19,23 @@ bool SeveralRounds(const std::vector<Comparison>& comparisons) {
   return !comparisons.empty() && comparisons.back().round > 1;
 }
 
-std::string Nodes(const Comparison& comparison, bool with_round) {
-  std::string nodes = std::to_string(comparison.nodes);
-  for (int at = static_cast<int>(nodes.size()) - 3; at > 0; at -= 3) nodes.insert(at, ",");
+// Whether breakerd ran on etcd in the run, so that each row names its store.
+bool AnyEtcd(const std::vector<Comparison>& comparisons) {
+  for (const Comparison& comparison : comparisons) {
+    if (comparison.store == Store::kEtcd) return true;
+  }
+  return false;
+}
+
+std::string Count(int count) {
+  std::string text = std::to_string(count);
+  for (int at = static_cast<int>(text.size()) - 3; at > 0; at -= 3) text.insert(at, ",");
+  return text;
+}
+
+std::string Nodes(const Comparison& comparison, bool with_round, bool with_store = false) {
+  std::string nodes = Count(comparison.nodes);
+  if (with_store) absl::StrAppend(&nodes, " ", StoreName(comparison.store));
   return with_round ? absl::StrCat(nodes, " #", comparison.round) : nodes;
 }
 
@@ -36,6 +50,7 @@ class Table {
   Table(std::ostream& out, const std::vector<Comparison>& comparisons)
       : out_(out), comparisons_(comparisons) {
     with_round_ = SeveralRounds(comparisons);
+    with_store_ = AnyEtcd(comparisons);
   }
 
   void Header(absl::string_view title, absl::string_view note) {
@@ -56,7 +71,7 @@ class Table {
       for (const Figure& figure : figures_) {
         const double breakerd = figure.value(comparison.breakerd);
         const double baseline = figure.value(comparison.baseline);
-        out_ << "| " << Nodes(comparison, with_round_) << " | " << figure.name << " | "
+        out_ << "| " << Nodes(comparison, with_round_, with_store_) << " | " << figure.name << " | "
              << absl::StrFormat("%.*f", figure.decimals, breakerd) << " | "
              << absl::StrFormat("%.*f", figure.decimals, baseline) << " | "
              << Ratio(breakerd, baseline) << " |\n";
@@ -74,6 +89,8 @@ class Table {
   std::ostream& out_;
   const std::vector<Comparison>& comparisons_;
   bool with_round_ = false;
+  // With breakerd on etcd in the run, the nodes column names the store ("1,000 etcd").
+  bool with_store_ = false;
   std::vector<Figure> figures_;
 };
 
@@ -216,11 +233,41 @@ void PrintTables(const std::vector<Comparison>& comparisons, const PhaseOptions&
   }
 }
 
+void PrintFailover(const std::vector<FailoverResult>& results, std::ostream& out) {
+  if (results.empty()) return;
+  out << "\n### Failover\n\n"
+      << "Two breakerd replicas on one prefix of three local etcd members, lease TTL "
+      << results.front().lease_ttl_seconds
+      << " s; the nodes hold both addresses and try them in turn, on the client library's "
+         "backoff (1 s, x1.6, jitter 0.2), each attempt on a new connection. Each trial "
+         "SIGKILLs the leader once every node holds its policy; the moment the standby logs "
+         "that it serves, a builder is banned through its Admin service. Time to failover: "
+         "from the SIGKILL to every node holding the policy that ban published. Then the "
+         "killed replica starts again as the next standby. Seconds, over the trials; the "
+         "parts are read from the new leader's log as the harness sees it (1 ms polls).\n\n"
+      << "| nodes | trials | figure | p50 | p99 | max |\n|---:|---:|---|---:|---:|---:|\n";
+  for (const FailoverResult& r : results) {
+    auto row = [&](absl::string_view figure, const Summary& s) {
+      out << "| " << Count(r.nodes) << " | " << r.trials << " | " << figure << " | "
+          << absl::StrFormat("%.2f | %.2f | %.2f", s.p50, s.p99, s.max) << " |\n";
+    };
+    row("**time to failover** (s)", r.total);
+    row("kill to each node holding it, every node of every trial (s)", r.per_node);
+    row("kill to the standby leading: lease expiry, campaign (s)", r.leadership);
+    row("leading to serving: the new leader's restore (s)", r.restore);
+    row("serving to the ban's policy published (s)", r.publish);
+    row("published to every node holding it: reconnection (s)", r.reconnect);
+  }
+}
+
 void PrintGoals(const std::vector<Comparison>& comparisons, std::ostream& out) {
   out << "\n### Goals\n\n";
   const bool with_round = SeveralRounds(comparisons);
+  const bool with_store = AnyEtcd(comparisons);
   for (const Comparison& c : comparisons) {
-    const std::string at = absl::StrCat(Nodes(c, with_round), " nodes: ");
+    const std::string at =
+        absl::StrCat(Nodes(c, with_round), " nodes",
+                     with_store ? absl::StrCat(" on ", StoreName(c.store)) : "", ": ");
     const double p99 = c.breakerd.fan_out.latency_ms.p99;
     const double base_p99 = c.baseline.fan_out.latency_ms.p99;
     if (c.nodes == 1000) {

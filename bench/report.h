@@ -7,14 +7,17 @@
 #include <ostream>
 #include <vector>
 
+#include "bench/failover.h"
 #include "bench/phase.h"
+#include "bench/target.h"
 
 namespace breaker::bench {
 
-// breakerd and the baseline at one fleet size, in one round.
+// breakerd (on one store) and the baseline at one fleet size, in one round.
 struct Comparison {
   int nodes = 0;
   int round = 1;
+  Store store = Store::kSqlite;
   PhaseResult breakerd;
   PhaseResult baseline;
 };
@@ -24,6 +27,9 @@ void PrintMachine(std::ostream& out);
 
 void PrintTables(const std::vector<Comparison>& comparisons, const PhaseOptions& options,
                  std::ostream& out);
+
+// Time to failover on etcd, per fleet size measured.
+void PrintFailover(const std::vector<FailoverResult>& results, std::ostream& out);
 
 // The goals, each met or missed, for the fleet sizes they name that were measured.
 void PrintGoals(const std::vector<Comparison>& comparisons, std::ostream& out);

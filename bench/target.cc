@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "sqlite3.h"
 
 namespace breaker::bench {
@@ -38,12 +39,15 @@ const char* TargetName(TargetKind kind) {
   return kind == TargetKind::kBreakerd ? "breakerd" : "baseline";
 }
 
+const char* StoreName(Store store) { return store == Store::kSqlite ? "sqlite" : "etcd"; }
+
 absl::Status Target::Start() {
-  if (options_.kind == TargetKind::kBreakerd && options_.sqlite_page_size > 0) {
+  if (options_.kind == TargetKind::kBreakerd && options_.store == Store::kSqlite &&
+      options_.sqlite_page_size > 0) {
     absl::Status created = CreateDatabase(options_.state_dir, options_.sqlite_page_size);
     if (!created.ok()) return created;
   }
-  return Launch(0, 0);
+  return Launch(port_, 0);
 }
 
 absl::StatusOr<RestartTimes> Target::Restart(uint64_t version, bool crash) {
@@ -67,8 +71,17 @@ absl::Status Target::Launch(int port, uint64_t version) {
       absl::StrCat("--max_concurrent_streams=",
                    std::max(kDefaultMaxConcurrentStreams, options_.streams_per_connection))};
   if (options_.kind == TargetKind::kBreakerd) {
-    argv.push_back(absl::StrCat("--state_dir=", options_.state_dir));
     argv.push_back(absl::StrCat("--config=", options_.config_path));
+    if (options_.store == Store::kSqlite) {
+      argv.push_back(absl::StrCat("--state_dir=", options_.state_dir));
+    } else {
+      argv.push_back("--store=etcd");
+      argv.push_back(
+          absl::StrCat("--etcd_endpoints=", absl::StrJoin(options_.etcd_endpoints, ",")));
+      argv.push_back(absl::StrCat("--etcd_prefix=", options_.etcd_prefix));
+      argv.push_back(absl::StrCat("--etcd_lease_ttl=", options_.etcd_lease_ttl_seconds));
+      if (port != 0) argv.push_back(absl::StrCat("--advertise_address=127.0.0.1:", port));
+    }
   } else {
     argv.push_back(absl::StrCat("--messages=", options_.messages_path));
     argv.push_back(absl::StrCat("--version=", version));

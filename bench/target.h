@@ -1,12 +1,13 @@
 #ifndef BENCH_TARGET_H_
 #define BENCH_TARGET_H_
 
-// A server under load: breakerd or the baseline, as a child process on a loopback port that
-// stays the same across restarts (the nodes reconnect to it).
+// A server under load: breakerd (on SQLite or on etcd) or the baseline, as a child process on a
+// loopback port that stays the same across restarts (the nodes reconnect to it).
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -18,11 +19,25 @@ enum class TargetKind { kBreakerd, kBaseline };
 
 const char* TargetName(TargetKind kind);
 
+// Where breakerd keeps its state.
+enum class Store { kSqlite, kEtcd };
+
+const char* StoreName(Store store);
+
 struct TargetOptions {
   TargetKind kind = TargetKind::kBreakerd;
   // The executable.
   std::string binary;
-  // breakerd: its --state_dir (fresh for each run) and --config.
+  // The loopback port to listen on; 0: a free one, picked by the server.
+  int port = 0;
+  // breakerd: its --store. With kEtcd, its --etcd_endpoints, --etcd_prefix (fresh for each
+  // run: a prefix holds one fleet's state) and --etcd_lease_ttl; and a port given above, which
+  // it also advertises (replicas tell one another apart by their advertised address).
+  Store store = Store::kSqlite;
+  std::vector<std::string> etcd_endpoints;
+  std::string etcd_prefix;
+  int etcd_lease_ttl_seconds = 5;
+  // breakerd: its --state_dir (fresh for each run; SQLite's) and --config.
   std::string state_dir;
   std::string config_path;
   // breakerd: when not 0, its database is created beforehand with this SQLite page size
@@ -50,15 +65,18 @@ class Target {
  public:
   explicit Target(TargetOptions options) : options_(std::move(options)) {}
 
-  // Starts on a free port.
+  // Starts on the options' port (a free one for 0). Started again after Kill, on the same port.
   absl::Status Start();
   // Stops (SIGTERM, as a supervisor would; with `crash`, SIGKILL) and starts again on the same
   // port. The baseline restarts at policy `version`, the one the nodes hold; breakerd restores
   // it from its state (after a crash, replaying the journal its last snapshot did not fold).
   absl::StatusOr<RestartTimes> Restart(uint64_t version, bool crash = false);
   absl::Status Stop() { return process_.Stop(); }
+  // SIGKILL, as a crash; waits for the exit.
+  void Kill() { process_.Kill(); }
 
   std::string address() const;
+  const std::string& log_path() const { return options_.log_path; }
   const ChildProcess& process() const { return process_; }
   TargetKind kind() const { return options_.kind; }
 
@@ -67,7 +85,7 @@ class Target {
 
   const TargetOptions options_;
   ChildProcess process_;
-  int port_ = 0;
+  int port_ = options_.port;
 };
 
 }  // namespace breaker::bench

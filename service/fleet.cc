@@ -90,8 +90,9 @@ ObservationOutcome OutcomeOf(core::ObserveOutcome outcome) {
 // rather than refused before any.
 absl::Status Unstored(bool observations, const absl::Status& fault, bool written) {
   constexpr absl::string_view kFix =
-      "breakerd takes changes again (its health SERVING) once its state directory takes "
-      "writes: free disk space on it, or fix its permissions";
+      "breakerd takes changes again (its health SERVING) once its store takes writes: fix "
+      "what the error names (on SQLite, free disk space in the state directory or fix its "
+      "permissions; on etcd, bring back its quorum)";
   if (observations) {
     return absl::UnavailableError(
         absl::StrCat("breakerd cannot store observations now, so none of these was acknowledged: ",

@@ -248,7 +248,9 @@ void Server::RunReplica(const ServerOptions& options, const ServiceConfig& confi
     EtcdReplicaHooks hooks;
     hooks.name =
         options.advertise_address.empty() ? options.listen_address : options.advertise_address;
-    hooks.on_follow = [this, &prefix](absl::string_view leader) {
+    hooks.on_follow = [this, &prefix](absl::string_view value) {
+      // What etcd holds is another process's word: escaped and bounded like any input.
+      const std::string leader = core::bounds::ForLog(value);
       LOG(INFO) << "standby for " << prefix << ": the leader is at " << leader;
       gate_->Refuse(absl::UnavailableError(absl::StrCat(
           "this breakerd is a standby for ", prefix, " in etcd; the leader is at ", leader,
@@ -351,14 +353,18 @@ bool Server::WaitUntilLeading(absl::Duration timeout) {
 absl::StatusOr<breaker::v1::Replication> Server::ReadReplication() const {
   absl::StatusOr<EtcdStateStore::Replicas> replicas = etcd_->ReadReplicas();
   if (!replicas.ok()) return replicas.status();
+  // Escaped and bounded: the names are what other processes wrote in etcd, and a proto string
+  // must be UTF-8.
   breaker::v1::Replication replication;
-  replication.set_leader(replicas->leader);
+  replication.set_leader(core::bounds::ForLog(replicas->leader));
   const absl::Time since = etcd_->leading_since();
   replication.mutable_leader_since()->set_seconds(absl::ToUnixSeconds(since));
   replication.mutable_leader_since()->set_nanos(
       static_cast<int32_t>((since - absl::FromUnixSeconds(absl::ToUnixSeconds(since))) /
                            absl::Nanoseconds(1)));
-  for (std::string& name : replicas->names) replication.add_replicas(std::move(name));
+  for (const std::string& name : replicas->names) {
+    replication.add_replicas(core::bounds::ForLog(name));
+  }
   return replication;
 }
 

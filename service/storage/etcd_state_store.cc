@@ -40,6 +40,8 @@ constexpr int64_t kRequestOverhead = 4096;
 constexpr int64_t kPerEntryOverhead = 256;
 // Responses carry up to this many bytes (a Load's pages are sized to it).
 constexpr int kMaxResponseBytes = 64 << 20;
+// At most this many replicas are listed (a deployment runs two or three).
+constexpr int64_t kMaxReplicasListed = 64;
 // How often Open asks again for a leader key held by another store.
 constexpr absl::Duration kCampaignPoll = absl::Milliseconds(100);
 
@@ -439,6 +441,7 @@ absl::StatusOr<EtcdStateStore::Replicas> EtcdStateStore::ReadReplicas() const {
   RangeRequest* replicas = request.add_success()->mutable_request_range();
   replicas->set_key(Key("replicas/"));
   replicas->set_range_end(PrefixEnd(Key("replicas/")));
+  replicas->set_limit(kMaxReplicasListed);
   absl::Status error;
   for (size_t attempt = 0; attempt < Attempts(); ++attempt) {
     Endpoint& endpoint = Current();

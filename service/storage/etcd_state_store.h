@@ -160,7 +160,8 @@ class EtcdStateStore : public StateStore {
   // Options::clock's Monotonic(): the TTL counts from there.
   absl::Duration last_keepalive() const;
   // Who leads the prefix (the leader key's value; empty when no one does) and the names of
-  // the stores campaigning or leading on it, sorted, as etcd holds them now (one read).
+  // the stores campaigning or leading on it, sorted (the first 64), as etcd holds them now
+  // (one read).
   // UNAVAILABLE when etcd does not answer.
   struct Replicas {
     std::string leader;
