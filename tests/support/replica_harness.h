@@ -46,7 +46,7 @@ class ReplicaFleetTest : public FleetTest {
   // Starts the etcd cluster (3 members) under the test's directory.
   void SetUp() override;
   // Stops the nodes, then every replica (SIGTERM, resuming a paused one first; each must exit
-  // cleanly), then etcd.
+  // cleanly), then etcd, and deletes etcd's data.
   void TearDown() override;
 
   // Adds `count` replicas, each on a free loopback port, without starting them: the nodes need
