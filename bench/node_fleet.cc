@@ -11,7 +11,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "bench/workload.h"
+#include "client/address_rotation.h"
 #include "client/backoff.h"
+#include "common/replica_trailer.h"
 #include "common/grpc_keepalive.h"
 #include "common/mutex.h"
 #include "grpcpp/create_channel.h"
@@ -78,7 +80,9 @@ struct Node {
         id(absl::StrFormat("node-%05d", index)),
         shared_stub(shared_stub),
         backoff(options.initial_backoff, options.backoff_multiplier, options.max_backoff,
-                options.backoff_jitter, static_cast<uint64_t>(index) + 1) {}
+                options.backoff_jitter, static_cast<uint64_t>(index) + 1),
+        // A shared channel keeps its one address across attempts.
+        rotation(shared_stub == nullptr ? options.addresses.size() : 1, &backoff) {}
 
   const int index;
   const std::string id;
@@ -87,11 +91,10 @@ struct Node {
 
   Mutex mu;
   std::shared_ptr<NodeStream> stream ABSL_GUARDED_BY(mu);
-  // The library's own schedule, as a node would reconnect.
+  // The library's own schedule and choice of address, as a node would reconnect.
   client::Backoff backoff ABSL_GUARDED_BY(mu);
+  client::AddressRotation rotation ABSL_GUARDED_BY(mu);
   std::string fleet_id ABSL_GUARDED_BY(mu);
-  // The index of the address of the next attempt (with one channel per attempt).
-  size_t next_address ABSL_GUARDED_BY(mu) = 0;
   uint64_t next_sequence ABSL_GUARDED_BY(mu) = 1;
   uint64_t acked_sequence ABSL_GUARDED_BY(mu) = 0;
   // The ingestion batch awaiting its acknowledgement, if any: its last sequence and send time.
@@ -164,11 +167,16 @@ class NodeStream : public grpc::ClientBidiReactor<v1::NodeMessage, grpc::ByteBuf
     if (!writes_.empty() && !finished_) WriteFrontLocked();
   }
 
-  void OnDone(const grpc::Status& /*status*/) override {
+  void OnDone(const grpc::Status& status) override {
+    client::AddressRotation::Attempt attempt;
+    attempt.answered = up_;
+    attempt.unavailable = status.error_code() == grpc::StatusCode::UNAVAILABLE;
+    attempt.standby =
+        attempt.unavailable && context_.GetServerTrailingMetadata().count(kLeaderTrailer) > 0;
     // The fleet destroys the stream later, on a thread of its own: the stream holds the last
     // reference to its channel, and a channel must not be destroyed on one of its callback
     // threads (gRPC joins threads there).
-    fleet_->OnStreamDone(*node_, std::move(self_), up_);
+    fleet_->OnStreamDone(*node_, std::move(self_), attempt);
   }
 
   void WriteFrontLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -228,9 +236,8 @@ void NodeFleet::Open(Node& node) {
   std::unique_ptr<ConnectStub> own_stub;
   if (node.shared_stub == nullptr) {
     // The next replica on each attempt, as the library goes: a standby refuses the stream, and
-    // the node's next attempt tries the next address.
-    const std::string& address = options_.addresses[node.next_address];
-    node.next_address = (node.next_address + 1) % options_.addresses.size();
+    // the node tries the next address, at once unless every address failed since it waited.
+    const std::string& address = options_.addresses[node.rotation.current()];
     own_stub = std::make_unique<ConnectStub>(NewChannel(address));
   }
   node.stream = std::make_shared<NodeStream>(this, &node, std::move(own_stub));
@@ -239,11 +246,12 @@ void NodeFleet::Open(Node& node) {
   node.stream->Open(node.stream, std::move(hello));
 }
 
-void NodeFleet::ScheduleReconnect(Node& node, std::shared_ptr<NodeStream> done) {
+void NodeFleet::ScheduleReconnect(Node& node, std::shared_ptr<NodeStream> done,
+                                  const client::AddressRotation::Attempt& attempt) {
   absl::Duration wait;
   {
     MutexLock lock(&node.mu);
-    wait = node.backoff.Next();
+    wait = node.rotation.Ended(attempt);
   }
   MutexLock lock(&scheduler_mu_);
   retired_.push_back(std::move(done));
@@ -447,13 +455,7 @@ void NodeFleet::Disconnect() {
 
 // --- The streams' callbacks -----------------------------------------------------------------
 
-void NodeFleet::OnUp(Node& node) {
-  {
-    MutexLock lock(&node.mu);
-    node.backoff.Reset();  // as the library does once breakerd answers
-  }
-  ++up_nodes_;
-}
+void NodeFleet::OnUp(Node& /*node*/) { ++up_nodes_; }
 
 void NodeFleet::OnMessage(Node& node, const NodeStream& stream, grpc::ByteBuffer& message) {
   const int64_t now_ns = NowNs();
@@ -529,7 +531,8 @@ void NodeFleet::OnObservationAck(Node& node, uint64_t sequence, int64_t now_ns) 
   if (batch_done && ingesting_.load()) SendBatch(node);
 }
 
-void NodeFleet::OnStreamDone(Node& node, std::shared_ptr<NodeStream> stream, bool was_up) {
+void NodeFleet::OnStreamDone(Node& node, std::shared_ptr<NodeStream> stream,
+                             const client::AddressRotation::Attempt& attempt) {
   {
     MutexLock lock(&node.mu);
     if (node.stream == stream) node.stream.reset();
@@ -537,8 +540,8 @@ void NodeFleet::OnStreamDone(Node& node, std::shared_ptr<NodeStream> stream, boo
     // only stops waiting for it.
     node.batch_last_sequence = 0;
   }
-  if (was_up) --up_nodes_;
-  ScheduleReconnect(node, std::move(stream));
+  if (attempt.answered) --up_nodes_;
+  ScheduleReconnect(node, std::move(stream), attempt);
   --live_streams_;  // last: Disconnect waits for it before it destroys the retired streams
 }
 

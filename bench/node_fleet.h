@@ -26,6 +26,7 @@
 #include "bench/server_message_view.h"
 #include "bench/server_messages.h"
 #include "breaker/v1/breaker.pb.h"
+#include "client/address_rotation.h"
 #include "common/mutex.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -124,9 +125,10 @@ class NodeFleet {
 
   // Opens `node`'s stream unless it has one.
   void Open(Node& node);
-  // Schedules `node`'s next attempt after its backoff, and the destruction of its stream
-  // `done`, on the scheduler's thread.
-  void ScheduleReconnect(Node& node, std::shared_ptr<NodeStream> done);
+  // Schedules `node`'s next attempt, at the address and after the wait its rotation gives for
+  // how `done` ended (`attempt`), and the destruction of `done`, on the scheduler's thread.
+  void ScheduleReconnect(Node& node, std::shared_ptr<NodeStream> done,
+                         const client::AddressRotation::Attempt& attempt);
   void SchedulerLoop();
   void SendBatch(Node& node);
 
@@ -136,7 +138,8 @@ class NodeFleet {
   void OnPolicy(Node& node, const ServerMessageView& policy, grpc::ByteBuffer& message,
                 int64_t now_ns);
   void OnObservationAck(Node& node, uint64_t sequence, int64_t now_ns);
-  void OnStreamDone(Node& node, std::shared_ptr<NodeStream> stream, bool was_up);
+  void OnStreamDone(Node& node, std::shared_ptr<NodeStream> stream,
+                    const client::AddressRotation::Attempt& attempt);
 
   const FleetOptions options_;
   // The shared channels' stubs (empty with one stream per channel).

@@ -43,7 +43,8 @@ namespace breaker::client {
 struct ClientOptions {
   // breakerd addresses ("host:port"): every replica's, when breakerd runs on etcd. Tried in
   // turn: when one fails (down, or a standby), the next at once; the backoff below waits once
-  // every one has failed since the last wait or the last stream that was answered. Required.
+  // every one has failed since the last wait or the last stream that was answered, and only
+  // its first step while a standby names a leader (see client/address_rotation.h). Required.
   std::vector<std::string> addresses;
   // Channel credentials; null means plaintext (loopback or a private network only).
   // MakeChannelCredentials (client/channel_security.h) makes TLS ones from PEM files.

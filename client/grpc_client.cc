@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "client/address_rotation.h"
 #include "client/backoff.h"
 #include "client/channel_security.h"
 #include "client/client.h"
@@ -28,6 +29,7 @@
 #include "client/policy_in_force.h"
 #include "common/grpc_keepalive.h"
 #include "common/mutex.h"
+#include "common/replica_trailer.h"
 #include "core/chain_time.h"
 #include "core/engine.h"
 #include "core/input_bounds.h"
@@ -188,21 +190,15 @@ class GrpcClient : public BreakerClient {
  private:
   // --- The connection ---------------------------------------------------------------------
 
-  // The addresses in turn. The backoff waits once every address has been tried since the last
-  // wait or the last stream breakerd answered: a replica down, or a standby naming the leader,
-  // sends the client on to the next address at once, so a failover costs a node no backoff
-  // beyond the rounds before the new leader serves.
+  // The addresses in turn, each at once after the one before failed, with the backoff once per
+  // round (see AddressRotation).
   void ConnectionLoop() {
-    size_t next_address = 0;
-    size_t tried = 0;
+    AddressRotation rotation(options_.addresses.size(), &backoff_);
     while (!Stopping()) {
-      const std::string address = options_.addresses[next_address];
-      next_address = (next_address + 1) % options_.addresses.size();
-      tried = RunStream(address) ? 1 : tried + 1;
+      const AddressRotation::Attempt attempt = RunStream(options_.addresses[rotation.current()]);
       if (Stopping()) return;
-      if (tried < options_.addresses.size()) continue;
-      tried = 0;
-      const absl::Duration wait = backoff_.Next();
+      const absl::Duration wait = rotation.Ended(attempt);
+      if (wait <= absl::ZeroDuration()) continue;
       const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
       MutexLock lock(&state_mu_);
       while (!stopping_ && !state_cv_.WaitUntil(&state_mu_, deadline)) {
@@ -227,13 +223,13 @@ class GrpcClient : public BreakerClient {
     return CreateChannel(address, credentials, options_.bearer_token, args);
   }
 
-  // One stream to `address`, until it ends. Returns whether breakerd answered on it.
-  bool RunStream(const std::string& address) {
+  // One stream to `address`, until it ends; how it ended.
+  AddressRotation::Attempt RunStream(const std::string& address) {
     std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(NewChannel(address));
     grpc::ClientContext context;
     {
       MutexLock lock(&state_mu_);
-      if (stopping_) return false;
+      if (stopping_) return AddressRotation::Attempt{};
       context_ = &context;
       address_ = address;
     }
@@ -261,9 +257,9 @@ class GrpcClient : public BreakerClient {
     if (stream_open) sender = std::thread([this, &stream] { SendLoop(*stream); });
 
     v1::ServerMessage message;
-    bool answered = false;
+    AddressRotation::Attempt end;
     while (stream_open && stream->Read(&message)) {
-      answered = true;
+      end.answered = true;
       OnServerMessage(message);
     }
     {
@@ -280,6 +276,9 @@ class GrpcClient : public BreakerClient {
     // CANCELLED. Stop() cancels by itself.
     if (sender.joinable()) sender.join();
     const grpc::Status status = stream->Finish();
+    end.unavailable = status.error_code() == grpc::StatusCode::UNAVAILABLE;
+    end.standby = end.unavailable &&
+                  context.GetServerTrailingMetadata().count(kLeaderTrailer) > 0;
     if (!status.ok() && !Stopping()) {
       LOG(WARNING) << "breakerd at " << address << ": " << DescribeStatus(status) << " (code "
                    << status.error_code() << "); reconnecting with backoff";
@@ -289,7 +288,7 @@ class GrpcClient : public BreakerClient {
     stream_done_ = false;
     pending_policy_ack_ = 0;
     ++reconnects_;
-    return answered;
+    return end;
   }
 
   void SendLoop(grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>& stream) {
@@ -325,7 +324,6 @@ class GrpcClient : public BreakerClient {
     {
       MutexLock lock(&state_mu_);
       if (policy_in_force_.OnMessage()) {
-        backoff_.Reset();
         LOG(INFO) << "connected to breakerd at " << address_;
       }
     }
@@ -526,7 +524,7 @@ class GrpcClient : public BreakerClient {
   // Fleet, fleet+local or local: what the stream brings and the clock decide it.
   PolicyInForce policy_in_force_ ABSL_GUARDED_BY(state_mu_);
   uint64_t pending_policy_ack_ ABSL_GUARDED_BY(state_mu_) = 0;
-  // The connection thread's own.
+  // The connection thread's own: the waits of its AddressRotation.
   Backoff backoff_;
 
   Mutex local_mu_;

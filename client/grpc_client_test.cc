@@ -16,6 +16,7 @@
 #include "client/client.h"
 #include "common/fake_clock.h"
 #include "common/mutex.h"
+#include "common/replica_trailer.h"
 #include "core/chain_time.h"
 #include "core/observation.h"
 #include "gmock/gmock.h"
@@ -100,6 +101,54 @@ class FakeBreaker final : public v1::Breaker::Service {
   int hellos_ = 0;
   std::vector<uint64_t> sequences_;
 };
+
+// A standby replica: refuses every stream with UNAVAILABLE, naming the leader in the trailer.
+class FakeStandby final : public v1::Breaker::Service {
+ public:
+  grpc::Status Connect(grpc::ServerContext* context,
+                       grpc::ServerReaderWriter<v1::ServerMessage, v1::NodeMessage>*) override {
+    context->AddTrailingMetadata(kLeaderTrailer, "leader.example:50051");
+    MutexLock lock(&mu_);
+    ++refusals_;
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "a standby; the leader is elsewhere");
+  }
+
+  int refusals() const {
+    MutexLock lock(&mu_);
+    return refusals_;
+  }
+
+ private:
+  mutable Mutex mu_;
+  int refusals_ = 0;
+};
+
+TEST(ReplicaTest, WhileAStandbyNamesALeaderTheClientComesBackAtTheFirstBackoffStep) {
+  FakeStandby standby;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&standby);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  ClientOptions options;
+  // The standby, and the leader that went away.
+  options.addresses = {absl::StrCat("127.0.0.1:", port),
+                       absl::StrCat("127.0.0.1:", ::breaker::testing::ClosedPort())};
+  options.node_id = "bn-1";
+  // Growing, the backoff would wait 20 ms, then 20 s, then hours: a fifth round comes only if
+  // each round's wait is the first step.
+  options.initial_backoff = absl::Milliseconds(20);
+  options.backoff_multiplier = 1000;
+  options.max_backoff = absl::Hours(10);
+  options.clock = &clock;
+  absl::StatusOr<std::unique_ptr<BreakerClient>> client = StartGrpcClient(std::move(options));
+  ASSERT_THAT(client, IsOk());
+  EXPECT_TRUE(WaitFor([&] { return standby.refusals() >= 5; }, absl::Seconds(60)));
+  (*client)->Stop();
+  server->Shutdown();
+}
 
 class NodeStateTest : public ::testing::Test {
  protected:

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/replica_trailer.h"
 #include "grpcpp/server_context.h"
 
 namespace breaker::service {
@@ -23,16 +24,16 @@ bool IsGated(absl::string_view method) {
 }
 
 template <typename Reactor>
-class Refusal : public Reactor {
+class Refused : public Reactor {
  public:
-  explicit Refusal(const grpc::Status& status) { this->Finish(status); }
+  explicit Refused(const grpc::Status& status) { this->Finish(status); }
   void OnDone() override { delete this; }
 };
 
 grpc::ServerUnaryReactor* RefuseUnary(grpc::CallbackServerContext* context,
-                                      const absl::Status& status) {
+                                      const grpc::Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
+  reactor->Finish(status);
   return reactor;
 }
 
@@ -94,12 +95,13 @@ void RestoreGate::Open() { Release(State::kOpen, absl::OkStatus()); }
 
 void RestoreGate::Fail(const absl::Status& status) { Release(State::kFailed, status); }
 
-void RestoreGate::Refuse(const absl::Status& status) {
+void RestoreGate::Refuse(const absl::Status& status, std::string leader) {
   std::deque<Held> released;
   {
     MutexLock lock(&mu_);
     if (state_ != State::kClosed) return;
     refusal_ = status;
+    leader_ = std::move(leader);
     released.swap(held_);
   }
   for (const Held& held : released) held.methods->Proceed();
@@ -108,10 +110,23 @@ void RestoreGate::Refuse(const absl::Status& status) {
 void RestoreGate::HoldCalls() {
   MutexLock lock(&mu_);
   refusal_ = absl::OkStatus();
+  leader_.clear();
+}
+
+grpc::Status RestoreGate::Refusal(grpc::CallbackServerContext* context) const {
+  MutexLock lock(&mu_);
+  if (state_ == State::kClosed && !refusal_.ok() && !leader_.empty()) {
+    context->AddTrailingMetadata(kLeaderTrailer, leader_);
+  }
+  return ToGrpcStatus(StatusLocked());
 }
 
 absl::Status RestoreGate::status() const {
   MutexLock lock(&mu_);
+  return StatusLocked();
+}
+
+absl::Status RestoreGate::StatusLocked() const {
   switch (state_) {
     case State::kOpen:
       return absl::OkStatus();
@@ -186,8 +201,8 @@ NodeService* GatedNodeService::Serving() const {
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GatedNodeService::Connect(
     grpc::CallbackServerContext* context) {
   if (NodeService* service = Serving(); service != nullptr) return service->Connect(context);
-  return new Refusal<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
-      ToGrpcStatus(gate_->status()));
+  return new Refused<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
+      gate_->Refusal(context));
 }
 
 grpc::ServerUnaryReactor* GatedNodeService::Report(grpc::CallbackServerContext* context,
@@ -196,7 +211,7 @@ grpc::ServerUnaryReactor* GatedNodeService::Report(grpc::CallbackServerContext* 
   if (NodeService* service = Serving(); service != nullptr) {
     return service->Report(context, request, response);
   }
-  return RefuseUnary(context, gate_->status());
+  return RefuseUnary(context, gate_->Refusal(context));
 }
 
 AdminService* GatedAdminService::Serving() const {
@@ -211,7 +226,7 @@ grpc::ServerUnaryReactor* GatedAdminService::Unary(
   if (AdminService* service = Serving(); service != nullptr) {
     return (service->*method)(context, request, response);
   }
-  return RefuseUnary(context, gate_->status());
+  return RefuseUnary(context, gate_->Refusal(context));
 }
 
 grpc::ServerUnaryReactor* GatedAdminService::GetPolicy(grpc::CallbackServerContext* context,
@@ -295,7 +310,7 @@ grpc::ServerWriteReactor<v1::Policy>* GatedAdminService::WatchPolicy(
   if (AdminService* service = Serving(); service != nullptr) {
     return service->WatchPolicy(context, request);
   }
-  return new Refusal<grpc::ServerWriteReactor<v1::Policy>>(ToGrpcStatus(gate_->status()));
+  return new Refused<grpc::ServerWriteReactor<v1::Policy>>(gate_->Refusal(context));
 }
 
 }  // namespace breaker::service

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -61,8 +62,9 @@ class RestoreGate {
   void Fail(const absl::Status& status);
 
   // While closed: lets every held call and every later one through at once, to be ended with
-  // `status` (not OK), until HoldCalls. Replaces an earlier refusal.
-  void Refuse(const absl::Status& status);
+  // `status` (not OK), until HoldCalls. Replaces an earlier refusal. `leader`, when not empty,
+  // is the leader's address, sent with each refusal as the trailing metadata kLeaderTrailer.
+  void Refuse(const absl::Status& status, std::string leader = "");
   // While closed: holds the calls that arrive from now on again, ending Refuse.
   void HoldCalls();
 
@@ -74,6 +76,10 @@ class RestoreGate {
 
   // Calls held now (tests, logs).
   int held() const;
+
+  // What a call that passed the closed gate is ended with, and the leader it names (empty:
+  // none). Sets the trailer on `context` and returns the status. For the gated services.
+  grpc::Status Refusal(grpc::CallbackServerContext* context) const;
 
  private:
   class Interceptor;
@@ -89,6 +95,7 @@ class RestoreGate {
   bool Hold(grpc::experimental::InterceptorBatchMethods* methods);
   // Lets every call whose hold ran out go on, until the gate is no longer closed.
   void ExpireLoop();
+  absl::Status StatusLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the closed state with `state` and lets every held call go on.
   void Release(State state, const absl::Status& status);
 
@@ -101,8 +108,9 @@ class RestoreGate {
   // state_ == kClosed, read without the lock: once it is not, calls need no interceptor.
   std::atomic<bool> closed_{true};
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
-  // While closed: not OK when calls are refused with it rather than held.
+  // While closed: not OK when calls are refused with it rather than held, and the leader named.
   absl::Status refusal_ ABSL_GUARDED_BY(mu_);
+  std::string leader_ ABSL_GUARDED_BY(mu_);
   // In arrival order, which is also the order of their `until`.
   std::deque<Held> held_ ABSL_GUARDED_BY(mu_);
   std::thread expirer_;

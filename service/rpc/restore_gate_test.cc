@@ -7,6 +7,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "common/replica_trailer.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/credentials.h"
@@ -176,13 +177,19 @@ TEST(RestoreGateTest, ARefusingGateEndsCallsAtOnceUntilItHoldsThemAgain) {
   ASSERT_TRUE(WaitFor([&] { return gate.held() == 1; }));
 
   // A standby: the call held and every later one end with the refusal.
-  gate.Refuse(absl::UnavailableError("a standby; the leader is at 10.0.0.1:50051"));
+  gate.Refuse(absl::UnavailableError("a standby; the leader is at 10.0.0.1:50051"),
+              "10.0.0.1:50051");
   ASSERT_TRUE(held.Done());
   EXPECT_THAT(held.status,
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("leader is at 10.0.0.1:50051")));
   PendingGetPolicy refused(*stub);
   ASSERT_TRUE(refused.Done());
   EXPECT_THAT(refused.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("standby")));
+  // The leader's address, for clients, in the trailer.
+  const auto trailers = refused.context.GetServerTrailingMetadata();
+  const auto leader = trailers.find(kLeaderTrailer);
+  ASSERT_NE(leader, trailers.end());
+  EXPECT_EQ(std::string(leader->second.data(), leader->second.size()), "10.0.0.1:50051");
   EXPECT_EQ(gate.held(), 0);
 
   // It leads and restores: calls wait again, and go through once it opens.

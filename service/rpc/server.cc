@@ -253,8 +253,10 @@ void Server::RunReplica(const ServerOptions& options, const ServiceConfig& confi
       const std::string leader = core::bounds::ForLog(value);
       LOG(INFO) << "standby for " << prefix << ": the leader is at " << leader;
       gate_->Refuse(absl::UnavailableError(absl::StrCat(
-          "this breakerd is a standby for ", prefix, " in etcd; the leader is at ", leader,
-          ": connect there (a client given every replica's address tries the next)")));
+                        "this breakerd is a standby for ", prefix, " in etcd; the leader is at ",
+                        leader, ": connect there (a client given every replica's address tries "
+                        "the next)")),
+                    leader);
     };
     hooks.cancelled = [this] {
       MutexLock lock(&replica_mu_);
