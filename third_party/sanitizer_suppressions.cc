@@ -1,6 +1,7 @@
-// ThreadSanitizer reads this hook at start-up. The system's Abseil and gRPC libraries are not
-// built with -fsanitize=thread, so their own synchronization (futexes, lock-free queues) is
-// invisible to it and shows up as races inside those libraries, and inside OpenSSL's, whose
+// ThreadSanitizer reads this hook at start-up. The system's Abseil and gRPC libraries (with
+// upb, which gRPC encodes its own messages with) are not built with -fsanitize=thread, so their
+// own synchronization (futexes, lock-free queues) is invisible to it and shows up as races
+// inside those libraries, and inside OpenSSL's, whose
 // TLS buffers gRPC hands between its threads under those locks. Races that involve a frame of
 // this project's code are still reported, but for one: gRPC's sync client hands a call's
 // status over from its own threads through code inlined into our binaries
