@@ -7,6 +7,7 @@
   "race:libabsl_\n"                                    \
   "race:libgrpc\n"                                     \
   "race:libgpr\n"                                      \
+  "race:libupb\n"                                      \
   "race:libprotobuf\n"                                 \
   "race:libcrypto\n"                                   \
   "race:libssl\n"                                      \
