@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "core/input_bounds.h"
 #include "glog/logging.h"
+#include "google/protobuf/util/time_util.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
@@ -26,6 +27,8 @@
 
 namespace breaker::service {
 namespace {
+
+using ::google::protobuf::util::TimeUtil;
 
 constexpr char kNodeServiceName[] = "breaker.v1.Breaker";
 constexpr char kAdminServiceName[] = "breaker.v1.Admin";
@@ -359,11 +362,8 @@ absl::StatusOr<breaker::v1::Replication> Server::ReadReplication() const {
   // must be UTF-8.
   breaker::v1::Replication replication;
   replication.set_leader(core::bounds::ForLog(replicas->leader));
-  const absl::Time since = etcd_->leading_since();
-  replication.mutable_leader_since()->set_seconds(absl::ToUnixSeconds(since));
-  replication.mutable_leader_since()->set_nanos(
-      static_cast<int32_t>((since - absl::FromUnixSeconds(absl::ToUnixSeconds(since))) /
-                           absl::Nanoseconds(1)));
+  *replication.mutable_leader_since() =
+      TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(etcd_->leading_since()));
   for (const std::string& name : replicas->names) {
     replication.add_replicas(core::bounds::ForLog(name));
   }
