@@ -1,0 +1,181 @@
+// Writes the block-root test vectors of //sidecar/ssz:beacon_block_test: random but valid
+// signed blinded blocks of every fork the builder API serves, each with the block root that
+// @chainsafe/ssz computes, in the builder API's JSON and in SSZ.
+//
+//   node sidecar/ssz/testdata/make_vectors.mjs [--node_modules=tests/lodestar/node_modules]
+//
+// (from the repository's top; tests/lodestar's node_modules comes from tools/setup.sh). Bellatrix
+// and Capella are @lodestar/types' containers (Lodestar 1.5.1, mainnet preset); Deneb, Electra
+// and Fulu are defined here from ethereum/consensus-specs with @chainsafe/ssz's types, as
+// Lodestar 1.5.1 predates them. The values are random from a fixed seed, so a rerun writes the
+// same files.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const flag = process.argv.find((a) => a.startsWith('--node_modules='));
+const nodeModules = path.resolve(
+  flag ? flag.slice('--node_modules='.length) : path.join(here, '../../../tests/lodestar/node_modules'),
+);
+const load = (file) => import(pathToFileURL(path.join(nodeModules, file)).href);
+// The same copy of @chainsafe/ssz as @lodestar/types', so that `instanceof` sees its types.
+const s = await load('@chainsafe/ssz/lib/index.js');
+const { ssz } = await load('@lodestar/types/lib/index.js');
+
+// --- mainnet preset (presets/mainnet/*.yaml) ---------------------------------------------------
+const MAX_VALIDATORS_PER_COMMITTEE = 2048;
+const MAX_COMMITTEES_PER_SLOT = 64;
+const MAX_BLOB_COMMITMENTS_PER_BLOCK = 4096;
+const MAX_ATTESTER_SLASHINGS_ELECTRA = 1;
+const MAX_ATTESTATIONS_ELECTRA = 8;
+const MAX_DEPOSIT_REQUESTS_PER_PAYLOAD = 8192;
+const MAX_WITHDRAWAL_REQUESTS_PER_PAYLOAD = 16;
+const MAX_CONSOLIDATION_REQUESTS_PER_PAYLOAD = 2;
+
+const eth2 = { jsonCase: 'eth2' };
+const Uint64 = new s.UintBigintType(8);
+const Bytes20 = new s.ByteVectorType(20);
+const Bytes48 = new s.ByteVectorType(48);
+const Bytes96 = new s.ByteVectorType(96);
+const container = (fields) => new s.ContainerType(fields, eth2);
+const signed = (message) => container({ message, signature: Bytes96 });
+
+// --- Deneb (specs/deneb/beacon-chain.md, builder.md) -------------------------------------------
+const denebHeader = container({
+  ...ssz.capella.ExecutionPayloadHeader.fields,
+  blobGasUsed: Uint64,
+  excessBlobGas: Uint64,
+});
+const denebBody = container({
+  ...ssz.capella.BlindedBeaconBlockBody.fields,
+  executionPayloadHeader: denebHeader,
+  blobKzgCommitments: new s.ListCompositeType(Bytes48, MAX_BLOB_COMMITMENTS_PER_BLOCK),
+});
+
+// --- Electra (specs/electra/beacon-chain.md); Fulu's blinded block is Electra's ----------------
+const attesters = MAX_VALIDATORS_PER_COMMITTEE * MAX_COMMITTEES_PER_SLOT;
+const electraIndexedAttestation = container({
+  attestingIndices: new s.ListBasicType(Uint64, attesters),
+  data: ssz.phase0.AttestationData,
+  signature: Bytes96,
+});
+const electraAttestation = container({
+  aggregationBits: new s.BitListType(attesters),
+  data: ssz.phase0.AttestationData,
+  signature: Bytes96,
+  committeeBits: new s.BitVectorType(MAX_COMMITTEES_PER_SLOT),
+});
+const executionRequests = container({
+  deposits: new s.ListCompositeType(
+    container({
+      pubkey: Bytes48,
+      withdrawalCredentials: ssz.phase0.DepositData.fields.withdrawalCredentials,
+      amount: Uint64,
+      signature: Bytes96,
+      index: Uint64,
+    }),
+    MAX_DEPOSIT_REQUESTS_PER_PAYLOAD,
+  ),
+  withdrawals: new s.ListCompositeType(
+    container({ sourceAddress: Bytes20, validatorPubkey: Bytes48, amount: Uint64 }),
+    MAX_WITHDRAWAL_REQUESTS_PER_PAYLOAD,
+  ),
+  consolidations: new s.ListCompositeType(
+    container({ sourceAddress: Bytes20, sourcePubkey: Bytes48, targetPubkey: Bytes48 }),
+    MAX_CONSOLIDATION_REQUESTS_PER_PAYLOAD,
+  ),
+});
+const electraBody = container({
+  ...denebBody.fields,
+  attesterSlashings: new s.ListCompositeType(
+    container({ attestation1: electraIndexedAttestation, attestation2: electraIndexedAttestation }),
+    MAX_ATTESTER_SLASHINGS_ELECTRA,
+  ),
+  attestations: new s.ListCompositeType(electraAttestation, MAX_ATTESTATIONS_ELECTRA),
+  executionRequests,
+});
+
+const blindedBlock = (body) => container({ ...ssz.capella.BlindedBeaconBlock.fields, body });
+const forks = {
+  bellatrix: { kind: 'blinded', block: ssz.bellatrix.BlindedBeaconBlock },
+  capella: { kind: 'blinded', block: ssz.capella.BlindedBeaconBlock },
+  deneb: { kind: 'blinded', block: blindedBlock(denebBody) },
+  electra: { kind: 'blinded', block: blindedBlock(electraBody) },
+  fulu: { kind: 'blinded', block: blindedBlock(electraBody) },
+  // A full block (transactions and withdrawals in place of their roots).
+  capella_full: { fork: 'capella', kind: 'full', block: ssz.capella.BeaconBlock },
+};
+
+// --- random values -------------------------------------------------------------------------------
+let seed = 20260501;
+function random() {
+  // mulberry32
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = seed;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+const below = (n) => Math.floor(random() * n);
+const bytes = (n) => Uint8Array.from({ length: n }, () => below(256));
+// At least one element, at most `most` (and the limit).
+const count = (limit, most) => 1 + below(Math.min(limit, most));
+
+// A random value of `type`; lists hold 1 to `most` elements, so that none is empty.
+function value(type, most) {
+  if (type instanceof s.UintBigintType) {
+    // Both ends of the range, and values between.
+    const pick = below(4);
+    const max = (1n << BigInt(8 * type.byteLength)) - 1n;
+    if (pick === 0) return max;
+    if (pick === 1) return 0n;
+    return BigInt(`0x${Buffer.from(bytes(type.byteLength)).toString('hex')}`);
+  }
+  if (type instanceof s.UintNumberType) return below(2 ** 32) * 2 ** 20 + below(2 ** 20);
+  if (type instanceof s.BooleanType) return random() < 0.5;
+  if (type instanceof s.ByteVectorType) return bytes(type.lengthBytes);
+  if (type instanceof s.ByteListType) return bytes(below(Math.min(type.limitBytes, 40) + 1));
+  if (type instanceof s.BitListType) {
+    const n = below(Math.min(type.limitBits, 70) + 1);
+    return s.BitArray.fromBoolArray(Array.from({ length: n }, () => random() < 0.5));
+  }
+  if (type instanceof s.BitVectorType) {
+    return s.BitArray.fromBoolArray(Array.from({ length: type.lengthBits }, () => random() < 0.5));
+  }
+  if (type instanceof s.ListBasicType || type instanceof s.ListCompositeType) {
+    return Array.from({ length: count(type.limit, most) }, () => value(type.elementType, most));
+  }
+  if (type instanceof s.VectorBasicType || type instanceof s.VectorCompositeType) {
+    return Array.from({ length: type.length }, () => value(type.elementType, most));
+  }
+  if (type instanceof s.ContainerType) {
+    const out = {};
+    for (const [name, field] of Object.entries(type.fields)) out[name] = value(field, most);
+    return out;
+  }
+  throw new Error(`no random value for ${type.typeName}`);
+}
+
+const hex = (u8) => `0x${Buffer.from(u8).toString('hex')}`;
+
+for (const [name, { fork = name, kind, block }] of Object.entries(forks)) {
+  const signedType = signed(block);
+  // The first with one element in every list, the second with one or two.
+  for (const [index, most] of [1, 2].entries()) {
+    const message = value(block, most);
+    const signedBlock = { message, signature: bytes(96) };
+    const vector = {
+      fork,
+      kind,
+      preset: 'mainnet',
+      root: hex(block.hashTreeRoot(message)),
+      block: signedType.toJson(signedBlock),
+      ssz: hex(signedType.serialize(signedBlock)),
+    };
+    const file = path.join(here, `${name}_${index}.json`);
+    fs.writeFileSync(file, `${JSON.stringify(vector)}\n`);
+    process.stdout.write(`${file}: ${vector.root}\n`);
+  }
+}
