@@ -57,28 +57,7 @@ bool IsUnreserved(char c) {
 }
 
 // What a path carries as it is (RFC 3986 §3.3: pchar and '/'), besides percent-encoding.
-bool IsPathCharacter(char c) {
-  if (IsUnreserved(c)) return true;
-  switch (c) {
-    case '!':
-    case '$':
-    case '&':
-    case '\'':
-    case '(':
-    case ')':
-    case '*':
-    case '+':
-    case ',':
-    case ';':
-    case '=':
-    case ':':
-    case '@':
-    case '/':
-      return true;
-    default:
-      return false;
-  }
-}
+bool IsPathCharacter(char c) { return IsUnreserved(c) || absl::StrContains("!$&'()*+,;=:@/", c); }
 
 int HexValue(char c) {
   if (absl::ascii_isdigit(c)) return c - '0';
