@@ -19,6 +19,8 @@ constexpr uint32_t kMaxBodyBytes = 64u << 20;
 constexpr uint32_t kMaxTimeoutMs = 60000;
 constexpr size_t kMaxUrlBytes = 512;
 constexpr uint32_t kMaxStalenessSeconds = 86400;
+constexpr uint32_t kMaxIdleTimeoutSeconds = 3600;
+constexpr uint32_t kMaxIdleConnections = 64;
 
 absl::Status Invalid(absl::string_view field, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
@@ -54,6 +56,38 @@ absl::Status SplitUrl(absl::string_view field, absl::string_view url, UpstreamSe
   while (absl::EndsWith(path, "/")) path.remove_suffix(1);
   upstream.scheme_host_port = absl::StrCat(scheme, "://", authority);
   upstream.path_prefix = std::string(path);
+  return absl::OkStatus();
+}
+
+// The per-upstream TLS files: only for https://, the certificate and key together, each a
+// bounded path.
+absl::Status UpstreamTls(absl::string_view field, const breaker::v1::Upstream& in,
+                         UpstreamSettings& upstream) {
+  const std::pair<const char*, const std::string*> files[] = {
+      {"tls_ca_file", &in.tls_ca_file()},
+      {"tls_cert_file", &in.tls_cert_file()},
+      {"tls_key_file", &in.tls_key_file()}};
+  const bool https = absl::StartsWith(upstream.scheme_host_port, "https://");
+  for (const auto& [name, path] : files) {
+    if (path->empty()) continue;
+    if (path->size() > kMaxUrlBytes) {
+      return Invalid(absl::StrCat(field, ".", name),
+                     absl::StrCat("longer than ", kMaxUrlBytes, " bytes"));
+    }
+    if (!https) {
+      return Invalid(absl::StrCat(field, ".", name),
+                     absl::StrCat("set for '", upstream.scheme_host_port,
+                                  "', which is not https://: remove it, or use https"));
+    }
+  }
+  if (in.tls_cert_file().empty() != in.tls_key_file().empty()) {
+    return Invalid(
+        absl::StrCat(field, in.tls_cert_file().empty() ? ".tls_cert_file" : ".tls_key_file"),
+        "tls_cert_file and tls_key_file go together");
+  }
+  upstream.tls_ca_file = in.tls_ca_file();
+  upstream.tls_cert_file = in.tls_cert_file();
+  upstream.tls_key_file = in.tls_key_file();
   return absl::OkStatus();
 }
 
@@ -129,6 +163,22 @@ absl::StatusOr<SidecarSettings> SettingsFromProto(const breaker::v1::SidecarConf
     }
     settings.max_body_bytes = proto.max_body_bytes();
   }
+  if (proto.upstream_idle_timeout_seconds() != 0) {
+    if (proto.upstream_idle_timeout_seconds() > kMaxIdleTimeoutSeconds) {
+      return Invalid("upstream_idle_timeout_seconds",
+                     absl::StrCat(proto.upstream_idle_timeout_seconds(), " is not in 1..",
+                                  kMaxIdleTimeoutSeconds));
+    }
+    settings.upstream_idle_timeout = absl::Seconds(proto.upstream_idle_timeout_seconds());
+  }
+  if (proto.upstream_max_idle_connections() != 0) {
+    if (proto.upstream_max_idle_connections() > kMaxIdleConnections) {
+      return Invalid("upstream_max_idle_connections",
+                     absl::StrCat(proto.upstream_max_idle_connections(), " is not in 1..",
+                                  kMaxIdleConnections));
+    }
+    settings.upstream_max_idle_connections = proto.upstream_max_idle_connections();
+  }
 
   if (proto.upstreams().empty()) return Invalid("upstreams", "at least one is required");
   if (static_cast<size_t>(proto.upstreams_size()) > kMaxUpstreams) {
@@ -151,8 +201,8 @@ absl::StatusOr<SidecarSettings> SettingsFromProto(const breaker::v1::SidecarConf
     upstream.listen_port = static_cast<uint16_t>(in.listen_port());
     if (in.url().empty()) return Invalid(absl::StrCat(field, ".url"), "required");
     if (in.url().size() > kMaxUrlBytes) {
-      return Invalid(absl::StrCat(field, ".url"), absl::StrCat("longer than ", kMaxUrlBytes,
-                                                                " bytes"));
+      return Invalid(absl::StrCat(field, ".url"),
+                     absl::StrCat("longer than ", kMaxUrlBytes, " bytes"));
     }
     upstream.url = in.url();
     absl::StatusOr<std::string> relay_id = core::NormalizeRelayId(in.url());
@@ -165,6 +215,7 @@ absl::StatusOr<SidecarSettings> SettingsFromProto(const breaker::v1::SidecarConf
       return split;
     }
     upstream.trusted = in.trusted();
+    if (absl::Status tls = UpstreamTls(field, in, upstream); !tls.ok()) return tls;
     settings.upstreams.push_back(std::move(upstream));
   }
   return settings;

@@ -25,6 +25,11 @@ struct UpstreamSettings {
   std::string scheme_host_port;
   std::string path_prefix;
   bool trusted = false;
+  // TLS to an https:// upstream: the CA file in place of the system's trust store (empty: the
+  // system's), and the client certificate and key for mutual TLS (both or neither).
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 struct SidecarSettings {
@@ -48,6 +53,10 @@ struct SidecarSettings {
   std::string metrics_listen;
   absl::Duration upstream_timeout = absl::Seconds(10);
   size_t max_body_bytes = 16 << 20;
+  // The connection pool to each upstream: how long a connection stays idle, and how many idle
+  // ones are kept.
+  absl::Duration upstream_idle_timeout = absl::Seconds(60);
+  size_t upstream_max_idle_connections = 4;
   std::vector<UpstreamSettings> upstreams;
 };
 

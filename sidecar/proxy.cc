@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/mutex.h"
+#include "common/port_holder.h"
 #include "glog/logging.h"
 #include "httplib.h"
 
@@ -21,12 +22,12 @@ namespace {
 
 // Headers of one hop, never carried over; the library sets its own Host and Content-Length.
 bool HopByHop(const std::string& name) {
-  static const char* const kNames[] = {
-      "connection", "keep-alive",     "proxy-authenticate", "proxy-authorization",
-      "te",         "trailer",        "transfer-encoding",  "upgrade",
-      "host",       "content-length", "accept-encoding",    "content-encoding",
-      // What cpp-httplib adds to a request it received.
-      "remote_addr", "remote_port", "local_addr", "local_port"};
+  static const char* const kNames[] = {"connection", "keep-alive", "proxy-authenticate",
+                                       "proxy-authorization", "te", "trailer", "transfer-encoding",
+                                       "upgrade", "host", "content-length", "accept-encoding",
+                                       "content-encoding",
+                                       // What cpp-httplib adds to a request it received.
+                                       "remote_addr", "remote_port", "local_addr", "local_port"};
   const std::string lower = absl::AsciiStrToLower(name);
   for (const char* hop : kNames) {
     if (lower == hop) return true;
@@ -34,36 +35,49 @@ bool HopByHop(const std::string& name) {
   return false;
 }
 
-void SetTimeouts(httplib::Client& client, absl::Duration budget) {
-  const int64_t us = std::max<int64_t>(1000, absl::ToInt64Microseconds(budget));
-  const time_t sec = static_cast<time_t>(us / 1000000);
-  const time_t usec = static_cast<time_t>(us % 1000000);
-  client.set_connection_timeout(sec, usec);
-  client.set_read_timeout(sec, usec);
-  client.set_write_timeout(sec, usec);
-}
-
 // What went wrong with an upstream that gave no answer, for the log and the 502's message.
-std::string UpstreamErrorText(httplib::Error error) {
-  switch (error) {
-    case httplib::Error::Connection:
-      return "cannot connect (is the upstream URL right and the relay up?)";
-    case httplib::Error::Read:
-      return "the connection failed or closed before the whole answer came";
-    case httplib::Error::Write:
-      return "the connection failed while the request was sent";
-    case httplib::Error::SSLConnection:
-    case httplib::Error::SSLLoadingCerts:
-    case httplib::Error::SSLServerVerification:
-      return absl::StrCat("TLS failed (", httplib::to_string(error), ")");
+std::string UpstreamErrorText(const UpstreamAnswer& answer) {
+  using Failure = UpstreamAnswer::Failure;
+  switch (answer.failure) {
+    case Failure::kConnect:
+      return absl::StrCat("cannot connect (is the upstream URL right and the relay up?): ",
+                          answer.error);
+    case Failure::kTls:
+      return absl::StrCat(
+          "TLS failed (check the upstream's certificate, tls_ca_file and the "
+          "client certificate): ",
+          answer.error);
+    case Failure::kSend:
+      return absl::StrCat("the connection failed while the request was sent: ", answer.error);
+    case Failure::kStopped:
+      return "the sidecar is stopping";
     default:
-      return absl::StrCat("no answer (", httplib::to_string(error), ")");
+      return absl::StrCat("the connection failed or closed before the whole answer came: ",
+                          answer.error);
   }
 }
 
-// The JSON error body of builder-specs (code, message).
+// Binds only SO_REUSEADDR (a restart may take a port whose old connections linger), never
+// SO_REUSEPORT, which cpp-httplib sets by default and which lets two processes share a port.
+void ExclusivePort(socket_t sock) {
+  int yes = 1;
+  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
+// The JSON error body of builder-specs (code, message); `message` may quote the upstream.
 std::string ErrorBody(int status, absl::string_view message) {
-  return absl::StrCat("{\"code\":", status, ",\"message\":\"", message, "\"}");
+  std::string escaped;
+  for (const char c : message) {
+    if (c == '"' || c == '\\') {
+      escaped.push_back('\\');
+      escaped.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      escaped.push_back(' ');
+    } else {
+      escaped.push_back(c);
+    }
+  }
+  return absl::StrCat("{\"code\":", status, ",\"message\":\"", escaped, "\"}");
 }
 
 }  // namespace
@@ -82,16 +96,13 @@ absl::Duration RequestBudget(absl::string_view timeout_ms, absl::string_view dat
   return budget;
 }
 
-// Stops the upstream clients whose deadline passed. httplib's own timeouts bound each socket
-// operation, not the whole exchange: an upstream trickling its headers or body a byte at a
-// time would keep the request past its deadline without this.
-//
-// This class is thread-safe.
-class Proxy::Deadlines {
+// Closes each pool's connections once idle past the idle timeout, every second.
+class Proxy::Maintenance {
  public:
-  Deadlines() : thread_([this] { Run(); }) {}
+  explicit Maintenance(const std::vector<std::unique_ptr<UpstreamPool>>& pools)
+      : thread_([this, &pools] { Run(pools); }) {}
 
-  ~Deadlines() {
+  ~Maintenance() {
     {
       MutexLock lock(&mu_);
       stopping_ = true;
@@ -100,76 +111,55 @@ class Proxy::Deadlines {
     thread_.join();
   }
 
-  // Until Disarm(id), stops `client` once `deadline` passes, and again every few milliseconds
-  // after (a stop while the client still connects has no socket to shut down yet).
-  // REQUIRES: `client` lives until Disarm(id) returns.
-  uint64_t Arm(absl::Time deadline, httplib::Client* client) {
-    uint64_t id;
-    bool sooner;
-    {
-      MutexLock lock(&mu_);
-      id = ++last_id_;
-      armed_[id] = Armed{deadline, client};
-      sooner = deadline < next_wake_;
-    }
-    // Only a deadline sooner than the thread's next wake needs it awake: the common case (every
-    // request with the same timeout) costs no thread switch.
-    if (sooner) wake_.SignalAll();
-    return id;
-  }
-
-  // Once this returns, the client is not touched any more.
-  void Disarm(uint64_t id) {
-    MutexLock lock(&mu_);
-    armed_.erase(id);
-  }
-
  private:
-  struct Armed {
-    absl::Time deadline;
-    httplib::Client* client = nullptr;
-  };
-  static constexpr absl::Duration kRetry = absl::Milliseconds(5);
-
-  void Run() {
+  void Run(const std::vector<std::unique_ptr<UpstreamPool>>& pools) {
     MutexLock lock(&mu_);
     while (!stopping_) {
-      const absl::Time now = absl::Now();
-      absl::Time next = absl::InfiniteFuture();
-      for (auto& [id, armed] : armed_) {
-        if (armed.deadline <= now) {
-          armed.client->stop();
-          armed.deadline = now + kRetry;
-        }
-        next = std::min(next, armed.deadline);
-      }
-      next_wake_ = next;
-      wake_.WaitUntil(&mu_, next);
+      for (const auto& pool : pools) pool->CloseIdle();
+      wake_.WaitFor(&mu_, absl::Seconds(1));
     }
   }
 
   Mutex mu_;
   CondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t last_id_ ABSL_GUARDED_BY(mu_) = 0;
-  // When the thread wakes next, unless notified.
-  absl::Time next_wake_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  std::map<uint64_t, Armed> armed_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
-Proxy::Proxy(const SidecarSettings& settings, Enforcer& enforcer)
-    : settings_(settings), enforcer_(enforcer), deadlines_(std::make_unique<Deadlines>()) {}
+Proxy::Proxy(const SidecarSettings& settings, Enforcer& enforcer, const Clock& clock)
+    : settings_(settings), enforcer_(enforcer), clock_(clock) {}
 
 Proxy::~Proxy() { Stop(); }
 
 absl::Status Proxy::Start() {
   for (size_t i = 0; i < settings_.upstreams.size(); ++i) {
+    const UpstreamSettings& upstream = settings_.upstreams[i];
+    UpstreamPoolOptions options;
+    options.scheme_host_port = upstream.scheme_host_port;
+    options.name = upstream.relay_id;
+    options.tls_ca_file = upstream.tls_ca_file;
+    options.tls_cert_file = upstream.tls_cert_file;
+    options.tls_key_file = upstream.tls_key_file;
+    options.max_idle_connections = settings_.upstream_max_idle_connections;
+    options.idle_timeout = settings_.upstream_idle_timeout;
+    options.max_body_bytes = settings_.max_body_bytes;
+    absl::StatusOr<std::unique_ptr<UpstreamPool>> pool =
+        UpstreamPool::Create(std::move(options), clock_);
+    if (!pool.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("upstreams[", i, "] (", upstream.relay_id, "): ", pool.status().message()));
+    }
+    pools_.push_back(*std::move(pool));
+  }
+  for (size_t i = 0; i < settings_.upstreams.size(); ++i) {
     auto server = std::make_unique<httplib::Server>();
+    server->set_socket_options(ExclusivePort);
     server->set_payload_max_length(settings_.max_body_bytes);
     server->set_read_timeout(5, 0);
     server->set_write_timeout(5, 0);
     server->set_keep_alive_max_count(1000);
+    // An idle connection of the node holds a server thread this long at a stop.
+    server->set_keep_alive_timeout(1);
     // The library writes an answer's head and body apart; with Nagle's algorithm the body then
     // waits for the peer's delayed acknowledgement, about 40 ms on Linux.
     server->set_tcp_nodelay(true);
@@ -188,9 +178,11 @@ absl::Status Proxy::Start() {
     if (bound <= 0) {
       servers_.clear();
       ports_.clear();
-      return absl::UnavailableError(
-          absl::StrCat("cannot listen on ", settings_.listen_host, ":", port, " (upstreams[", i,
-                       "], ", settings_.upstreams[i].relay_id, ")"));
+      return absl::UnavailableError(absl::StrCat(
+          "cannot listen on ", settings_.listen_host, ":", port, " (upstreams[", i, "], ",
+          settings_.upstreams[i].relay_id, "): the port is taken", PortHolderSuffix(port),
+          " or the address is not this host's; stop the other process or pick another "
+          "listen_port"));
     }
     servers_.push_back(std::move(server));
     ports_.push_back(bound);
@@ -199,17 +191,44 @@ absl::Status Proxy::Start() {
     httplib::Server* raw = server.get();
     threads_.emplace_back([raw] { raw->listen_after_bind(); });
   }
+  maintenance_ = std::make_unique<Maintenance>(pools_);
   return absl::OkStatus();
 }
 
-void Proxy::Stop() {
+void Proxy::Stop(absl::Duration grace) {
+  // New connections are refused from here on; requests on connections already open are still
+  // answered.
   for (auto& server : servers_) server->stop();
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+    const absl::Time deadline = absl::Now() + grace;
+    while (in_flight_ > 0 && !answered_.WaitUntil(&mu_, deadline)) {
+    }
+  }
+  // What is still in flight ends its upstream exchange now, and is answered 503.
+  for (const auto& pool : pools_) pool->Abort();
+  {
+    MutexLock lock(&mu_);
+    while (in_flight_ > 0) answered_.Wait(&mu_);
+  }
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();
   servers_.clear();
+  maintenance_ = nullptr;
 }
 
-void Proxy::Handle(size_t index, const void* request_ptr, void* response_ptr) {
+void Proxy::Handle(size_t index, const void* request, void* response) {
+  {
+    MutexLock lock(&mu_);
+    ++in_flight_;
+  }
+  Forward(index, request, response);
+  MutexLock lock(&mu_);
+  if (--in_flight_ == 0) answered_.SignalAll();
+}
+
+void Proxy::Forward(size_t index, const void* request_ptr, void* response_ptr) {
   const auto& request = *static_cast<const httplib::Request*>(request_ptr);
   auto& response = *static_cast<httplib::Response*>(response_ptr);
   const UpstreamSettings& upstream = settings_.upstreams[index];
@@ -225,47 +244,29 @@ void Proxy::Handle(size_t index, const void* request_ptr, void* response_ptr) {
   const absl::Time start = absl::Now();
   // A late header or bid is no use to the proposer any more; any other request (a signed
   // block's reveal above all) is still worth its whole timeout.
-  const bool auction = route.endpoint == Endpoint::kGetHeader ||
-                       route.endpoint == Endpoint::kGetExecutionPayloadBid;
-  const absl::Duration budget = RequestBudget(
-      request.get_header_value("X-Timeout-Ms"),
-      auction ? request.get_header_value("Date-Milliseconds") : std::string(),
-      settings_.upstream_timeout, start);
-  const absl::Time deadline = start + budget;
-  httplib::Client client(upstream.scheme_host_port);
-  SetTimeouts(client, budget);
-  client.set_keep_alive(false);
-  client.set_tcp_nodelay(true);
-
-  httplib::Request out;
+  const bool auction =
+      route.endpoint == Endpoint::kGetHeader || route.endpoint == Endpoint::kGetExecutionPayloadBid;
+  const absl::Duration budget =
+      RequestBudget(request.get_header_value("X-Timeout-Ms"),
+                    auction ? request.get_header_value("Date-Milliseconds") : std::string(),
+                    settings_.upstream_timeout, start);
+  UpstreamRequest out;
   out.method = request.method;
-  out.path = upstream.path_prefix + request.target;
+  out.target = upstream.path_prefix + request.target;
   for (const auto& [name, value] : request.headers) {
-    if (!HopByHop(name)) out.headers.emplace(name, value);
+    if (!HopByHop(name)) out.headers.emplace_back(name, value);
   }
   out.body = request.body;
-  std::string body;
-  bool too_large = false;
-  const size_t max_body = settings_.max_body_bytes;
-  out.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
-    if (body.size() + length > max_body) {
-      too_large = true;
-      return false;
-    }
-    body.append(data, length);
-    return true;
-  };
+  // A reveal sent twice could be taken for two: the node retries it if it must.
+  out.never_resend = route.endpoint == Endpoint::kSubmitBlindedBlock;
 
-  httplib::Response answer;
-  httplib::Error error = httplib::Error::Success;
-  bool sent = false;
+  UpstreamAnswer answer;
   if (budget > absl::ZeroDuration()) {
-    const uint64_t armed = deadlines_->Arm(deadline, &client);
-    sent = client.send(out, answer, error);
-    deadlines_->Disarm(armed);
+    answer = pools_[index]->Send(out, budget);
+  } else {
+    answer.failure = UpstreamAnswer::Failure::kTimeout;
   }
-  const bool too_late = !sent && !too_large && absl::Now() >= deadline;
-  const bool failed = !sent || too_large || answer.status >= 500;
+  const bool failed = !answer.ok() || answer.status >= 500;
 
   if (route.endpoint == Endpoint::kSubmitBlindedBlock) {
     if (enforcer_.OnBlindedBlockAnswered(index, request.body,
@@ -274,20 +275,30 @@ void Proxy::Handle(size_t index, const void* request_ptr, void* response_ptr) {
                    << " did not reveal a payload it signed for: reported";
     }
   }
-  if (!sent || too_large) {
+  if (!answer.ok()) {
+    using Failure = UpstreamAnswer::Failure;
     enforcer_.OnForwarded(index, /*failed=*/true);
     const std::string what =
-        too_large  ? absl::StrCat("answer larger than max_body_bytes (", max_body, " bytes)")
+        answer.failure == Failure::kTooLarge ? absl::StrCat("answer larger than max_body_bytes (",
+                                                            settings_.max_body_bytes, " bytes)")
         : budget <= absl::ZeroDuration()
             ? std::string("the request came after its deadline (Date-Milliseconds + X-Timeout-Ms)")
-        : too_late ? absl::StrCat("no answer within the request's ",
-                                  absl::ToInt64Milliseconds(budget), " ms")
-                   : UpstreamErrorText(error);
+        : answer.failure == Failure::kTimeout
+            ? absl::StrCat("no answer within the request's ", absl::ToInt64Milliseconds(budget),
+                           " ms")
+            : UpstreamErrorText(answer);
     LOG(WARNING) << EndpointName(route.endpoint) << " via " << upstream.relay_id << ": " << what;
-    response.status = too_late ? 504 : 502;
+    response.status = answer.failure == Failure::kTimeout   ? 504
+                      : answer.failure == Failure::kStopped ? 503
+                                                            : 502;
     response.set_content(ErrorBody(response.status, absl::StrCat("upstream: ", what)),
                          "application/json");
     return;
+  }
+  std::string body = std::move(answer.body);
+  if (route.endpoint == Endpoint::kRegisterValidators && registration_observer_ != nullptr &&
+      answer.status < 300) {
+    registration_observer_(request.body, request.get_header_value("Content-Type"));
   }
   std::string content_type = "application/octet-stream";
   for (const auto& [name, value] : answer.headers) {
@@ -295,8 +306,8 @@ void Proxy::Handle(size_t index, const void* request_ptr, void* response_ptr) {
   }
   if (route.endpoint == Endpoint::kGetHeader &&
       !enforcer_.OnHeaderAnswered(index, route.slot, answer.status, body, content_type)) {
-    LOG(WARNING) << "get_header via " << upstream.relay_id << ": a 200 answer of "
-                 << body.size() << " bytes that is not JSON; passed back for the node to judge";
+    LOG(WARNING) << "get_header via " << upstream.relay_id << ": a 200 answer of " << body.size()
+                 << " bytes that is not JSON; passed back for the node to judge";
   }
   if (route.endpoint == Endpoint::kGetExecutionPayloadBid) {
     if (std::optional<std::string> reason =

@@ -78,7 +78,7 @@ void BM_GetHeaderDirectAndThroughTheSidecar(benchmark::State& state) {
   settings.upstreams.push_back(upstream);
   client::FakeClient breaker;
   Enforcer enforcer(breaker, {{url, false}});
-  Proxy proxy(settings, enforcer);
+  Proxy proxy(settings, enforcer, SystemClock());
   if (!proxy.Start().ok()) {
     state.SkipWithError("the proxy did not start");
   } else {

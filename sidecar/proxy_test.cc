@@ -169,7 +169,7 @@ class ProxyTest : public ::testing::Test {
     upstream.scheme_host_port = url;
     settings.upstreams.push_back(upstream);
     enforcer_ = std::make_unique<Enforcer>(client_, std::vector<UpstreamIdentity>{{url, false}});
-    proxy_ = std::make_unique<Proxy>(settings, *enforcer_);
+    proxy_ = std::make_unique<Proxy>(settings, *enforcer_, SystemClock());
     ASSERT_THAT(proxy_->Start(), IsOk());
   }
 

@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
     identities.push_back(UpstreamIdentity{upstream.relay_id, upstream.trusted});
   }
   sidecar->enforcer_ = std::make_unique<Enforcer>(*sidecar->client_, std::move(identities));
-  sidecar->proxy_ = std::make_unique<Proxy>(settings, *sidecar->enforcer_);
+  sidecar->proxy_ = std::make_unique<Proxy>(settings, *sidecar->enforcer_, SystemClock());
   if (absl::Status started = sidecar->proxy_->Start(); !started.ok()) return started;
   if (!settings.metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<Metrics>> metrics =

@@ -24,6 +24,7 @@ packages=(
   libssl-dev                # libcrypto: bearer-token digests, TLS key checks (gRPC uses it too)
   prometheus-cpp-dev        # breakerd's /metrics endpoint (prometheus-cpp 1.0: core and pull)
   libcpp-httplib-dev        # breaker-sidecar: the builder API's HTTP server and client (cpp-httplib 0.11)
+  libcurl4-openssl-dev      # breaker-sidecar: its pooled HTTP/1.1 and TLS client towards relays (libcurl 7.88)
   nlohmann-json3-dev        # breaker-sidecar: JSON of the builder API (header-only)
   python3-yaml              # checks the example Prometheus alert rules (examples/prometheus)
   clang-14                  # the fuzz targets under libFuzzer (tools/fuzz.sh; README: Fuzzing)

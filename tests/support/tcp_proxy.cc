@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -34,6 +35,13 @@ sockaddr_in Loopback(int port) {
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   address.sin_port = htons(static_cast<uint16_t>(port));
   return address;
+}
+
+// Each chunk goes out as it comes: with Nagle's algorithm, the second small write of an
+// answer (head, then body) would wait for a delayed acknowledgement, tens of milliseconds.
+void NoDelay(int fd) {
+  int yes = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
 }
 
 // A connected socket to the target, non-blocking; -1 when the target refuses.
@@ -187,6 +195,8 @@ void TcpProxy::Accept(std::vector<std::unique_ptr<Connection>>& connections, boo
       close(client);  // the target is down: so is the path through the proxy
       continue;
     }
+    NoDelay(client);
+    NoDelay(upstream);
     auto connection = std::make_unique<Connection>();
     connection->fds[0] = client;
     connection->fds[1] = upstream;
