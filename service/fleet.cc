@@ -245,6 +245,7 @@ Fleet::Fleet(Options options, core::Engine engine, ServiceLimits limits, std::st
     : clock_(*options.clock),
       store_(std::move(options.store)),
       config_path_(std::move(options.config_path)),
+      load_config_(std::move(options.load_config)),
       network_(options.config.chain.network),
       snapshot_every_entries_(options.snapshot_every_entries),
       snapshot_every_bytes_(options.snapshot_every_bytes),
@@ -368,7 +369,12 @@ void Fleet::ReloadConfig(ConfigCallback done) {
         "breakerd runs without a configuration file; restart it with --config to reload one"));
     return;
   }
-  absl::StatusOr<ServiceConfig> config = LoadServiceConfig(config_path_);
+  uint64_t number = 0;
+  {
+    MutexLock lock(&reload_mu_);
+    number = ++reloads_called_;
+  }
+  absl::StatusOr<ServiceConfig> config = load_config_(config_path_);
   if (!config.ok()) {
     LOG(WARNING) << "reload refused, configuration unchanged: " << config.status();
     done(config.status());
@@ -385,6 +391,17 @@ void Fleet::ReloadConfig(ConfigCallback done) {
   }
   state::v1::JournalEntry entry;
   *entry.mutable_reconfigure() = ServiceConfigToProto(*config);
+  MutexLock lock(&reload_mu_);
+  if (number < reload_submitted_) {
+    const absl::Status superseded = absl::AbortedError(absl::StrCat(
+        "a reload of ", config_path_,
+        " called after this one finished first and stays in force; this one read the file "
+        "earlier and changed nothing: reload again to read it as it is now"));
+    LOG(WARNING) << "reload refused, configuration unchanged: " << superseded;
+    done(superseded);
+    return;
+  }
+  reload_submitted_ = number;
   Submit(std::move(entry), [this, done = std::move(done)](const absl::Status& status) {
     if (status.ok()) {
       done(EffectiveConfig());

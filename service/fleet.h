@@ -39,17 +39,17 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "breaker/v1/breaker.pb.h"
 #include "breaker/state/v1/state.pb.h"
+#include "breaker/v1/breaker.pb.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "core/config.h"
 #include "core/engine.h"
 #include "grpcpp/support/slice.h"
 #include "proto/codec/journal_apply.h"
+#include "service/journal_writer.h"
 #include "service/metrics_sink.h"
 #include "service/node_registry.h"
-#include "service/journal_writer.h"
 #include "service/observation_rate_limiter.h"
 #include "service/service_limits.h"
 #include "service/storage/state_store.h"
@@ -102,6 +102,9 @@ class Fleet : private JournalWriter::Sink {
     ServiceLimits limits;
     // The file `config` came from, re-read by ReloadConfig; empty when there is none.
     std::string config_path;
+    // Reads and checks it: LoadServiceConfig, or a test's stand-in.
+    std::function<absl::StatusOr<ServiceConfig>(const std::string& path)> load_config =
+        &LoadServiceConfig;
     std::unique_ptr<StateStore> store;
     // REQUIRES: not null; outlives the fleet.
     const Clock* clock = nullptr;
@@ -148,6 +151,9 @@ class Fleet : private JournalWriter::Sink {
 
   // Re-reads the configuration file and applies it. FAILED_PRECONDITION without a file; the
   // file's errors (state unchanged) otherwise; UNAVAILABLE as SubmitAdmin.
+  // Reloads may overlap; each one is numbered when it is called, and one that finishes reading
+  // after a later-called one was submitted changes nothing and gets ABORTED: the later one,
+  // which read the file after it, stays in force.
   void ReloadConfig(ConfigCallback done);
 
   // Moves time to the clock's current slot (journaled like any change). While the store
@@ -169,8 +175,8 @@ class Fleet : private JournalWriter::Sink {
   absl::Status storage_status() const;
 
   // `watcher` hears whether the store takes writes: at once, then at every change, on the
-  // journal writer's appender thread (it must not block, nor call WatchStorage). Replaces the previous watcher;
-  // after it returns, that one is not called any more. Null: none.
+  // journal writer's appender thread (it must not block, nor call WatchStorage). Replaces the
+  // previous watcher; after it returns, that one is not called any more. Null: none.
   void WatchStorage(std::function<void(bool writable)> watcher);
 
   // Listeners get every version published after they subscribe.
@@ -243,7 +249,8 @@ class Fleet : private JournalWriter::Sink {
   // Serializes `work`'s entry (on the caller's thread) and hands it to the journal writer.
   void Enqueue(std::unique_ptr<Work> work);
   // Enqueues `entry`; `done` gets the status of applying it.
-  void Submit(breaker::state::v1::JournalEntry entry, std::function<void(const absl::Status&)> done);
+  void Submit(breaker::state::v1::JournalEntry entry,
+              std::function<void(const absl::Status&)> done);
 
   // --- JournalWriter::Sink ---
   // Applies a stored round, publishes what changed and answers the submitters. Wants a
@@ -283,6 +290,7 @@ class Fleet : private JournalWriter::Sink {
   const Clock& clock_;
   const std::unique_ptr<StateStore> store_;
   const std::string config_path_;
+  const std::function<absl::StatusOr<ServiceConfig>(const std::string& path)> load_config_;
   const std::string network_;
   const uint64_t snapshot_every_entries_;
   const uint64_t snapshot_every_bytes_;
@@ -295,7 +303,14 @@ class Fleet : private JournalWriter::Sink {
   //   - listeners_mu_ is taken with no other lock of the fleet held (listeners are called
   //     under it);
   //   - the journal writer's, the supervisor's and the ticker's locks are their own: the fleet
-  //     calls them with none of its locks held, and they call the fleet with none of theirs.
+  //     calls them with none of its locks held, and they call the fleet with none of theirs;
+  //   - but reload_mu_, taken by ReloadConfig only and with no other lock held, comes before
+  //     all of them: it is held while a reconfiguration is handed to the writer, so that
+  //     reconfigurations enter the journal in the order of their numbers.
+  Mutex reload_mu_;
+  // How many reloads were called, and the number of the latest one submitted.
+  uint64_t reloads_called_ ABSL_GUARDED_BY(reload_mu_) = 0;
+  uint64_t reload_submitted_ ABSL_GUARDED_BY(reload_mu_) = 0;
   mutable Mutex engine_mu_;
   core::Engine engine_ ABSL_GUARDED_BY(engine_mu_);
   // The last journal sequence applied to engine_.

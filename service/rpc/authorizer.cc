@@ -60,8 +60,9 @@ absl::string_view RolesWith(Permission permission) {
 
 }  // namespace
 
-Authorizer::Authorizer(std::optional<AccessPolicy> policy, std::string access_file)
-    : access_file_(std::move(access_file)) {
+Authorizer::Authorizer(std::optional<AccessPolicy> policy, std::string access_file,
+                       AccessLoader load)
+    : access_file_(std::move(access_file)), load_(std::move(load)) {
   if (policy.has_value()) policy_ = std::make_shared<const AccessPolicy>(*std::move(policy));
 }
 
@@ -120,20 +121,19 @@ absl::StatusOr<Principal> Authorizer::Authorize(const Credentials& credentials,
     }
   }
   if (!RoleAllows(caller->role, permission)) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "'", caller->name, "' has the role ", breaker::v1::Role_Name(caller->role),
-        ", which does not give ", PermissionName(permission), "; use a credential with ",
-        RolesWith(permission)));
+    return absl::PermissionDeniedError(
+        absl::StrCat("'", caller->name, "' has the role ", breaker::v1::Role_Name(caller->role),
+                     ", which does not give ", PermissionName(permission),
+                     "; use a credential with ", RolesWith(permission)));
   }
   return *caller;
 }
 
 absl::Status Authorizer::CheckNodeId(const Principal& caller, absl::string_view node_id) {
   if (caller.role != breaker::v1::ROLE_NODE || caller.name == node_id) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat("this credential belongs to node '", caller.name,
-                                                  "', which cannot speak for node '",
-                                                  core::bounds::QuotePrefix(node_id),
-                                                  "'; use node id '", caller.name, "'"));
+  return absl::PermissionDeniedError(absl::StrCat(
+      "this credential belongs to node '", caller.name, "', which cannot speak for node '",
+      core::bounds::QuotePrefix(node_id), "'; use node id '", caller.name, "'"));
 }
 
 absl::StatusOr<size_t> Authorizer::Reload() {
@@ -142,12 +142,25 @@ absl::StatusOr<size_t> Authorizer::Reload() {
         "breakerd runs without an access file, so every caller is an admin; restart it with "
         "--access_file to give one");
   }
-  absl::StatusOr<AccessPolicy> loaded = AccessPolicy::Load(access_file_);
+  uint64_t number = 0;
+  {
+    MutexLock lock(&mu_);
+    number = ++reloads_called_;
+  }
+  // Read outside the lock: a large file takes a while, and calls are authorized meanwhile.
+  absl::StatusOr<AccessPolicy> loaded = load_(access_file_);
   if (!loaded.ok()) return loaded.status();
   const size_t principals = loaded->size();
   auto policy = std::make_shared<const AccessPolicy>(*std::move(loaded));
   MutexLock lock(&mu_);
+  if (number < reload_in_force_) {
+    return absl::AbortedError(absl::StrCat(
+        "a reload of ", access_file_,
+        " called after this one finished first and stays in force; this one read the file "
+        "earlier and changed nothing: reload again to read it as it is now"));
+  }
   policy_ = std::move(policy);
+  reload_in_force_ = number;
   return principals;
 }
 

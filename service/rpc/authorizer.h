@@ -4,6 +4,8 @@
 // Each call's caller, from its credentials, checked against what the call needs.
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,10 +34,15 @@ struct Credentials {
 // Thread-safe.
 class Authorizer {
  public:
+  // Reads and checks an access file: AccessPolicy::Load, or a test's stand-in.
+  using AccessLoader = std::function<absl::StatusOr<AccessPolicy>(const std::string& path)>;
+
   // Without an access policy every caller is an admin: for breakerd on loopback, or on a
   // network where only the transport (mutual TLS, a firewall) decides who gets in.
-  // `access_file`: the file `policy` was read from, which Reload reads again; empty: none.
-  explicit Authorizer(std::optional<AccessPolicy> policy, std::string access_file = "");
+  // `access_file`: the file `policy` was read from, which Reload reads again with `load`;
+  // empty: none.
+  explicit Authorizer(std::optional<AccessPolicy> policy, std::string access_file = "",
+                      AccessLoader load = &AccessPolicy::Load);
 
   // The caller of `context`, if it may do what `permission` covers.
   // UNAUTHENTICATED: no credential, or a token or certificate the access file does not list.
@@ -62,6 +69,10 @@ class Authorizer {
   // caller stays an admin: a file can only be given at start); otherwise the file's errors
   // (NOT_FOUND, FAILED_PRECONDITION when it cannot be read, INVALID_ARGUMENT when it is not
   // valid), and the file in force stays.
+  // Reloads may overlap (SIGHUP and Admin.ReloadAccess); each one is numbered when it is
+  // called, and one that finishes reading after a later-called one put its file in force
+  // changes nothing and returns ABORTED: the later one, which read the file after it, stays
+  // in force (the earlier one's read may predate a revocation).
   absl::StatusOr<size_t> Reload();
 
   // The access file given at start; empty when there is none.
@@ -69,9 +80,14 @@ class Authorizer {
 
  private:
   const std::string access_file_;
+  const AccessLoader load_;
   mutable Mutex mu_;
   // Null without an access policy. Each one is immutable; a reload replaces it.
   std::shared_ptr<const AccessPolicy> policy_ ABSL_GUARDED_BY(mu_);
+  // How many reloads were called, and the number of the one whose file is in force (0: the
+  // file given at start).
+  uint64_t reloads_called_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t reload_in_force_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace breaker::service

@@ -3,12 +3,15 @@
 
 #include "service/rpc/authorizer.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -115,6 +118,54 @@ TEST_F(AuthorizerTest, AReloadPutsTheNewFileInForce) {
   ASSERT_THAT(authorizer->Reload(), IsOk());
   EXPECT_THAT(authorizer->Authorize(Token(kViewerToken), Permission::kOperate),
               StatusIs(absl::StatusCode::kPermissionDenied));
+}
+
+// The report this guards against: a reload reads a large file slowly; meanwhile the file loses
+// a principal and a second reload puts that in force and answers OK; the first must not then
+// give the principal its access back.
+TEST_F(AuthorizerTest, AReloadCalledEarlierNeverUndoesOneCalledLater) {
+  Write(Principal("bn-1", "ROLE_NODE", kNodeToken) +
+        Principal("dashboard", "ROLE_VIEWER", kViewerToken));
+  absl::StatusOr<AccessPolicy> initial = AccessPolicy::Load(path_);
+  ASSERT_THAT(initial, IsOk());
+  // The first reload's read stops once it has read the file, until released: a slow parse.
+  std::promise<void> first_read;
+  std::promise<void> release_first;
+  std::shared_future<void> released = release_first.get_future().share();
+  std::atomic<int> reads{0};
+  Authorizer authorizer(*std::move(initial), path_, [&](const std::string& path) {
+    absl::StatusOr<AccessPolicy> read = AccessPolicy::Load(path);
+    if (reads.fetch_add(1) == 0) {
+      first_read.set_value();
+      released.wait();
+    }
+    return read;
+  });
+
+  absl::StatusOr<size_t> first = absl::UnknownError("not run");
+  std::thread slow([&] { first = authorizer.Reload(); });
+  first_read.get_future().wait();
+  // The node is revoked, and a second reload puts that in force while the first still reads.
+  Write(Principal("dashboard", "ROLE_VIEWER", kViewerToken));
+  absl::StatusOr<size_t> second = authorizer.Reload();
+  ASSERT_THAT(second, IsOk());
+  EXPECT_EQ(*second, 1u);
+  EXPECT_THAT(authorizer.Authorize(Token(kNodeToken), Permission::kNodeStream),
+              StatusIs(absl::StatusCode::kUnauthenticated));
+
+  release_first.set_value();
+  slow.join();
+  EXPECT_THAT(first, StatusIs(absl::StatusCode::kAborted, HasSubstr("reload again")));
+  EXPECT_THAT(authorizer.Authorize(Token(kNodeToken), Permission::kNodeStream),
+              StatusIs(absl::StatusCode::kUnauthenticated));
+  EXPECT_THAT(authorizer.Authorize(Token(kViewerToken), Permission::kView), IsOk());
+
+  // A reload called after both reads the file as it is then.
+  Write(Principal("bn-1", "ROLE_NODE", kNodeToken));
+  ASSERT_THAT(authorizer.Reload(), IsOk());
+  EXPECT_THAT(authorizer.Authorize(Token(kNodeToken), Permission::kNodeStream), IsOk());
+  EXPECT_THAT(authorizer.Authorize(Token(kViewerToken), Permission::kView),
+              StatusIs(absl::StatusCode::kUnauthenticated));
 }
 
 TEST_F(AuthorizerTest, ABadOrMissingFileChangesNothing) {
