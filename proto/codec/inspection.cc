@@ -25,13 +25,13 @@ namespace v1 = ::breaker::v1;
 template <typename Entry, typename KeyOf, typename Add>
 std::string FillPage(const std::vector<Entry>& sorted, KeyOf key_of,
                      const std::optional<std::string>& after, uint32_t page_size, Add add) {
-  const uint32_t limit = page_size == 0 || page_size > kMaxPageEntries ? kMaxPageEntries : page_size;
+  const uint32_t limit =
+      page_size == 0 || page_size > kMaxPageEntries ? kMaxPageEntries : page_size;
   auto it = sorted.begin();
   if (after.has_value()) {
-    it = std::upper_bound(sorted.begin(), sorted.end(), *after,
-                          [&](const std::string& key, const Entry& entry) {
-                            return key < key_of(entry);
-                          });
+    it = std::upper_bound(
+        sorted.begin(), sorted.end(), *after,
+        [&](const std::string& key, const Entry& entry) { return key < key_of(entry); });
   }
   size_t bytes = 0;
   uint32_t count = 0;
@@ -58,11 +58,15 @@ constexpr absl::string_view kNodeTokenPrefix = "n:";
 // The key a page token names (a BuilderPageKey, or a node id), or INVALID_ARGUMENT when it is
 // not one breakerd gave out.
 absl::StatusOr<std::optional<std::string>> ParsePageToken(absl::string_view token,
-                                                           bool is_builder_key) {
+                                                          bool is_builder_key) {
   if (token.empty()) return std::optional<std::string>();
+  if (absl::Status bounded =
+          core::bounds::CheckMaxBytes("page_token", token, core::bounds::kMaxPageTokenBytes);
+      !bounded.ok()) {
+    return bounded;
+  }
   absl::string_view key = token;
   const bool well_formed =
-      token.size() <= core::bounds::kMaxPageTokenBytes &&
       (is_builder_key
            ? token.size() == 22 && (token[0] == '0' || token[0] == '1') && token[1] == ':' &&
                  std::all_of(token.begin() + 2, token.end(), absl::ascii_isdigit)
@@ -180,8 +184,8 @@ absl::StatusOr<v1::ListNodesResponse> ListNodes(const std::vector<std::string>& 
   }
   v1::ListNodesResponse response;
   std::string next = FillPage(
-      nodes, [](const v1::Node& node) { return node.node_id(); }, std::nullopt,
-      request.page_size(), [&](const v1::Node& node) { *response.add_nodes() = node; });
+      nodes, [](const v1::Node& node) { return node.node_id(); }, std::nullopt, request.page_size(),
+      [&](const v1::Node& node) { *response.add_nodes() = node; });
   // The page may also end where the ids described ran out.
   if (next.empty() && static_cast<size_t>(sorted_ids.end() - first) > nodes.size()) {
     next = nodes.back().node_id();

@@ -27,9 +27,9 @@ absl::Status CheckHello(const v1::Hello& hello) {
 
 absl::Status CheckBatchSize(const v1::ObservationBatch& batch) {
   if (batch.observations_size() <= bounds::kMaxObservationsPerBatch) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("a batch of ", batch.observations_size(), " observations; send at most ",
-                   bounds::kMaxObservationsPerBatch, " per message"));
+  return absl::InvalidArgumentError(absl::StrCat("a batch of ", batch.observations_size(),
+                                                 " observations; send at most ",
+                                                 bounds::kMaxObservationsPerBatch, " per message"));
 }
 
 absl::Status CheckReportRequest(const v1::ReportRequest& request) {
@@ -38,18 +38,30 @@ absl::Status CheckReportRequest(const v1::ReportRequest& request) {
 }
 
 absl::Status CheckAdminAction(const state::v1::AdminAction& action) {
+  // Every case and no default: an action added to the oneof does not compile (-Wswitch) until
+  // its strings are bounded here.
   switch (action.action_case()) {
     case state::v1::AdminAction::kBan:
       return bounds::CheckMaxBytes("reason", action.ban().reason(), bounds::kMaxReasonBytes);
+    case state::v1::AdminAction::kUnban:
+    case state::v1::AdminAction::kBuilderTrust:
+      return absl::OkStatus();  // numbers only
     case state::v1::AdminAction::kRelayTrust:
-      return bounds::CheckMaxBytes("relay", action.relay_trust().relay(),
-                                   bounds::kMaxRelayIdBytes);
+      return bounds::CheckMaxBytes("relay", action.relay_trust().relay(), bounds::kMaxRelayIdBytes);
     case state::v1::AdminAction::kReset:
       return bounds::CheckMaxBytes("reason", action.reset().reason(), bounds::kMaxReasonBytes);
-    default:
-      // The others hold numbers only.
-      return absl::OkStatus();
+    case state::v1::AdminAction::kBanRelay:
+      BREAKER_RETURN_IF_ERROR(
+          bounds::CheckMaxBytes("relay", action.ban_relay().relay(), bounds::kMaxRelayIdBytes));
+      return bounds::CheckMaxBytes("reason", action.ban_relay().reason(), bounds::kMaxReasonBytes);
+    case state::v1::AdminAction::kUnbanRelay:
+      return bounds::CheckMaxBytes("relay", action.unban_relay().relay(), bounds::kMaxRelayIdBytes);
+    case state::v1::AdminAction::ACTION_NOT_SET:
+      break;
   }
+  return absl::InvalidArgumentError(
+      "the operator action is empty, or of a kind this breakerd does not know; send one of "
+      "the Admin rpcs that change the state");
 }
 
 #undef BREAKER_RETURN_IF_ERROR

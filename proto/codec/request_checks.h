@@ -21,7 +21,8 @@ absl::Status CheckReportRequest(const breaker::v1::ReportRequest& request);
 
 absl::Status CheckBatchSize(const breaker::v1::ObservationBatch& batch);
 
-// An operator action: reasons and relay identifiers.
+// An operator action, before it is journaled or logged: every string of every kind of action
+// (reasons and relay identifiers). INVALID_ARGUMENT also for an empty action.
 absl::Status CheckAdminAction(const breaker::state::v1::AdminAction& action);
 
 }  // namespace breaker::codec

@@ -101,7 +101,9 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   // A watch is done (its OnDone).
   void Forget(PolicyWatch* watch);
 
-  // Runs an operator action through the fleet's journal and answers with the new policy.
+  // Runs an operator action through the fleet's journal and answers with the new policy. The
+  // action is checked first (codec::CheckAdminAction): one past a bound is refused before
+  // anything of it is logged or journaled.
   grpc::ServerUnaryReactor* Steer(grpc::CallbackServerContext* context,
                                   breaker::state::v1::AdminAction action,
                                   breaker::v1::Policy* response);
