@@ -147,9 +147,11 @@ TEST_F(BeaconWatcherTest, ReportsNothingWhileTheNodeSyncs) {
   node_.AddBlock(slot, FakeBeaconNode::ProducedRoot(slot));
   ASSERT_TRUE(WaitFor([&] { return CurrentSlot() >= slot + 3; }));
   EXPECT_TRUE(client_.reports().empty());
-  // Synced: slots are judged again.
+  // Synced: slots are judged again, from the first block the node is known to have on.
   node_.SetSyncing(false);
+  ASSERT_TRUE(WaitFor([&] { return !(*watcher)->stats().syncing; }));
   const core::Slot synced = CurrentSlot();
+  node_.AddBlock(synced, core::BlockRootFromBytes("synced"));
   EXPECT_TRUE(WaitFor([&] { return Reported(synced + 1, std::nullopt); }));
 }
 

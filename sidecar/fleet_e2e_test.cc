@@ -218,6 +218,53 @@ TEST_F(SidecarFleetTest, MissedSlotsSeenByTheNodesTripEveryHeaderToNoContentUnti
   EXPECT_TRUE(EverySidecarAnswers(0, 200));
 }
 
+TEST_F(SidecarFleetTest, ASidecarStartedBeforeGenesisTripsOnTheRunAloneAndRecoversAfterIt) {
+  // More than 2 missed slots in a row, or more than 4 in the last 64. The node's chain has
+  // blocks at every slot but 4..7: the consecutive rule trips on that run, and lifts once
+  // slot 8's block came. The genesis slot counted missed would make the window rule's 5
+  // missed slots, which holds the breaker tripped for 64 slots.
+  core::ChainSpec chain = FastChain(/*gloas=*/false);
+  chain.genesis_time_unix = absl::ToUnixSeconds(absl::Now()) + 20;
+  ASSERT_NO_FATAL_FAILURE(Configure(
+      chain,
+      "missed_slots { preset: \"custom\" latched_rule: false max_consecutive_missed_slots: 2 "
+      "max_missed_slots_in_window: 4 window_slots: 64 }\n"));
+  Sidecar sidecar;
+  sidecar.node = std::make_unique<FakeBeaconNode>(chain_);
+  sidecars_.push_back(std::move(sidecar));
+  ASSERT_NO_FATAL_FAILURE(StartBreakerd());
+  FakeRelay relay(/*reveals=*/true);
+  ASSERT_NO_FATAL_FAILURE(StartSidecars({relay.url()}));
+  ASSERT_LT(absl::Now(), core::StartOf(0, chain_)) << "the sidecar must start before genesis";
+
+  auto has_block = [](core::Slot slot) { return slot > 0 && (slot < 4 || slot > 7); };
+  core::Slot added = 0;
+  bool tripped_by_the_run = false;
+  bool recovered = false;
+  ASSERT_TRUE(PollUntil([&] {
+    // Each block a moment into its slot, as a node imports it.
+    const core::Slot now = absl::Now() >= core::StartOf(0, chain_) + absl::Milliseconds(300)
+                               ? core::SlotAt(absl::Now() - absl::Milliseconds(300), chain_)
+                               : 0;
+    while (added < now) {
+      ++added;
+      if (has_block(added)) sidecars_[0].node->AddBlock(added, FakeBeaconNode::ProducedRoot(added));
+    }
+    absl::StatusOr<v1::Policy> policy = GetPolicy();
+    if (!policy.ok()) return false;
+    const v1::MissedSlotState& missed = policy->missed_slots();
+    if (missed.tripped()) {
+      EXPECT_TRUE(absl::StrContains(missed.rule(), "consecutive missed slots > 2"))
+          << "slot " << now << ": " << missed.rule();
+      tripped_by_the_run = true;
+    }
+    recovered = tripped_by_the_run && !missed.tripped() && now >= 9;
+    return recovered;
+  }));
+  EXPECT_TRUE(recovered);
+  EXPECT_EQ(GetHeader(0, 0), 200);
+}
+
 TEST_F(SidecarFleetTest, ARevealFailureSeenByOneSidecarReachesEveryOneAndOutlivesBreakerd) {
   // A relay's ban lasts 10 epochs (over 10 minutes here): no epoch boundary lifts it mid-test.
   ASSERT_NO_FATAL_FAILURE(Configure(FastChain(/*gloas=*/false),

@@ -8,8 +8,7 @@
 
 namespace breaker::sidecar {
 
-Observer::Observer(ObserverOptions options, const Clock& clock,
-                   client::BreakerClient& client)
+Observer::Observer(ObserverOptions options, const Clock& clock, client::BreakerClient& client)
     : options_(std::move(options)), clock_(clock), client_(client) {
   const core::Slot now = CurrentSlot();
   // The slots just before the start are gaps: a backfill judges them once the node is watched.
@@ -51,7 +50,18 @@ void Observer::AddRoot(core::Slot slot, const core::BlockRoot& root) {
   }
   record.roots.push_back(root);
   ++stats_.blocks;
+  Evidence(slot);
   client_.Report(slot, core::BlocksSeen{record.roots});
+}
+
+void Observer::Evidence(core::Slot slot) {
+  // The genesis block is every node's: it says nothing of whether this node has the chain.
+  if (slot == 0) return;
+  if (!first_evidence_.has_value() || slot < *first_evidence_) first_evidence_ = slot;
+}
+
+bool Observer::Judgeable(core::Slot slot) const {
+  return slot > 0 && first_evidence_.has_value() && *first_evidence_ < slot;
 }
 
 void Observer::OnBlock(core::Slot slot, const core::BlockRoot& root) {
@@ -96,8 +106,7 @@ void Observer::OnBlockBid(core::Slot slot, const core::BlockRoot& root,
   awaiting_payload_.emplace(root, OverduePayload{slot, root, builder});
 }
 
-void Observer::OnPayload(core::Slot slot, const core::BlockRoot& root,
-                         core::BuilderIndex builder) {
+void Observer::OnPayload(core::Slot slot, const core::BlockRoot& root, core::BuilderIndex builder) {
   MutexLock lock(&mu_);
   if (!InRange(slot) || builder == core::kSelfBuild) return;
   Delivered(slot, root, builder);
@@ -114,8 +123,7 @@ void Observer::OnPayloadAvailable(core::Slot slot, const core::BlockRoot& root) 
   }
 }
 
-void Observer::Delivered(core::Slot slot, const core::BlockRoot& root,
-                         core::BuilderIndex builder) {
+void Observer::Delivered(core::Slot slot, const core::BlockRoot& root, core::BuilderIndex builder) {
   awaiting_payload_.erase(root);
   PayloadCame& came = payload_came_[root];
   came.slot = slot;
@@ -150,9 +158,14 @@ void Observer::OnBackfill(core::Slot slot, const std::vector<core::BlockRoot>& r
     if (std::find(record.roots.begin(), record.roots.end(), root) != record.roots.end()) continue;
     record.roots.push_back(root);
     ++stats_.blocks;
+    Evidence(slot);
     added = true;
   }
   if (record.roots.empty()) {
+    if (!Judgeable(slot)) {
+      ++stats_.no_evidence_slots;
+      return;
+    }
     ++stats_.empty_slots;
     client_.Report(slot, core::BlocksSeen{});
   } else if (added) {
@@ -180,8 +193,15 @@ std::vector<OverduePayload> Observer::Tick() {
       record.gap = true;
       continue;
     }
-    record.judged = true;
-    if (record.roots.empty()) {
+    if (!record.roots.empty()) {
+      record.judged = true;
+    } else if (slot == 0) {
+      record.judged = true;
+      ++stats_.no_evidence_slots;
+    } else if (!Judgeable(slot)) {
+      record.gap = true;
+    } else {
+      record.judged = true;
       ++stats_.empty_slots;
       client_.Report(slot, core::BlocksSeen{});
     }
@@ -228,8 +248,7 @@ void Observer::Prune(core::Slot current) {
     }
   }
   bids_.erase(bids_.begin(), bids_.lower_bound({oldest, 0}));
-  absl::erase_if(awaiting_payload_,
-                 [&](const auto& entry) { return entry.second.slot < oldest; });
+  absl::erase_if(awaiting_payload_, [&](const auto& entry) { return entry.second.slot < oldest; });
   absl::erase_if(payload_came_, [&](const auto& entry) { return entry.second.slot < oldest; });
 }
 

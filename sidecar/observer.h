@@ -15,7 +15,10 @@
 //     watched whole is a gap: it is judged from a backfill (the node's headers and fork choice
 //     for that slot), or not at all when it is older than max_backfill_slots. Nothing is
 //     reported while the node syncs or the stream is down: a syncing node's gaps are no
-//     evidence.
+//     evidence. Nor is a slot the node could not have judged: the genesis slot (its block is
+//     the genesis block, which no event announces) is never reported, and a slot is reported
+//     empty only after the first evidence, the earliest block after genesis the observer
+//     knows the node has (from its events or a backfill); slots up to it are not reported.
 //   - Finalized: every finalized_checkpoint epoch above the last reported, at the current slot.
 //   - Gloas: a BidSeen (relay empty: P2P) per builder and slot of execution_payload_bid events;
 //     a PayloadDelivered per block root of execution_payload (or execution_payload_available /
@@ -63,6 +66,9 @@ struct ObserverStats {
   uint64_t backfilled_slots = 0;
   // Gaps that aged out before a backfill judged them.
   uint64_t unjudged_slots = 0;
+  // Slots without a block left unreported for want of evidence: the genesis slot, and those
+  // up to the first block the node was known to have.
+  uint64_t no_evidence_slots = 0;
   // Events about a slot out of range, or past a bound.
   uint64_t ignored_events = 0;
   uint64_t bids = 0;
@@ -108,11 +114,13 @@ class Observer {
   // The gaps a backfill may still judge, oldest first (at most max_backfill_slots).
   std::vector<core::Slot> SlotsToBackfill() const;
   // What the node has for `slot` (a gap): reports BlocksSeen with these roots and those already
-  // known, empty when there are none. Ignored for a slot that is no gap.
+  // known; empty when there are none, if `slot` comes after the first evidence (otherwise
+  // nothing). Ignored for a slot that is no gap.
   void OnBackfill(core::Slot slot, const std::vector<core::BlockRoot>& roots);
 
   // Judges the slots that have ended, and returns the blocks whose payload is now overdue
-  // (each once).
+  // (each once). A slot watched whole without a block before the first evidence is left to
+  // the backfill, which runs oldest first and so may find the evidence before judging it.
   std::vector<OverduePayload> Tick();
   // Reports the payload of `overdue` missing, unless it came meanwhile. `attested_fraction` is
   // clamped to [0, 1].
@@ -131,6 +139,11 @@ class Observer {
   // Whether an event about `slot` is in range now; counts it when not.
   bool InRange(core::Slot slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddRoot(core::Slot slot, const core::BlockRoot& root) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Notes that the node has a block at `slot`.
+  void Evidence(core::Slot slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a slot without a block may be reported empty: after the genesis slot and the
+  // first evidence.
+  bool Judgeable(core::Slot slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Delivered(core::Slot slot, const core::BlockRoot& root, core::BuilderIndex builder)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Prune(core::Slot current) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -150,6 +163,9 @@ class Observer {
   // The first slot Tick has not considered yet.
   core::Slot next_to_judge_ ABSL_GUARDED_BY(mu_);
   std::map<core::Slot, SlotRecord> slots_ ABSL_GUARDED_BY(mu_);
+  // The earliest slot after genesis with a block the node is known to have; kept beyond the
+  // window (slots_ is pruned).
+  std::optional<core::Slot> first_evidence_ ABSL_GUARDED_BY(mu_);
   std::optional<core::Epoch> finalized_ ABSL_GUARDED_BY(mu_);
   // Gloas: (slot, builder) pairs whose bid was reported; blocks waiting for their payload, by
   // root; roots whose payload came (delivered, or available before its bid was known).

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/fake_client.h"
 #include "common/fake_clock.h"
 #include "core/observation.h"
@@ -111,9 +112,10 @@ TEST_F(ObserverTest, ReportsEachBlockAtOnceAndAnEmptySlotAtItsEnd) {
 TEST_F(ObserverTest, ALateBlockAmendsASlotJudgedEmpty) {
   At(100, 0);
   observer_.SetWatching(true);
+  observer_.OnBlock(99, Root("ev"));
   At(101, 0);
   observer_.Tick();
-  EXPECT_THAT(Reports(), ElementsAre("100:blocks[]"));
+  EXPECT_THAT(Reports(), ElementsAre("99:blocks[ev]", "100:blocks[]"));
   At(101, 2);
   observer_.OnBlock(100, Root("la"));
   EXPECT_THAT(Reports(), ElementsAre("100:blocks[la]"));
@@ -171,14 +173,17 @@ TEST_F(ObserverTest, NothingIsReportedWhileNotWatched) {
   observer_.Tick();
   EXPECT_THAT(Reports(), IsEmpty());
   EXPECT_THAT(observer_.SlotsToBackfill(), ElementsAre(100, 101, 102, 103));
+  observer_.OnBackfill(100, {Root("aa")});
   At(105, 0);
   observer_.Tick();
-  EXPECT_THAT(Reports(), ElementsAre("104:blocks[]"));
+  EXPECT_THAT(Reports(), ElementsAre("100:blocks[aa]", "104:blocks[]"));
 }
 
 TEST_F(ObserverTest, SlotsBeyondTheBackfillsReachAreNeverJudged) {
   At(100, 5);
   observer_.SetWatching(true);
+  observer_.OnBlock(100, Root("aa"));
+  Reports();
   // The first tick comes late (a stalled process): only the last four slots are judged.
   At(110, 0);
   observer_.Tick();
@@ -262,14 +267,162 @@ TEST_F(ObserverTest, APayloadMissingByTheEndOfTheNextSlotIsOverdue) {
 TEST_F(ObserverTest, APayloadThatCameWhileItsFractionWasMeasuredIsNotMissing) {
   At(100, 0);
   observer_.SetWatching(true);
+  observer_.OnBlock(100, Root("aa"));
   observer_.OnBlockBid(100, Root("aa"), 7);
   At(102, 0);
   const std::vector<OverduePayload> overdue = observer_.Tick();
   ASSERT_EQ(overdue.size(), 1u);
   observer_.OnPayload(100, Root("aa"), 7);
   observer_.PayloadOverdue(overdue[0], 0.9);
-  EXPECT_THAT(Reports(), ElementsAre("100:blocks[]", "101:blocks[]", "100:delivered[7]"));
+  EXPECT_THAT(Reports(), ElementsAre("100:blocks[aa]", "101:blocks[]", "100:delivered[7]"));
 }
+
+TEST_F(ObserverTest, AnEmptySlotBeforeTheFirstEvidenceIsLeftToTheBackfill) {
+  At(100, 0);
+  observer_.SetWatching(true);
+  // Slot 100 was watched whole, but no block of the node is known yet: not judged live.
+  At(101, 0);
+  observer_.Tick();
+  EXPECT_THAT(Reports(), IsEmpty());
+  EXPECT_THAT(observer_.SlotsToBackfill(), ElementsAre(97, 98, 99, 100));
+  // Oldest first: the node has nothing at 97 (a node synced from a checkpoint at 98 has no
+  // history before it), a block at 98; the slots after it are evidence of empty slots.
+  observer_.OnBackfill(97, {});
+  observer_.OnBackfill(98, {Root("aa")});
+  observer_.OnBackfill(99, {});
+  observer_.OnBackfill(100, {});
+  EXPECT_THAT(Reports(), ElementsAre("98:blocks[aa]", "99:blocks[]", "100:blocks[]"));
+  EXPECT_EQ(observer_.stats().no_evidence_slots, 1u);
+  EXPECT_EQ(observer_.stats().empty_slots, 2u);
+}
+
+TEST_F(ObserverTest, ANodeWithoutAnyBlockGetsNoSlotReported) {
+  At(100, 0);
+  observer_.SetWatching(true);
+  for (core::Slot slot = 101; slot <= 110; ++slot) {
+    At(slot, 0);
+    observer_.Tick();
+    for (core::Slot gap : observer_.SlotsToBackfill()) observer_.OnBackfill(gap, {});
+  }
+  EXPECT_THAT(Reports(), IsEmpty());
+  EXPECT_EQ(observer_.stats().empty_slots, 0u);
+  // Its first block: the slots after it are judged again.
+  observer_.OnBlock(110, Root("aa"));
+  At(112, 0);
+  observer_.Tick();
+  EXPECT_THAT(Reports(), ElementsAre("110:blocks[aa]", "111:blocks[]"));
+}
+
+// A chain from genesis: blocks at every slot but a run of empty slots from slot 14, which the
+// node announces 4 s into their slot. The genesis slot has the genesis block, which no event
+// announces and which the node's headers do not list (as the fake beacon node's do not).
+// Whatever the observer's start, it must report exactly that run empty and nothing of slot 0:
+// a report of slot 0 empty is a missed slot more for every window rule, and makes a run of
+// the slots around it for the consecutive ones.
+struct Start {
+  const char* name;
+  // When the observer starts watching: seconds from genesis.
+  int64_t seconds_from_genesis;
+};
+
+struct Run {
+  // The preset whose consecutive rule the run just trips (docs/semantics.md, "Presets"); the
+  // window rules then count exactly this run.
+  const char* preset;
+  uint64_t length;
+};
+
+void PrintTo(const Start& start, std::ostream* os) { *os << start.name; }
+void PrintTo(const Run& run, std::ostream* os) {
+  *os << run.length << " empty (" << run.preset << ")";
+}
+
+class ObserverFromGenesisTest : public ::testing::TestWithParam<std::tuple<Start, Run>> {
+ protected:
+  static constexpr core::Slot kRunStart = 14;
+
+  static core::ChainSpec GenesisChain() {
+    core::ChainSpec chain;
+    chain.network = "test";
+    chain.genesis_time_unix = 1'700'000'000;
+    return chain;
+  }
+
+  static ObserverOptions Options() {
+    ObserverOptions options;
+    options.chain = GenesisChain();
+    return options;
+  }
+
+  ObserverFromGenesisTest()
+      : clock_(core::StartOf(0, GenesisChain()) +
+               absl::Seconds(std::get<0>(GetParam()).seconds_from_genesis)),
+        observer_(Options(), clock_, client_) {}
+
+  uint64_t run() const { return std::get<1>(GetParam()).length; }
+
+  bool HasBlock(core::Slot slot) const {
+    return slot > 0 && !(slot >= kRunStart && slot < kRunStart + run());
+  }
+
+  static core::BlockRoot RootOf(core::Slot slot) {
+    return core::BlockRootFromBytes(absl::StrFormat("%02d", slot));
+  }
+
+  // What the watcher does at each of its ticks: judges, then backfills the gaps from the
+  // node's headers.
+  void TickAndBackfill() {
+    observer_.Tick();
+    for (core::Slot gap : observer_.SlotsToBackfill()) {
+      std::vector<core::BlockRoot> roots;
+      if (HasBlock(gap)) roots.push_back(RootOf(gap));
+      observer_.OnBackfill(gap, roots);
+    }
+  }
+
+  // Plays the chain up to slot `last`: each slot's start, then its block 4 s in.
+  void PlayUntil(core::Slot last) {
+    const core::ChainSpec chain = GenesisChain();
+    for (core::Slot slot = core::SlotAt(clock_.Now(), chain); slot <= last; ++slot) {
+      for (absl::Duration into : {absl::ZeroDuration(), absl::Seconds(4)}) {
+        const absl::Time at = core::StartOf(slot, chain) + into;
+        if (at < clock_.Now()) continue;
+        clock_.Set(at);
+        if (into > absl::ZeroDuration() && HasBlock(slot)) observer_.OnBlock(slot, RootOf(slot));
+        TickAndBackfill();
+      }
+    }
+  }
+
+  testing::FakeClock clock_;
+  client::FakeClient client_;
+  Observer observer_;
+};
+
+TEST_P(ObserverFromGenesisTest, ReportsEverySlotButTheGenesisSlotAsTheNodeSawIt) {
+  observer_.SetWatching(true);
+  const core::Slot last = kRunStart + run() + 3;
+  PlayUntil(last);
+  std::vector<std::string> expected;
+  for (core::Slot slot = 1; slot <= last; ++slot) {
+    expected.push_back(HasBlock(slot) ? absl::StrFormat("%d:blocks[%02d]", slot, slot)
+                                      : absl::StrCat(slot, ":blocks[]"));
+  }
+  std::vector<std::string> reports;
+  for (const auto& reported : client_.reports()) reports.push_back(Describe(reported));
+  EXPECT_EQ(reports, expected);
+  EXPECT_EQ(observer_.stats().empty_slots, run());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    StartsAndRuns, ObserverFromGenesisTest,
+    ::testing::Combine(::testing::Values(Start{"BeforeGenesis", -30}, Start{"AtGenesis", 0},
+                                         Start{"MidEpochInTheRun", 15 * 12 + 6}),
+                       ::testing::Values(Run{"prysm", 2}, Run{"three", 3},
+                                         Run{"lighthouse_teku", 4}, Run{"mevboost", 6})),
+    [](const ::testing::TestParamInfo<std::tuple<Start, Run>>& info) {
+      return absl::StrCat(std::get<0>(info.param).name, "_", std::get<1>(info.param).preset);
+    });
 
 }  // namespace
 }  // namespace breaker::sidecar
