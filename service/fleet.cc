@@ -183,8 +183,10 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   // A state without an identity gets one now, and keeps it from the snapshot written below.
   const bool new_identity = fleet_id.empty();
   if (new_identity) fleet_id = NewFleetId();
-  std::unique_ptr<Fleet> fleet(
-      new Fleet(std::move(options), *std::move(engine), limits, std::move(fleet_id)));
+  absl::StatusOr<codec::PageTokens> page_tokens = codec::PageTokens::Random();
+  if (!page_tokens.ok()) return page_tokens.status();
+  std::unique_ptr<Fleet> fleet(new Fleet(std::move(options), *std::move(engine), limits,
+                                         std::move(fleet_id), *std::move(page_tokens)));
   {
     MutexLock lock(&fleet->engine_mu_);
     fleet->journal_sequence_ = journal_sequence;
@@ -241,7 +243,8 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   return fleet;
 }
 
-Fleet::Fleet(Options options, core::Engine engine, ServiceLimits limits, std::string fleet_id)
+Fleet::Fleet(Options options, core::Engine engine, ServiceLimits limits, std::string fleet_id,
+             codec::PageTokens page_tokens)
     : clock_(*options.clock),
       store_(std::move(options.store)),
       config_path_(std::move(options.config_path)),
@@ -251,6 +254,7 @@ Fleet::Fleet(Options options, core::Engine engine, ServiceLimits limits, std::st
       snapshot_every_bytes_(options.snapshot_every_bytes),
       ticker_enabled_(options.run_ticker),
       metrics_(options.metrics != nullptr ? *options.metrics : NoMetrics()),
+      page_tokens_(std::move(page_tokens)),
       engine_(std::move(engine)),
       fleet_id_(std::move(fleet_id)),
       registry_(clock_),
@@ -754,7 +758,7 @@ absl::StatusOr<v1::ListBuildersResponse> Fleet::ListBuilders(
     const v1::ListBuildersRequest& request) const {
   // One lock for the whole listing, so that it is one consistent snapshot.
   MutexLock lock(&engine_mu_);
-  return codec::ListBuilders(engine_, request);
+  return codec::ListBuilders(engine_, request, page_tokens_);
 }
 
 absl::StatusOr<v1::Builder> Fleet::GetBuilder(core::BuilderIndex builder) const {
@@ -786,8 +790,9 @@ absl::StatusOr<v1::ListNodesResponse> Fleet::ListNodes(const v1::ListNodesReques
     if (!sequences.contains(id)) ids.push_back(id);
   }
   std::sort(ids.begin(), ids.end());
-  absl::StatusOr<v1::ListNodesResponse> response =
-      codec::ListNodes(ids, request, [&](v1::Node& node) {
+  absl::StatusOr<v1::ListNodesResponse> response = codec::ListNodes(
+      ids, request,
+      [&](v1::Node& node) {
         if (auto sequence = sequences.find(node.node_id()); sequence != sequences.end()) {
           node.set_last_sequence(sequence->second);
         }
@@ -805,7 +810,8 @@ absl::StatusOr<v1::ListNodesResponse> Fleet::ListNodes(const v1::ListNodesReques
         }
         node.set_policy_version_acked(info.policy_version_acked);
         node.set_lag(policy_version - std::min(policy_version, info.policy_version_acked));
-      });
+      },
+      page_tokens_);
   if (response.ok()) response->set_policy_version(policy_version);
   return response;
 }

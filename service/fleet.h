@@ -46,6 +46,7 @@
 #include "core/config.h"
 #include "core/engine.h"
 #include "grpcpp/support/slice.h"
+#include "proto/codec/inspection.h"
 #include "proto/codec/journal_apply.h"
 #include "service/journal_writer.h"
 #include "service/metrics_sink.h"
@@ -122,7 +123,8 @@ class Fleet : private JournalWriter::Sink {
 
   // Restores the stored state (snapshot, then journal), applies `options.config` if it differs
   // from the stored one, moves time to the clock's slot and starts the writer.
-  // Returns the store's errors, or DATA_LOSS when a stored snapshot or entry cannot be parsed.
+  // Returns the store's errors, or DATA_LOSS when a stored snapshot or entry cannot be parsed,
+  // or INTERNAL when there is no randomness for the page tokens' key.
   // A store that fails to append while the fleet opens is an error too (UNAVAILABLE): the
   // configuration given could not be stored.
   static absl::StatusOr<std::unique_ptr<Fleet>> Open(Options options);
@@ -186,7 +188,8 @@ class Fleet : private JournalWriter::Sink {
 
   // --- Inspection. Consistent snapshots of the engine; never wait for the store. ---
   // A page of the answers, bounded by the request's page_size, 1000 entries and
-  // core::bounds::kMaxPageBytes. INVALID_ARGUMENT for a page token not given out by breakerd.
+  // core::bounds::kMaxPageBytes. INVALID_ARGUMENT for a page token this fleet did not give out
+  // (codec::PageTokens: another process's, edited or cut).
   absl::StatusOr<breaker::v1::ListBuildersResponse> ListBuilders(
       const breaker::v1::ListBuildersRequest& request) const;
   // INVALID_ARGUMENT for the self-build index.
@@ -244,7 +247,8 @@ class Fleet : private JournalWriter::Sink {
     breaker::v1::ObservationAck ack;
   };
 
-  Fleet(Options options, core::Engine engine, ServiceLimits limits, std::string fleet_id);
+  Fleet(Options options, core::Engine engine, ServiceLimits limits, std::string fleet_id,
+        codec::PageTokens page_tokens);
 
   // Serializes `work`'s entry (on the caller's thread) and hands it to the journal writer.
   void Enqueue(std::unique_ptr<Work> work);
@@ -296,6 +300,9 @@ class Fleet : private JournalWriter::Sink {
   const uint64_t snapshot_every_bytes_;
   const bool ticker_enabled_;
   MetricsSink& metrics_;
+  // Seals and checks ListBuilders' and ListNodes' page tokens, under a key of this fleet's: a
+  // token lasts as long as the fleet that gave it out.
+  const codec::PageTokens page_tokens_;
 
   // Lock order, the one place it is written:
   //   - engine_mu_ before policy_mu_ (Publish runs under engine_mu_), and before the locks of

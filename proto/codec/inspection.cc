@@ -1,15 +1,20 @@
 #include "proto/codec/inspection.h"
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+
 #include <algorithm>
 #include <iterator>
 #include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/strip.h"
 #include "core/input_bounds.h"
 #include "core/relay_id.h"
 #include "proto/codec/engine_codec.h"
@@ -52,35 +57,91 @@ std::string BuilderPageKey(const v1::Builder& builder) {
                       absl::StrFormat("%020u", builder.builder_index()));
 }
 
-// ListNodes' page tokens: the last node id listed, after this prefix.
-constexpr absl::string_view kNodeTokenPrefix = "n:";
+// A page token, before base64url: a format byte, the key's id, the listing, the position, then
+// the MAC of all of that. A node id (128 bytes at most) makes a token of 227 characters.
+constexpr char kTokenFormat = 1;
+constexpr size_t kKeyIdBytes = 8;
+constexpr size_t kMacBytes = SHA256_DIGEST_LENGTH;
+constexpr size_t kTokenHeaderBytes = 1 + kKeyIdBytes + 1;
 
-// The key a page token names (a BuilderPageKey, or a node id), or INVALID_ARGUMENT when it is
-// not one breakerd gave out.
-absl::StatusOr<std::optional<std::string>> ParsePageToken(absl::string_view token,
-                                                          bool is_builder_key) {
+absl::string_view ListingName(PageTokens::Listing listing) {
+  switch (listing) {
+    case PageTokens::Listing::kBuilders:
+      return "ListBuilders";
+    case PageTokens::Listing::kNodes:
+      return "ListNodes";
+  }
+  return "another listing";
+}
+
+absl::Status Refused(absl::string_view token, absl::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("page_token \"", core::bounds::QuotePrefix(token), "\" ", why,
+                   ": pass an answer's next_page_token unchanged, or start again from an empty "
+                   "page_token (the first page)"));
+}
+
+}  // namespace
+
+absl::StatusOr<PageTokens> PageTokens::Random() {
+  std::string key(32, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), static_cast<int>(key.size())) != 1) {
+    return absl::InternalError(
+        "the system's random number generator gave no key for page tokens; check that "
+        "/dev/urandom is readable");
+  }
+  return PageTokens(std::move(key));
+}
+
+PageTokens::PageTokens(std::string key) : key_(std::move(key)) {
+  key_id_ = Mac("breaker page token key id").substr(0, kKeyIdBytes);
+}
+
+std::string PageTokens::Mac(absl::string_view data) const {
+  unsigned char mac[kMacBytes];
+  unsigned int size = 0;
+  HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &size);
+  return std::string(reinterpret_cast<const char*>(mac), size);
+}
+
+std::string PageTokens::Seal(Listing listing, absl::string_view position) const {
+  std::string sealed = absl::StrCat(absl::string_view(&kTokenFormat, 1), key_id_,
+                                    std::string(1, static_cast<char>(listing)), position);
+  sealed += Mac(sealed);
+  return absl::WebSafeBase64Escape(sealed);
+}
+
+absl::StatusOr<std::optional<std::string>> PageTokens::Open(Listing listing,
+                                                            absl::string_view token) const {
   if (token.empty()) return std::optional<std::string>();
   if (absl::Status bounded =
           core::bounds::CheckMaxBytes("page_token", token, core::bounds::kMaxPageTokenBytes);
       !bounded.ok()) {
     return bounded;
   }
-  absl::string_view key = token;
-  const bool well_formed =
-      (is_builder_key
-           ? token.size() == 22 && (token[0] == '0' || token[0] == '1') && token[1] == ':' &&
-                 std::all_of(token.begin() + 2, token.end(), absl::ascii_isdigit)
-           : absl::ConsumePrefix(&key, kNodeTokenPrefix) && !key.empty());
-  if (!well_formed) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_token \"", core::bounds::QuotePrefix(token),
-                     "\" is not one this breakerd gave out; pass an answer's next_page_token, "
-                     "or none for the first page"));
+  std::string sealed;
+  if (!absl::WebSafeBase64Unescape(token, &sealed) ||
+      sealed.size() < kTokenHeaderBytes + kMacBytes || sealed[0] != kTokenFormat) {
+    return Refused(token, "is not one this breakerd gave out");
   }
-  return std::optional<std::string>(std::string(key));
+  if (absl::string_view(sealed).substr(1, kKeyIdBytes) != key_id_) {
+    return Refused(token,
+                   "was given out by another breakerd process (this one has restarted since, or "
+                   "another replica led then), and a page token lasts only as long as the "
+                   "process that gave it out");
+  }
+  const absl::string_view content(sealed.data(), sealed.size() - kMacBytes);
+  const std::string mac = Mac(content);
+  if (CRYPTO_memcmp(mac.data(), sealed.data() + content.size(), kMacBytes) != 0) {
+    return Refused(token, "was changed or cut after breakerd gave it out");
+  }
+  if (content[kTokenHeaderBytes - 1] != static_cast<char>(listing)) {
+    return Refused(
+        token, absl::StrCat("is a page token of another listing, not of ", ListingName(listing)));
+  }
+  return std::optional<std::string>(std::string(content.substr(kTokenHeaderBytes)));
 }
-
-}  // namespace
 
 v1::Builder DescribeBuilder(const core::Engine& engine, core::BuilderIndex builder) {
   v1::Builder info;
@@ -106,9 +167,10 @@ v1::Builder DescribeBuilder(const core::Engine& engine, core::BuilderIndex build
 }
 
 absl::StatusOr<v1::ListBuildersResponse> ListBuilders(const core::Engine& engine,
-                                                      const v1::ListBuildersRequest& request) {
+                                                      const v1::ListBuildersRequest& request,
+                                                      const PageTokens& tokens) {
   absl::StatusOr<std::optional<std::string>> after =
-      ParsePageToken(request.page_token(), /*is_builder_key=*/true);
+      tokens.Open(PageTokens::Listing::kBuilders, request.page_token());
   if (!after.ok()) return after.status();
   const core::Policy& policy = engine.policy();
   absl::flat_hash_set<core::BuilderIndex> indices;
@@ -129,9 +191,12 @@ absl::StatusOr<v1::ListBuildersResponse> ListBuilders(const core::Engine& engine
            std::make_pair(!b.has_ban(), b.builder_index());
   });
   v1::ListBuildersResponse response;
-  response.set_next_page_token(
+  const std::string next =
       FillPage(builders, BuilderPageKey, *after, request.page_size(),
-               [&](const v1::Builder& builder) { *response.add_builders() = builder; }));
+               [&](const v1::Builder& builder) { *response.add_builders() = builder; });
+  if (!next.empty()) {
+    response.set_next_page_token(tokens.Seal(PageTokens::Listing::kBuilders, next));
+  }
   return response;
 }
 
@@ -169,9 +234,10 @@ v1::ListRelaysResponse ListRelays(const core::Engine& engine) {
 
 absl::StatusOr<v1::ListNodesResponse> ListNodes(const std::vector<std::string>& sorted_ids,
                                                 const v1::ListNodesRequest& request,
-                                                const std::function<void(v1::Node&)>& describe) {
+                                                const std::function<void(v1::Node&)>& describe,
+                                                const PageTokens& tokens) {
   absl::StatusOr<std::optional<std::string>> after =
-      ParsePageToken(request.page_token(), /*is_builder_key=*/false);
+      tokens.Open(PageTokens::Listing::kNodes, request.page_token());
   if (!after.ok()) return after.status();
   // Only the ids that can be on the page are described.
   auto first = sorted_ids.begin();
@@ -190,7 +256,7 @@ absl::StatusOr<v1::ListNodesResponse> ListNodes(const std::vector<std::string>& 
   if (next.empty() && static_cast<size_t>(sorted_ids.end() - first) > nodes.size()) {
     next = nodes.back().node_id();
   }
-  if (!next.empty()) response.set_next_page_token(absl::StrCat(kNodeTokenPrefix, next));
+  if (!next.empty()) response.set_next_page_token(tokens.Seal(PageTokens::Listing::kNodes, next));
   return response;
 }
 

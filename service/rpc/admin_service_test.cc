@@ -2,8 +2,6 @@
 // port 0) driven over gRPC by node clients and an operator, with time moved by a fake clock (the
 // fixture is in server_test_support.h).
 
-#include "service/rpc/server.h"
-
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -32,6 +30,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "service/rpc/server.h"
 #include "service/rpc/server_test_support.h"
 #include "service/storage/sqlite_state_store.h"
 #include "tests/support/status_matchers.h"
@@ -549,6 +548,9 @@ namespace breaker::service {
 namespace {
 
 using ::breaker::testing::IsOk;
+using ::breaker::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 TEST_F(ServerTest, ListBuildersAndListNodesAnswerAPageAtATime) {
   StartServer();
@@ -579,18 +581,78 @@ TEST_F(ServerTest, ListBuildersAndListNodesAnswerAPageAtATime) {
   for (const char* id : {"c", "a", "b"}) nodes.push_back(ConnectedNode(id));
   v1::ListNodesRequest nodes_request;
   nodes_request.set_page_size(2);
-  absl::StatusOr<v1::ListNodesResponse> first = Call(&v1::Admin::Stub::async::ListNodes, nodes_request);
+  absl::StatusOr<v1::ListNodesResponse> first =
+      Call(&v1::Admin::Stub::async::ListNodes, nodes_request);
   ASSERT_THAT(first, IsOk());
   ASSERT_EQ(first->nodes_size(), 2);
   EXPECT_EQ(first->nodes(0).node_id(), "a");
   EXPECT_EQ(first->nodes(1).node_id(), "b");
   nodes_request.set_page_token(first->next_page_token());
-  absl::StatusOr<v1::ListNodesResponse> second = Call(&v1::Admin::Stub::async::ListNodes, nodes_request);
+  absl::StatusOr<v1::ListNodesResponse> second =
+      Call(&v1::Admin::Stub::async::ListNodes, nodes_request);
   ASSERT_THAT(second, IsOk());
   ASSERT_EQ(second->nodes_size(), 1);
   EXPECT_EQ(second->nodes(0).node_id(), "c");
   EXPECT_TRUE(second->next_page_token().empty());
   for (auto& node : nodes) EXPECT_TRUE(node->Close().ok());
+}
+
+TEST_F(ServerTest, APageTokenIsTakenOnlyAsGivenOutAndOnlyByTheProcessThatGaveItOut) {
+  StartServer();
+  for (uint64_t builder : {10, 20, 30}) ASSERT_THAT(BanBuilder(builder, "paging"), IsOk());
+  std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(channel_);
+  for (const char* node : {"a", "b"}) {
+    ASSERT_THAT(Report(*stub, node, {test_support::Missing(1, 5, 'n', 0.1)}), IsOk());
+  }
+  v1::ListBuildersRequest builders;
+  builders.set_page_size(1);
+  absl::StatusOr<v1::ListBuildersResponse> first =
+      Call(&v1::Admin::Stub::async::ListBuilders, builders);
+  ASSERT_THAT(first, IsOk());
+  const std::string builders_token = first->next_page_token();
+  builders.set_page_token(builders_token);
+  absl::StatusOr<v1::ListBuildersResponse> second =
+      Call(&v1::Admin::Stub::async::ListBuilders, builders);
+  ASSERT_THAT(second, IsOk());
+  ASSERT_EQ(second->builders_size(), 1);
+  EXPECT_EQ(second->builders(0).builder_index(), 20u);
+  v1::ListNodesRequest nodes;
+  nodes.set_page_size(1);
+  absl::StatusOr<v1::ListNodesResponse> first_nodes =
+      Call(&v1::Admin::Stub::async::ListNodes, nodes);
+  ASSERT_THAT(first_nodes, IsOk());
+  const std::string nodes_token = first_nodes->next_page_token();
+  ASSERT_FALSE(nodes_token.empty());
+
+  // A position written by hand, as the tokens once were; a token edited; one of the other list.
+  builders.set_page_token("0:00000000000000000010");
+  EXPECT_THAT(Call(&v1::Admin::Stub::async::ListBuilders, builders),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("start again from an empty page_token")));
+  std::string edited = builders_token;
+  edited[edited.size() / 2] = edited[edited.size() / 2] == 'A' ? 'B' : 'A';
+  builders.set_page_token(edited);
+  EXPECT_THAT(Call(&v1::Admin::Stub::async::ListBuilders, builders),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("page_token")));
+  builders.set_page_token(nodes_token);
+  EXPECT_THAT(Call(&v1::Admin::Stub::async::ListBuilders, builders),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not of ListBuilders")));
+
+  // Another process: the same state, another key.
+  Restart();
+  builders.set_page_token(builders_token);
+  EXPECT_THAT(Call(&v1::Admin::Stub::async::ListBuilders, builders),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("another breakerd process"),
+                             HasSubstr("start again from an empty page_token"))));
+  nodes.set_page_token(nodes_token);
+  EXPECT_THAT(Call(&v1::Admin::Stub::async::ListNodes, nodes),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("another breakerd process")));
+  builders.clear_page_token();
+  absl::StatusOr<v1::ListBuildersResponse> again =
+      Call(&v1::Admin::Stub::async::ListBuilders, builders);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(again->builders(0).builder_index(), 10u);
 }
 
 }  // namespace
