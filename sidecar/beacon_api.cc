@@ -79,6 +79,10 @@ absl::Status Malformed(absl::string_view what, absl::string_view field) {
 
 }  // namespace
 
+absl::string_view TopicsFormName(TopicsForm form) {
+  return form == TopicsForm::kRepeated ? "repeated" : "comma";
+}
+
 BeaconApi::BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits)
     : base_(std::move(base)), path_prefix_(std::move(path_prefix)), limits_(limits) {}
 
@@ -269,7 +273,7 @@ absl::StatusOr<core::BuilderIndex> BeaconApi::GetBlockBidBuilder(const core::Blo
   return *builder;
 }
 
-absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics,
+absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics, TopicsForm form,
                                      const std::function<void()>& on_open,
                                      const std::function<void(const SseEvent&)>& on_event) {
   httplib::Client client(base_);
@@ -281,6 +285,7 @@ absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics,
     MutexLock lock(&mu_);
     if (interrupted_) return absl::CancelledError("the observer is stopping");
     stream_client_ = &client;
+    ending_ = false;
   }
   ++streams_opened_;
 
@@ -310,21 +315,20 @@ absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics,
         ++dropped_events_;
         LOG(WARNING) << "the beacon node's event stream sent " << reason << ": dropped";
       });
-  // One `topics` key per topic: the query form of an array in the Beacon API's OpenAPI
-  // description, and the only one some nodes read (Lodestar 1.5 never answers a request whose
-  // topics are joined by commas).
+  const std::string query = absl::StrJoin(topics, form == TopicsForm::kRepeated ? "&topics=" : ",");
   httplib::Result result = client.Get(
-      (path_prefix_ + "/eth/v1/events?topics=" + absl::StrJoin(topics, "&topics=")).c_str(),
+      (path_prefix_ + "/eth/v1/events?topics=" + query).c_str(),
       httplib::Headers{{"Accept", "text/event-stream"}},
       [&](const httplib::Response& response) {
-        // An Interrupt that came before the connection existed could not close it.
-        if (stopping_) return false;
+        // An Interrupt or EndStream that came before the connection existed could not close
+        // it.
+        if (stopping_ || ending_) return false;
         status = response.status;
         if (status == 200) on_open();
         return true;
       },
       [&](const char* data, size_t length) {
-        if (stopping_) return false;
+        if (stopping_ || ending_) return false;
         if (status != 200) {
           // An error's body, for the message: bounded.
           error_body.append(data, std::min(length, size_t{512} - std::min(error_body.size(),
@@ -341,10 +345,11 @@ absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics,
     interrupted = interrupted_;
   }
   if (interrupted) return absl::CancelledError("the observer is stopping");
-  if (status == 400) {
-    return absl::InvalidArgumentError(absl::StrCat("the beacon node refused the topics ",
-                                                   absl::StrJoin(topics, ","), ": ",
-                                                   error_body));
+  if (ending_) return absl::AbortedError("the observer ended the event stream");
+  if (status >= 400 && status < 500) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the beacon node refused the event stream's topics ", absl::StrJoin(topics, ","), " (",
+        TopicsFormName(form), " form, status ", status, "): ", error_body));
   }
   if (status != 0 && status != 200) {
     return absl::UnavailableError(absl::StrCat("the beacon node's event stream answered status ",
@@ -355,6 +360,13 @@ absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics,
                                                httplib::to_string(result.error())));
   }
   return absl::UnavailableError("the beacon node closed its event stream");
+}
+
+void BeaconApi::EndStream() {
+  MutexLock lock(&mu_);
+  if (stream_client_ == nullptr) return;
+  ending_ = true;
+  stream_client_->stop();
 }
 
 void BeaconApi::Interrupt() {

@@ -48,7 +48,23 @@ struct NodeChain {
   uint64_t slots_per_epoch = 0;
   // Absent when the node's spec does not name the fork.
   std::optional<core::Epoch> gloas_fork_epoch;
+
+  // The node schedules Gloas: its spec names a fork epoch, and not the far future's.
+  bool SchedulesGloas() const {
+    return gloas_fork_epoch.has_value() && *gloas_fork_epoch != core::kFarFutureEpoch;
+  }
 };
+
+// How the event stream's topics go in its query. The Beacon API's OpenAPI description makes
+// `topics` an array, which the spec's query style reads either way, and clients differ:
+// Lodestar 1.5 never answers the comma-joined form, other nodes read only that one.
+enum class TopicsForm {
+  kRepeated,  // ?topics=a&topics=b
+  kComma,     // ?topics=a,b
+};
+
+// "repeated", "comma".
+absl::string_view TopicsFormName(TopicsForm form);
 
 struct SyncStatus {
   bool is_syncing = false;
@@ -93,13 +109,17 @@ class BeaconApi {
   // Gloas: the builder index the bid in block `root` names (/eth/v2/beacon/blocks/{root}).
   absl::StatusOr<core::BuilderIndex> GetBlockBidBuilder(const core::BlockRoot& root);
 
-  // Opens GET /eth/v1/events?topics=... and calls `on_open` once the node answered 200, then
-  // `on_event` for every event, on the calling thread, until the stream ends, stays silent
-  // past stream_idle_timeout, or Interrupt is called. Returns INVALID_ARGUMENT when the node
-  // refuses the topics (400), CANCELLED after Interrupt, otherwise why the stream ended.
-  absl::Status StreamEvents(const std::vector<std::string>& topics,
+  // Opens GET /eth/v1/events with `topics` in the query as `form` says, and calls `on_open`
+  // once the node answered 200, then `on_event` for every event, on the calling thread, until
+  // the stream ends, stays silent past stream_idle_timeout, or EndStream or Interrupt is
+  // called. Returns INVALID_ARGUMENT when the node refuses the request (4xx: the topics, or
+  // their form), ABORTED after EndStream, CANCELLED after Interrupt, otherwise why the stream
+  // ended.
+  absl::Status StreamEvents(const std::vector<std::string>& topics, TopicsForm form,
                             const std::function<void()>& on_open,
                             const std::function<void(const SseEvent&)>& on_event);
+  // Ends the StreamEvents in progress, if any (not a later one).
+  void EndStream();
   // Ends a StreamEvents in progress, and the next one at once. Idempotent.
   void Interrupt();
 
@@ -119,6 +139,8 @@ class BeaconApi {
   bool interrupted_ ABSL_GUARDED_BY(mu_) = false;
   // interrupted_, for the stream's callbacks, which must not wait for mu_.
   std::atomic<bool> stopping_{false};
+  // EndStream was called for the stream in progress; reset as each stream starts.
+  std::atomic<bool> ending_{false};
 
   std::atomic<uint64_t> bad_answers_{0};
   std::atomic<uint64_t> dropped_events_{0};

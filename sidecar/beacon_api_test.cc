@@ -46,13 +46,14 @@ class BeaconApiTest : public ::testing::Test {
   }
 
   // Streams events on a thread of its own until `count` have come, then interrupts.
-  std::vector<SseEvent> StreamUntil(size_t count, const std::function<void()>& once_open) {
+  std::vector<SseEvent> StreamUntil(size_t count, const std::function<void()>& once_open,
+                                    TopicsForm form = TopicsForm::kRepeated) {
     std::vector<SseEvent> events;
     absl::Notification open;
     Mutex mu;
     std::thread streamer([&] {
       static_cast<void>(api_.StreamEvents(
-          PreGloasTopics(), [&] { open.Notify(); },
+          PreGloasTopics(), form, [&] { open.Notify(); },
           [&](const SseEvent& event) {
             MutexLock lock(&mu);
             events.push_back(event);
@@ -182,7 +183,7 @@ TEST(BeaconApiRateTest, EventsBeyondTheRateAreDropped) {
   std::atomic<int> received{0};
   std::thread streamer([&] {
     static_cast<void>(api.StreamEvents(
-        PreGloasTopics(), [] {}, [&](const SseEvent&) { ++received; }));
+        PreGloasTopics(), TopicsForm::kRepeated, [] {}, [&](const SseEvent&) { ++received; }));
   });
   while (node.streams_open() == 0) absl::SleepFor(absl::Milliseconds(5));
   std::string burst;
@@ -200,14 +201,51 @@ TEST(BeaconApiRateTest, EventsBeyondTheRateAreDropped) {
 
 TEST_F(BeaconApiTest, ANodeThatRefusesTheGloasTopicsAnswersInvalidArgument) {
   node_.SetOffersGloasTopics(false);
-  EXPECT_THAT(api_.StreamEvents(GloasTopics(), [] {}, [](const SseEvent&) {}),
+  EXPECT_THAT(api_.StreamEvents(
+                  GloasTopics(), TopicsForm::kRepeated, [] {}, [](const SseEvent&) {}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Invalid topic")));
+}
+
+TEST_F(BeaconApiTest, GivesTheTopicsInEitherForm) {
+  // A node that reads only the comma-joined form refuses the other.
+  node_.SetTopicsQuery(testing::TopicsQuery::kCommaOnly, /*refuse_other=*/true);
+  EXPECT_THAT(
+      api_.StreamEvents(
+          PreGloasTopics(), TopicsForm::kRepeated, [] {}, [](const SseEvent&) {}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("(repeated form, status 400)")));
+  const std::vector<SseEvent> events = StreamUntil(
+      1, [&] { node_.Finalize(3); }, TopicsForm::kComma);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].name, "finalized_checkpoint");
+  const std::vector<testing::EventsRequest> requests = node_.events_requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_FALSE(requests[0].comma_joined);
+  EXPECT_TRUE(requests[1].comma_joined);
+  EXPECT_EQ(requests[1].topics, "block,head,chain_reorg,finalized_checkpoint");
+}
+
+TEST_F(BeaconApiTest, EndStreamEndsTheStreamInProgressOnly) {
+  // Nothing in progress: the next stream is not ended.
+  api_.EndStream();
+  absl::Status ended;
+  std::thread streamer([&] {
+    ended = api_.StreamEvents(
+        PreGloasTopics(), TopicsForm::kRepeated, [] {}, [](const SseEvent&) {});
+  });
+  while (node_.streams_open() == 0) absl::SleepFor(absl::Milliseconds(5));
+  api_.EndStream();
+  streamer.join();
+  EXPECT_THAT(ended, StatusIs(absl::StatusCode::kAborted));
+  // And the one after opens as usual.
+  const std::vector<SseEvent> events = StreamUntil(1, [&] { node_.Finalize(4); });
+  EXPECT_EQ(events.size(), 1u);
 }
 
 TEST_F(BeaconApiTest, ARestartEndsTheStream) {
   absl::Status ended;
   std::thread streamer([&] {
-    ended = api_.StreamEvents(PreGloasTopics(), [] {}, [](const SseEvent&) {});
+    ended = api_.StreamEvents(
+        PreGloasTopics(), TopicsForm::kRepeated, [] {}, [](const SseEvent&) {});
   });
   while (node_.streams_open() == 0) absl::SleepFor(absl::Milliseconds(5));
   node_.DropStreams();

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "client/backoff.h"
 #include "common/mutex.h"
 #include "glog/logging.h"
@@ -18,6 +19,15 @@ namespace {
 // Gloas blocks waiting for their bid's look-up, at most: a flood of blocks is no reason to
 // grow without end.
 constexpr size_t kMaxBidLookups = 64;
+
+absl::string_view FormText(TopicsForm form) {
+  return form == TopicsForm::kRepeated ? "as repeated keys (?topics=a&topics=b)"
+                                       : "joined by commas (?topics=a,b)";
+}
+
+TopicsForm OtherForm(TopicsForm form) {
+  return form == TopicsForm::kRepeated ? TopicsForm::kComma : TopicsForm::kRepeated;
+}
 
 std::string EpochText(core::Epoch epoch) {
   return epoch == core::kFarFutureEpoch ? "never (far future)" : absl::StrCat(epoch);
@@ -73,6 +83,7 @@ absl::StatusOr<std::unique_ptr<BeaconWatcher>> BeaconWatcher::Start(
 BeaconWatcher::BeaconWatcher(BeaconWatcherOptions options, const Clock& clock,
                              client::BreakerClient& client)
     : options_(std::move(options)),
+      clock_(clock),
       api_(options_.base, options_.path_prefix, options_.limits),
       observer_(options_.observer, clock, client) {}
 
@@ -97,10 +108,27 @@ bool BeaconWatcher::Sleep(absl::Duration duration) {
   return !stopping_;
 }
 
+void BeaconWatcher::UpdateWatching() {
+  observer_.SetWatching(stream_open_ && (stream_fed_ || form_confirmed_) && synced_);
+}
+
 void BeaconWatcher::SetStreamOpen(bool open) {
   MutexLock lock(&mu_);
   stream_open_ = open;
-  observer_.SetWatching(stream_open_ && synced_);
+  stream_fed_ = false;
+  stream_opened_at_ = clock_.Now();
+  UpdateWatching();
+}
+
+void BeaconWatcher::OnFirstEvent() {
+  MutexLock lock(&mu_);
+  stream_fed_ = true;
+  if (!form_confirmed_) {
+    form_confirmed_ = true;
+    LOG(INFO) << "the beacon node's event stream delivers with its topics given " << FormText(form_)
+              << ": that form is kept";
+  }
+  UpdateWatching();
 }
 
 void BeaconWatcher::SetSynced(bool synced) {
@@ -108,15 +136,18 @@ void BeaconWatcher::SetSynced(bool synced) {
   if (synced != synced_) {
     LOG(INFO) << (synced ? "the beacon node is synced: observing"
                          : "the beacon node is syncing (or optimistic): nothing is reported");
+    if (synced) synced_since_ = clock_.Now();
   }
   synced_ = synced;
-  observer_.SetWatching(stream_open_ && synced_);
+  UpdateWatching();
 }
 
 void BeaconWatcher::StreamLoop() {
   client::Backoff backoff(options_.initial_backoff, 2.0, options_.max_backoff, 0.2,
                           std::random_device()());
-  bool gloas_topics = true;
+  // Refusals (4xx) in a row of the topics asked for, while no form is known to work: one in
+  // each form means the node refuses the topics themselves.
+  int refusals = 0;
   while (true) {
     absl::StatusOr<NodeChain> chain = api_.GetChain();
     absl::Status ready = chain.ok() ? CheckChain(*chain, options_.observer.chain) : chain.status();
@@ -127,22 +158,61 @@ void BeaconWatcher::StreamLoop() {
     if (ready.ok()) {
       absl::StatusOr<SyncStatus> sync = api_.GetSyncing();
       if (sync.ok()) SetSynced(!sync->is_syncing && !sync->is_optimistic);
+      bool gloas = false;
+      TopicsForm form = TopicsForm::kRepeated;
+      {
+        MutexLock lock(&mu_);
+        node_schedules_gloas_ = chain->SchedulesGloas();
+        spec_read_epoch_ = core::EpochOf(core::SlotAt(clock_.Now(), options_.observer.chain),
+                                         options_.observer.chain);
+        // A node without Gloas may fail on a topic it does not know rather than refuse it.
+        gloas = node_schedules_gloas_ && !gloas_refused_;
+        form = form_;
+        end_reason_ = EndReason::kNone;
+      }
+      bool fed = false;
       const absl::Status ended = api_.StreamEvents(
-          gloas_topics ? GloasTopics() : PreGloasTopics(),
+          gloas ? GloasTopics() : PreGloasTopics(), form,
           [&] {
             backoff.Reset();
+            refusals = 0;
             SetStreamOpen(true);
           },
-          [&](const SseEvent& event) { OnEvent(event); });
+          [&](const SseEvent& event) {
+            if (!fed) {
+              fed = true;
+              OnFirstEvent();
+            }
+            OnEvent(event);
+          });
       SetStreamOpen(false);
       if (absl::IsCancelled(ended)) return;
-      if (absl::IsInvalidArgument(ended) && gloas_topics) {
-        LOG(INFO) << "the beacon node does not offer the Gloas topics; observing the "
-                     "pre-Gloas ones: "
-                  << ended.message();
-        gloas_topics = false;
-        continue;
+      EndReason reason = EndReason::kNone;
+      {
+        MutexLock lock(&mu_);
+        reason = end_reason_;
+        if (absl::IsAborted(ended) && reason == EndReason::kSilent) {
+          form_ = OtherForm(form);
+          LOG(WARNING) << "the beacon node's event stream sent no event for a slot with its "
+                          "topics given "
+                       << FormText(form) << "; trying them " << FormText(form_);
+          continue;
+        }
+        if (absl::IsInvalidArgument(ended) && !form_confirmed_ && ++refusals < 2) {
+          form_ = OtherForm(form);
+          LOG(WARNING) << ended.message() << "; trying the topics " << FormText(form_);
+          continue;
+        }
+        if (absl::IsInvalidArgument(ended) && gloas) {
+          LOG(INFO) << "the beacon node does not offer the Gloas topics; observing the "
+                       "pre-Gloas ones: "
+                    << ended.message();
+          gloas_refused_ = true;
+          refusals = 0;
+          continue;
+        }
       }
+      if (absl::IsAborted(ended)) continue;  // The node now schedules Gloas.
       ready = ended;
     }
     {
@@ -228,6 +298,8 @@ void BeaconWatcher::TickLoop() {
       }
     }
     MeasureOverdue(observer_.Tick());
+    EndSilentStream();
+    RereadSpec();
     if (observer_.watching()) {
       // The finalized epoch as of now, once per stream: its events come only when it moves.
       if (!finality_read) {
@@ -235,11 +307,55 @@ void BeaconWatcher::TickLoop() {
         if (finalized.ok()) observer_.OnFinalized(*finalized);
         finality_read = true;
       }
-      Backfill();
     } else {
       finality_read = false;
     }
+    bool backfill = false;
+    {
+      // The node's REST answers judge the gaps even while its stream is not trusted yet.
+      MutexLock lock(&mu_);
+      backfill = stream_open_ && synced_;
+    }
+    if (backfill) Backfill();
   }
+}
+
+void BeaconWatcher::EndSilentStream() {
+  MutexLock lock(&mu_);
+  if (!stream_open_ || stream_fed_ || form_confirmed_ || !synced_ ||
+      end_reason_ != EndReason::kNone) {
+    return;
+  }
+  // Silent through a whole slot (after genesis: before it no node has events to send).
+  const absl::Time since = std::max(stream_opened_at_, synced_since_);
+  const core::Slot slot = core::SlotAt(since, options_.observer.chain);
+  if (clock_.Now() < core::StartOf(slot + 2, options_.observer.chain)) return;
+  end_reason_ = EndReason::kSilent;
+  // The stream thread cannot open another stream meanwhile: it needs mu_ to see this one end.
+  api_.EndStream();
+}
+
+void BeaconWatcher::RereadSpec() {
+  const core::ChainSpec& chain = options_.observer.chain;
+  {
+    MutexLock lock(&mu_);
+    const core::Epoch epoch = core::EpochOf(core::SlotAt(clock_.Now(), chain), chain);
+    if (!stream_open_ || node_schedules_gloas_ || epoch <= spec_read_epoch_) return;
+    spec_read_epoch_ = epoch;
+  }
+  absl::StatusOr<NodeChain> node = api_.GetChain();
+  if (!node.ok()) {
+    LOG(WARNING) << "cannot re-read the beacon node's spec (again next epoch): "
+                 << node.status().message();
+    return;
+  }
+  if (!node->SchedulesGloas()) return;
+  MutexLock lock(&mu_);
+  if (!stream_open_ || end_reason_ != EndReason::kNone) return;
+  LOG(INFO) << "the beacon node now schedules Gloas at epoch " << *node->gloas_fork_epoch
+            << ": reopening its event stream with the Gloas topics";
+  end_reason_ = EndReason::kGloasScheduled;
+  api_.EndStream();
 }
 
 void BeaconWatcher::Backfill() {
@@ -295,6 +411,8 @@ BeaconWatcherStats BeaconWatcher::stats() const {
   stats.chain_mismatches = chain_mismatches_;
   stats.reconnects = reconnects_;
   stats.syncing = !synced_;
+  stats.topics_form = form_;
+  stats.topics_form_confirmed = form_confirmed_;
   return stats;
 }
 

@@ -6,10 +6,19 @@
 // tells the whole story.
 //
 // Two threads. The stream thread checks the node's chain against the sidecar's and opens the
-// event stream (the Gloas topics, or the pre-Gloas ones from a node that refuses those), and
-// reopens it with client::Backoff when it ends. The tick thread, a few times a slot, judges
-// the slots that ended, re-reads the node's sync status every slot, backfills the gaps, and
-// measures overdue payloads from fork choice.
+// event stream, and reopens it with client::Backoff when it ends. It asks for the Gloas topics
+// only of a node whose spec schedules Gloas (and falls back to the pre-Gloas ones when the
+// node refuses those). It gives the topics as repeated `topics` keys first; a node that
+// refuses that form (4xx) or sends no event on it for a whole slot while synced is asked in
+// the comma-joined form, and so on until a form delivers an event: that form is kept for the
+// process's life. The tick thread, a few times a slot, judges the slots that ended, re-reads
+// the node's sync status every slot, backfills the gaps, measures overdue payloads from fork
+// choice, ends a silent stream of a form not yet known to work, and while the node does not
+// schedule Gloas re-reads its spec once an epoch (reopening the stream once it does).
+//
+// A stream is trusted for live judgments once it delivered an event, or at once when its form
+// is known to work: until then the slots are gaps, judged by the backfill (the node's REST
+// answers), so that a stream the node accepted but never feeds judges no slot empty.
 
 #include <cstdint>
 #include <memory>
@@ -52,6 +61,9 @@ struct BeaconWatcherStats {
   uint64_t chain_mismatches = 0;
   uint64_t reconnects = 0;
   bool syncing = false;
+  // The form of the event stream's topics in use, and whether it delivered an event yet.
+  TopicsForm topics_form = TopicsForm::kRepeated;
+  bool topics_form_confirmed = false;
 };
 
 // This class is thread-safe.
@@ -76,18 +88,30 @@ class BeaconWatcher {
   BeaconWatcher(BeaconWatcherOptions options, const Clock& clock,
                 client::BreakerClient& client);
 
+  // Why the tick thread ended the stream in progress.
+  enum class EndReason { kNone, kSilent, kGloasScheduled };
+
   void StreamLoop();
   void TickLoop();
   void OnEvent(const SseEvent& event);
-  // Updates the observer: watching while the stream is open and the node synced.
+  // The stream's first event: its form works.
+  void OnFirstEvent();
+  // Updates the observer: watching while the stream is trusted and the node synced.
   void SetStreamOpen(bool open);
   void SetSynced(bool synced);
+  void UpdateWatching() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a stream of an unconfirmed form that sent no event for a whole slot of a synced node.
+  void EndSilentStream();
+  // Once an epoch while the node does not schedule Gloas: re-reads its spec, and ends the
+  // stream when it now does (the stream thread reopens it with the Gloas topics).
+  void RereadSpec();
   void Backfill();
   void MeasureOverdue(const std::vector<OverduePayload>& overdue);
   // Waits `duration` or until Stop; returns false once stopping.
   bool Sleep(absl::Duration duration);
 
   const BeaconWatcherOptions options_;
+  const Clock& clock_;
   BeaconApi api_;
   Observer observer_;
 
@@ -95,7 +119,22 @@ class BeaconWatcher {
   CondVar stopping_cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stream_open_ ABSL_GUARDED_BY(mu_) = false;
+  // The open stream delivered an event.
+  bool stream_fed_ ABSL_GUARDED_BY(mu_) = false;
+  // When the stream opened, and since when the node is synced (the silence is measured from
+  // the later).
+  absl::Time stream_opened_at_ ABSL_GUARDED_BY(mu_);
+  absl::Time synced_since_ ABSL_GUARDED_BY(mu_);
   bool synced_ ABSL_GUARDED_BY(mu_) = false;
+  TopicsForm form_ ABSL_GUARDED_BY(mu_) = TopicsForm::kRepeated;
+  // form_ delivered an event: kept for the process's life.
+  bool form_confirmed_ ABSL_GUARDED_BY(mu_) = false;
+  // The node refused the Gloas topics in either form.
+  bool gloas_refused_ ABSL_GUARDED_BY(mu_) = false;
+  // The latest read of the node's spec scheduled Gloas; the epoch of that read.
+  bool node_schedules_gloas_ ABSL_GUARDED_BY(mu_) = false;
+  core::Epoch spec_read_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  EndReason end_reason_ ABSL_GUARDED_BY(mu_) = EndReason::kNone;
   uint64_t chain_mismatches_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reconnects_ ABSL_GUARDED_BY(mu_) = 0;
   // Gloas blocks whose bid's builder the tick thread looks up; bounded.

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/fake_client.h"
 #include "core/observation.h"
@@ -35,33 +37,41 @@ bool WaitFor(const std::function<bool()>& condition) {
   return testing::WaitFor(condition, absl::Seconds(60), absl::Milliseconds(10));
 }
 
+// Whether some BlocksSeen of `slot` reached `client` naming `root` (or empty, for nullopt).
+bool ReportedTo(const client::FakeClient& client, core::Slot slot,
+                std::optional<core::BlockRoot> root) {
+  for (const client::FakeClient::Reported& reported : client.reports()) {
+    const auto* seen = std::get_if<core::BlocksSeen>(&reported.event);
+    if (seen == nullptr || reported.slot != slot) continue;
+    if (!root.has_value() && seen->roots.empty()) return true;
+    if (root.has_value() &&
+        std::find(seen->roots.begin(), seen->roots.end(), *root) != seen->roots.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+BeaconWatcherOptions OptionsFor(const FakeBeaconNode& node, const core::ChainSpec& chain) {
+  BeaconWatcherOptions options;
+  options.base = node.url();
+  options.observer.chain = chain;
+  options.observer.max_backfill_slots = 4;
+  options.tick_interval = absl::Milliseconds(20);
+  options.initial_backoff = absl::Milliseconds(20);
+  options.max_backoff = absl::Milliseconds(200);
+  return options;
+}
+
 class BeaconWatcherTest : public ::testing::Test {
  protected:
   BeaconWatcherTest() : chain_(Chain()), node_(chain_) {}
 
-  BeaconWatcherOptions Options() const {
-    BeaconWatcherOptions options;
-    options.base = node_.url();
-    options.observer.chain = chain_;
-    options.observer.max_backfill_slots = 4;
-    options.tick_interval = absl::Milliseconds(20);
-    options.initial_backoff = absl::Milliseconds(20);
-    options.max_backoff = absl::Milliseconds(200);
-    return options;
-  }
+  BeaconWatcherOptions Options() const { return OptionsFor(node_, chain_); }
 
   // Whether some BlocksSeen of `slot` names `root` (or is empty, for nullopt).
   bool Reported(core::Slot slot, std::optional<core::BlockRoot> root) const {
-    for (const client::FakeClient::Reported& reported : client_.reports()) {
-      const auto* seen = std::get_if<core::BlocksSeen>(&reported.event);
-      if (seen == nullptr || reported.slot != slot) continue;
-      if (!root.has_value() && seen->roots.empty()) return true;
-      if (root.has_value() &&
-          std::find(seen->roots.begin(), seen->roots.end(), *root) != seen->roots.end()) {
-        return true;
-      }
-    }
-    return false;
+    return ReportedTo(client_, slot, root);
   }
 
   core::Slot CurrentSlot() const { return core::SlotAt(absl::Now(), chain_); }
@@ -210,6 +220,123 @@ TEST_F(BeaconWatcherTest, GloasBidsPayloadsAndAMissingPayloadWithItsAttestedFrac
     return bid && ok && missing;
   }));
 }
+
+// 2-slot epochs: the spec of a node that does not schedule Gloas is re-read at each.
+core::ChainSpec ShortEpochChain() {
+  core::ChainSpec chain = Chain();
+  chain.slots_per_epoch = 2;
+  return chain;
+}
+
+bool AskedForGloasTopics(const std::vector<testing::EventsRequest>& requests) {
+  for (const testing::EventsRequest& request : requests) {
+    for (absl::string_view topic : {"execution_payload_bid", "execution_payload", "head_v2"}) {
+      if (absl::StrContains(request.topics, topic)) return true;
+    }
+  }
+  return false;
+}
+
+core::Slot SlotNow(const core::ChainSpec& chain) { return core::SlotAt(absl::Now(), chain); }
+
+TEST(BeaconWatcherGloasTopicsTest, NeverAsksANodeThatDoesNotScheduleGloasForItsTopics) {
+  // Its spec names GLOAS_FORK_EPOCH, as the far future (2^64 - 1): not scheduled.
+  const core::ChainSpec chain = ShortEpochChain();
+  FakeBeaconNode node(chain);
+  node.SetProducing(true);
+  client::FakeClient client;
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(OptionsFor(node, chain), SystemClock(), client);
+  ASSERT_THAT(watcher, IsOk());
+  ASSERT_TRUE(WaitFor([&] { return (*watcher)->stats().topics_form_confirmed; }));
+  // Three epochs, the spec re-read at each.
+  const core::Slot start = SlotNow(chain);
+  ASSERT_TRUE(WaitFor([&] { return SlotNow(chain) >= start + 6; }));
+  EXPECT_FALSE(AskedForGloasTopics(node.events_requests()));
+  EXPECT_EQ(node.last_topics(), absl::StrJoin(PreGloasTopics(), ","));
+  EXPECT_EQ(node.streams_open(), 1);
+}
+
+TEST(BeaconWatcherGloasTopicsTest, AsksForTheGloasTopicsOnceTheNodesSpecSchedulesGloas) {
+  // The sidecar's chain schedules Gloas, far ahead; the node's spec does not name it (a release
+  // without Gloas, as Lodestar 1.5).
+  core::ChainSpec chain = ShortEpochChain();
+  chain.gloas_fork_epoch = core::EpochOf(SlotNow(chain), chain) + 1000;
+  FakeBeaconNode node(chain);
+  node.SetSpecNamesGloas(false);
+  node.SetProducing(true);
+  client::FakeClient client;
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(OptionsFor(node, chain), SystemClock(), client);
+  ASSERT_THAT(watcher, IsOk());
+  ASSERT_TRUE(WaitFor([&] { return (*watcher)->stats().topics_form_confirmed; }));
+  const core::Slot start = SlotNow(chain);
+  ASSERT_TRUE(WaitFor([&] { return SlotNow(chain) >= start + 4; }));
+  EXPECT_FALSE(AskedForGloasTopics(node.events_requests()));
+  // The node's spec now schedules the fork, its stream still up (a node behind a proxy that
+  // was upgraded): within an epoch or two the stream is reopened with the Gloas topics.
+  node.SetSpecNamesGloas(true);
+  EXPECT_TRUE(WaitFor([&] { return node.last_topics() == absl::StrJoin(GloasTopics(), ","); }));
+  EXPECT_TRUE(WaitFor([&] { return node.streams_open() == 1; }));
+}
+
+// A node that reads one form of the topics query only, and does not read the other.
+struct OneForm {
+  const char* name;
+  testing::TopicsQuery accepted;
+  // The other form is answered 400 (true) or with a stream that never sends an event.
+  bool refuse_other;
+  TopicsForm expected;
+};
+
+void PrintTo(const OneForm& form, std::ostream* os) { *os << form.name; }
+
+class BeaconWatcherTopicsFormTest : public ::testing::TestWithParam<OneForm> {};
+
+TEST_P(BeaconWatcherTopicsFormTest, StreamsFromANodeThatReadsOneFormOnlyAndKeepsThatForm) {
+  const core::ChainSpec chain = Chain();
+  FakeBeaconNode node(chain);
+  node.SetTopicsQuery(GetParam().accepted, GetParam().refuse_other);
+  node.SetProducing(true);
+  client::FakeClient client;
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(OptionsFor(node, chain), SystemClock(), client);
+  ASSERT_THAT(watcher, IsOk());
+  ASSERT_TRUE(WaitFor([&] { return (*watcher)->stats().topics_form_confirmed; }));
+  EXPECT_EQ((*watcher)->stats().topics_form, GetParam().expected);
+  const core::Slot slot = SlotNow(chain) + 1;
+  EXPECT_TRUE(WaitFor([&] {
+    return ReportedTo(client, slot, FakeBeaconNode::ProducedRoot(slot)) &&
+           ReportedTo(client, slot + 1, FakeBeaconNode::ProducedRoot(slot + 1));
+  }));
+
+  // The node restarts: it is asked in the form that worked, at once.
+  const size_t before = node.events_requests().size();
+  node.DropStreams();
+  ASSERT_TRUE(WaitFor([&] { return node.events_requests().size() > before; }));
+  ASSERT_TRUE(WaitFor([&] { return node.streams_open() == 1; }));
+  const std::vector<testing::EventsRequest> requests = node.events_requests();
+  for (size_t i = before; i < requests.size(); ++i) {
+    EXPECT_EQ(requests[i].comma_joined, GetParam().expected == TopicsForm::kComma) << i;
+  }
+  // Every slot had its block: none was judged empty, not even while a stream sent nothing.
+  for (const client::FakeClient::Reported& reported : client.reports()) {
+    const auto* seen = std::get_if<core::BlocksSeen>(&reported.event);
+    EXPECT_FALSE(seen != nullptr && seen->roots.empty()) << "slot " << reported.slot;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Forms, BeaconWatcherTopicsFormTest,
+    ::testing::Values(OneForm{"CommaOnlyRefusingRepeated", testing::TopicsQuery::kCommaOnly, true,
+                              TopicsForm::kComma},
+                      OneForm{"CommaOnlySilentOnRepeated", testing::TopicsQuery::kCommaOnly, false,
+                              TopicsForm::kComma},
+                      OneForm{"RepeatedOnlyRefusingComma", testing::TopicsQuery::kRepeatedOnly,
+                              true, TopicsForm::kRepeated},
+                      OneForm{"RepeatedOnlySilentOnComma", testing::TopicsQuery::kRepeatedOnly,
+                              false, TopicsForm::kRepeated}),
+    [](const ::testing::TestParamInfo<OneForm>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace breaker::sidecar

@@ -168,7 +168,15 @@ class Metrics::Collector final : public prometheus::Collectable {
                              "Reconnections that found the beacon node on another chain",
                              prometheus::MetricType::Counter);
     AddCounter(mismatches, static_cast<double>(stats.chain_mismatches));
-    for (auto* family : {&reconnects, &syncing, &bad, &dropped, &observed, &mismatches}) {
+    auto form = Family("breaker_sidecar_beacon_topics_form",
+                       "The form of the event stream's topics query in use: 1 for it (repeated: "
+                       "?topics=a&topics=b; comma: ?topics=a,b), 0 for the other",
+                       prometheus::MetricType::Gauge);
+    for (TopicsForm each : {TopicsForm::kRepeated, TopicsForm::kComma}) {
+      AddGauge(form, stats.topics_form == each ? 1 : 0,
+               {{"form", std::string(TopicsFormName(each))}});
+    }
+    for (auto* family : {&reconnects, &syncing, &bad, &dropped, &observed, &mismatches, &form}) {
       families.push_back(std::move(*family));
     }
   }

@@ -118,6 +118,38 @@ TEST(MetricsTest, ServesWhatTheObserverOfTheBeaconNodeSaw) {
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_observed_total{kind=\"block\"} 0"));
 }
 
+TEST(MetricsTest, ServesTheFormOfTheTopicsQueryInUse) {
+  core::ChainSpec chain;
+  chain.network = "test";
+  chain.genesis_time_unix = absl::ToUnixSeconds(absl::Now()) - 1000;
+  chain.seconds_per_slot = 1;
+  chain.slots_per_epoch = 8;
+  testing::FakeBeaconNode node(chain);
+  // Refuses the sidecar's first form: the comma-joined one is in use from then on.
+  node.SetTopicsQuery(testing::TopicsQuery::kCommaOnly, /*refuse_other=*/true);
+  client::FakeClient client;
+  BeaconWatcherOptions options;
+  options.base = node.url();
+  options.observer.chain = chain;
+  options.tick_interval = absl::Milliseconds(20);
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(options, SystemClock(), client);
+  ASSERT_THAT(watcher, IsOk());
+  Enforcer enforcer(client, {{kRelay, false}});
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
+      Metrics::Start("127.0.0.1:0", enforcer, client, watcher->get());
+  ASSERT_THAT(metrics, IsOk());
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  std::string text = Scrape((*metrics)->port());
+  while (!absl::StrContains(text, "breaker_sidecar_beacon_topics_form{form=\"comma\"} 1") &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+    text = Scrape((*metrics)->port());
+  }
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_topics_form{form=\"comma\"} 1"));
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_topics_form{form=\"repeated\"} 0"));
+}
+
 TEST(MetricsTest, ABadAddressNamesTheSetting) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});

@@ -76,6 +76,12 @@ void FakeBeaconNode::SetOffersGloasTopics(bool offers) {
   offers_gloas_topics_ = offers;
 }
 
+void FakeBeaconNode::SetTopicsQuery(TopicsQuery accepted, bool refuse_other) {
+  MutexLock lock(&mu_);
+  topics_query_ = accepted;
+  refuse_other_query_ = refuse_other;
+}
+
 void FakeBeaconNode::OverridePath(const std::string& path, int status, std::string body) {
   MutexLock lock(&mu_);
   overrides_[path] = {status, std::move(body)};
@@ -207,8 +213,22 @@ void FakeBeaconNode::ServeEvents(const httplib::Request& request, httplib::Respo
     requested.push_back(request.get_param_value("topics", i));
   }
   const std::string topics = absl::StrJoin(requested, ",");
+  const bool comma_joined = requested.size() == 1 && absl::StrContains(requested[0], ',');
+  const bool repeated = requested.size() > 1;
   MutexLock lock(&mu_);
   last_topics_ = topics;
+  if (events_requests_.size() >= kMaxRecordedRequests)
+    events_requests_.erase(events_requests_.begin());
+  events_requests_.push_back(EventsRequest{topics, comma_joined});
+  const bool unread = (topics_query_ == TopicsQuery::kRepeatedOnly && comma_joined) ||
+                      (topics_query_ == TopicsQuery::kCommaOnly && repeated);
+  if (unread && refuse_other_query_) {
+    response.status = 400;
+    response.set_content(absl::StrCat(R"({"code":400,"message":"Invalid topic: )",
+                                      comma_joined ? topics : requested[0], R"("})"),
+                         "application/json");
+    return;
+  }
   if (!offers_gloas_topics_) {
     for (absl::string_view topic : absl::StrSplit(topics, ',')) {
       bool known = false;
@@ -229,7 +249,7 @@ void FakeBeaconNode::ServeEvents(const httplib::Request& request, httplib::Respo
   ++streams_open_;
   response.set_chunked_content_provider(
       "text/event-stream",
-      [this, generation, cursor](size_t, httplib::DataSink& sink) {
+      [this, generation, cursor, unread](size_t, httplib::DataSink& sink) {
         std::vector<std::string> pending;
         {
           const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
@@ -238,7 +258,8 @@ void FakeBeaconNode::ServeEvents(const httplib::Request& request, httplib::Respo
                  !changed_.WaitUntil(&mu_, deadline)) {
           }
           if (stopping_ || generation_ != generation) return false;
-          pending.assign(frames_.begin() + *cursor, frames_.end());
+          // A query the node did not read subscribed it to nothing.
+          if (!unread) pending.assign(frames_.begin() + *cursor, frames_.end());
           *cursor = frames_.size();
         }
         for (const std::string& frame : pending) {
@@ -369,6 +390,11 @@ int FakeBeaconNode::streams_open() const {
 std::string FakeBeaconNode::last_topics() const {
   MutexLock lock(&mu_);
   return last_topics_;
+}
+
+std::vector<EventsRequest> FakeBeaconNode::events_requests() const {
+  MutexLock lock(&mu_);
+  return events_requests_;
 }
 
 }  // namespace breaker::testing

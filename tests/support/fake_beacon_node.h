@@ -7,7 +7,8 @@
 // and the event stream.
 // The test scripts it: blocks, reorgs, finality, Gloas bids and payloads, raw (malformed)
 // frames, a body of its choosing for any path, a restart (every stream dropped), another
-// genesis, syncing.
+// genesis, syncing, which form of the event stream's `topics` query it reads.
+// It records every event stream request.
 //
 // It can also produce a block every slot on the real clock by itself (SetProducing), as a
 // live node does: what a multi-process test or a person trying the sidecar needs.
@@ -28,6 +29,19 @@
 
 namespace breaker::testing {
 
+// Which forms of the event stream's `topics` query a node reads: several `topics` keys
+// (?topics=a&topics=b), one key with the topics joined by commas (?topics=a,b), or both. A
+// request of one topic is of both forms.
+enum class TopicsQuery { kBoth, kRepeatedOnly, kCommaOnly };
+
+// One request of the event stream.
+struct EventsRequest {
+  // The topics, joined by commas however they were sent.
+  std::string topics;
+  // Sent as one `topics` key joined by commas (false: one key per topic, or a single topic).
+  bool comma_joined = false;
+};
+
 // This class is thread-safe.
 class FakeBeaconNode {
  public:
@@ -45,6 +59,10 @@ class FakeBeaconNode {
   void SetSpecNamesGloas(bool names);
   // Whether the event stream accepts the Gloas topics; false: 400 for an unknown topic.
   void SetOffersGloasTopics(bool offers);
+  // Which forms of the topics query the event stream reads (kBoth by default). A request in
+  // the other form is answered 400 when `refuse_other`, otherwise 200 and a stream that never
+  // sends an event, as a node does that reads the query as a topic it never has.
+  void SetTopicsQuery(TopicsQuery accepted, bool refuse_other);
   // Answers `path` (without the query) with `status` and `body` from now on.
   void OverridePath(const std::string& path, int status, std::string body);
   void ClearOverride(const std::string& path);
@@ -81,6 +99,9 @@ class FakeBeaconNode {
   int streams_open() const;
   // The topics of the latest stream request, joined by commas however they were sent.
   std::string last_topics() const;
+  // Every stream request so far, oldest first (the latest kMaxRecordedRequests).
+  std::vector<EventsRequest> events_requests() const;
+  static constexpr size_t kMaxRecordedRequests = 1024;
 
   static std::string Hex(const core::BlockRoot& root);
   // The root SetProducing gives the block of `slot`.
@@ -111,6 +132,9 @@ class FakeBeaconNode {
   bool optimistic_ = false;
   bool spec_names_gloas_ = true;
   bool offers_gloas_topics_ = true;
+  TopicsQuery topics_query_ = TopicsQuery::kBoth;
+  bool refuse_other_query_ = true;
+  std::vector<EventsRequest> events_requests_;
   std::map<std::string, std::pair<int, std::string>> overrides_;
   std::map<core::Slot, std::vector<Block>> blocks_;
   core::Epoch finalized_epoch_ = 0;

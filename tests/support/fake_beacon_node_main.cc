@@ -17,11 +17,17 @@ ABSL_FLAG(uint64_t, seconds_per_slot, 12, "the chain's slot length");
 ABSL_FLAG(uint64_t, slots_per_epoch, 32, "the chain's epoch length");
 ABSL_FLAG(uint64_t, empty_every, 0,
           "the slots divisible by this get no block (missed slots); 0: every slot has one");
+ABSL_FLAG(std::string, topics_form, "both",
+          "which form of the event stream's topics query is read: repeated (?topics=a&topics=b), "
+          "comma (?topics=a,b) or both");
+ABSL_FLAG(bool, refuse_other_form, true,
+          "with --topics_form=repeated or comma, answer the other form 400; false: with a "
+          "stream that never sends an event");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "fake_beacon_node_main [--port=N] [--genesis_time=T] [--seconds_per_slot=S] "
-      "[--empty_every=N]\n"
+      "[--empty_every=N] [--topics_form=both|repeated|comma] [--refuse_other_form=false]\n"
       "Serves a fake beacon node's Beacon API (genesis, spec, syncing, headers, fork choice, "
       "events) producing a block at every slot.");
   absl::ParseCommandLine(argc, argv);
@@ -35,7 +41,17 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_genesis_time) != 0) chain.genesis_time_unix = absl::GetFlag(FLAGS_genesis_time);
   chain.seconds_per_slot = absl::GetFlag(FLAGS_seconds_per_slot);
   chain.slots_per_epoch = absl::GetFlag(FLAGS_slots_per_epoch);
+  const std::string form = absl::GetFlag(FLAGS_topics_form);
+  if (form != "both" && form != "repeated" && form != "comma") {
+    std::cerr << "fake_beacon_node_main: --topics_form is '" << form
+              << "'; give repeated, comma or both\n";
+    return 1;
+  }
   breaker::testing::FakeBeaconNode node(chain, absl::GetFlag(FLAGS_port));
+  node.SetTopicsQuery(form == "repeated" ? breaker::testing::TopicsQuery::kRepeatedOnly
+                      : form == "comma"  ? breaker::testing::TopicsQuery::kCommaOnly
+                                         : breaker::testing::TopicsQuery::kBoth,
+                      absl::GetFlag(FLAGS_refuse_other_form));
   if (node.port() <= 0) {
     std::cerr << "fake_beacon_node_main: cannot listen on port " << absl::GetFlag(FLAGS_port)
               << "\n";
