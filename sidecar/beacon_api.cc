@@ -73,6 +73,11 @@ std::optional<bool> Bool(const Json* value) {
   return value->get<bool>();
 }
 
+std::optional<std::string> Pubkey(const Json* value) {
+  if (value == nullptr || !value->is_string()) return std::nullopt;
+  return ValidatorPubkey(value->get_ref<const std::string&>());
+}
+
 absl::Status Malformed(absl::string_view what, absl::string_view field) {
   return absl::DataLossError(absl::StrCat(what, ": '", field, "' is missing or malformed"));
 }
@@ -271,6 +276,83 @@ absl::StatusOr<core::BuilderIndex> BeaconApi::GetBlockBidBuilder(const core::Blo
                      "no data.message.body.signed_execution_payload_bid.message.builder_index");
   }
   return *builder;
+}
+
+std::optional<std::string> ValidatorPubkey(absl::string_view text) {
+  if (text.size() != 98 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) {
+    return std::nullopt;
+  }
+  for (size_t i = 2; i < text.size(); ++i) {
+    if (!absl::ascii_isxdigit(text[i])) return std::nullopt;
+  }
+  return absl::AsciiStrToLower(text);
+}
+
+absl::StatusOr<std::vector<ValidatorKeyIndex>> BeaconApi::GetValidatorIndices(
+    const std::vector<std::string>& pubkeys) {
+  constexpr absl::string_view kEndpoint = "/eth/v1/beacon/states/head/validators";
+  if (pubkeys.size() > kMaxValidatorIdsPerRead) {
+    return absl::InvalidArgumentError(absl::StrCat("at most ", kMaxValidatorIdsPerRead,
+                                                   " validators a read, not ", pubkeys.size()));
+  }
+  std::vector<std::string> asked;
+  for (const std::string& pubkey : pubkeys) {
+    std::optional<std::string> key = ValidatorPubkey(pubkey);
+    if (!key.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", pubkey, "' is not a validator public key (0x and 96 hex digits)"));
+    }
+    asked.push_back(*std::move(key));
+  }
+  if (asked.empty()) return std::vector<ValidatorKeyIndex>{};
+  absl::StatusOr<std::string> body =
+      Get(absl::StrCat(kEndpoint, "?id=", absl::StrJoin(asked, ",")));
+  if (!body.ok()) return body.status();
+  const Json json = ParseJson(*body);
+  const Json* data = Member(json, "data");
+  if (data == nullptr || !data->is_array() || data->size() > asked.size()) {
+    return BadAnswer(kEndpoint, "no data array of at most the validators asked about");
+  }
+  std::vector<ValidatorKeyIndex> out;
+  for (const Json& validator : *data) {
+    std::optional<uint64_t> index = Uint64(Member(validator, "index"));
+    std::optional<std::string> key = Pubkey(Path(validator, {"validator", "pubkey"}));
+    if (!index.has_value() || !key.has_value()) {
+      return BadAnswer(kEndpoint, "a validator without index and validator.pubkey");
+    }
+    if (std::find(asked.begin(), asked.end(), *key) == asked.end()) {
+      return BadAnswer(kEndpoint, absl::StrCat("validator ", *key, " was not asked about"));
+    }
+    out.push_back(ValidatorKeyIndex{*std::move(key), *index});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ProposerDuty>> BeaconApi::GetProposerDuties(core::Epoch epoch,
+                                                                       uint64_t slots_per_epoch) {
+  constexpr absl::string_view kEndpoint = "/eth/v1/validator/duties/proposer";
+  absl::StatusOr<std::string> body = Get(absl::StrCat(kEndpoint, "/", epoch));
+  if (!body.ok()) return body.status();
+  const Json json = ParseJson(*body);
+  const Json* data = Member(json, "data");
+  if (data == nullptr || !data->is_array() || data->size() > slots_per_epoch) {
+    return BadAnswer(kEndpoint,
+                     absl::StrCat("no data array of at most ", slots_per_epoch, " duties"));
+  }
+  std::vector<ProposerDuty> out;
+  for (const Json& duty : *data) {
+    std::optional<std::string> key = Pubkey(Member(duty, "pubkey"));
+    std::optional<uint64_t> index = Uint64(Member(duty, "validator_index"));
+    std::optional<uint64_t> slot = Uint64(Member(duty, "slot"));
+    if (!key.has_value() || !index.has_value() || !slot.has_value()) {
+      return BadAnswer(kEndpoint, "a duty without pubkey, validator_index and slot");
+    }
+    if (*slot / slots_per_epoch != epoch) {
+      return BadAnswer(kEndpoint, absl::StrCat("a duty of slot ", *slot, ", not of epoch ", epoch));
+    }
+    out.push_back(ProposerDuty{*std::move(key), *index, *slot});
+  }
+  return out;
 }
 
 absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics, TopicsForm form,

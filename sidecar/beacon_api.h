@@ -77,6 +77,26 @@ struct ForkChoiceNode {
   uint64_t weight = 0;
 };
 
+// A validator the node knows: its public key (0x and 96 lower-case hex digits) and index.
+struct ValidatorKeyIndex {
+  std::string pubkey;
+  uint64_t index = 0;
+};
+
+// The proposer of one slot (/eth/v1/validator/duties/proposer/{epoch}); pubkey as above.
+struct ProposerDuty {
+  std::string pubkey;
+  uint64_t validator_index = 0;
+  core::Slot slot = 0;
+};
+
+// `text` in lower case when it is a validator's public key (0x and 96 hex digits, any case);
+// nullopt otherwise.
+std::optional<std::string> ValidatorPubkey(absl::string_view text);
+
+// Public keys asked of the node in one read, at most: about 5 kB of query.
+inline constexpr size_t kMaxValidatorIdsPerRead = 50;
+
 // Counters of what the node sent that was refused or dropped.
 struct BeaconApiStats {
   uint64_t bad_answers = 0;
@@ -108,6 +128,17 @@ class BeaconApi {
   absl::StatusOr<std::vector<ForkChoiceNode>> GetForkChoice();
   // Gloas: the builder index the bid in block `root` names (/eth/v2/beacon/blocks/{root}).
   absl::StatusOr<core::BuilderIndex> GetBlockBidBuilder(const core::BlockRoot& root);
+  // The indices of those of `pubkeys` (0x and 96 hex digits each, at most
+  // kMaxValidatorIdsPerRead: INVALID_ARGUMENT otherwise) the node knows
+  // (/eth/v1/beacon/states/head/validators?id=...): a key not yet deposited is absent. Entries
+  // for keys not asked about are refused (DATA_LOSS).
+  absl::StatusOr<std::vector<ValidatorKeyIndex>> GetValidatorIndices(
+      const std::vector<std::string>& pubkeys);
+  // The proposers of `epoch`'s slots (/eth/v1/validator/duties/proposer/{epoch}): DATA_LOSS
+  // for a duty of a slot outside the epoch (of `slots_per_epoch` slots) or more duties than
+  // slots. REQUIRES: slots_per_epoch > 0.
+  absl::StatusOr<std::vector<ProposerDuty>> GetProposerDuties(core::Epoch epoch,
+                                                              uint64_t slots_per_epoch);
 
   // Opens GET /eth/v1/events with `topics` in the query as `form` says, and calls `on_open`
   // once the node answered 200, then `on_event` for every event, on the calling thread, until

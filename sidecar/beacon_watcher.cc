@@ -253,6 +253,7 @@ void BeaconWatcher::OnEvent(const SseEvent& event) {
     case Kind::kReorg:
       // The old head was reported when it was imported; it stays reported.
       observer_.OnBlock(decoded->slot, decoded->root);
+      if (options_.on_chain_reorg) options_.on_chain_reorg();
       break;
     case Kind::kFinalized:
       observer_.OnFinalized(decoded->epoch);

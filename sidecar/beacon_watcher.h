@@ -21,6 +21,7 @@
 // answers), so that a stream the node accepted but never feeds judges no slot empty.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -48,6 +49,8 @@ struct BeaconWatcherOptions {
   absl::Duration max_backoff = absl::Seconds(10);
   // How often the tick thread runs, in real time.
   absl::Duration tick_interval = absl::Milliseconds(250);
+  // Called, on the stream thread, for every chain_reorg event; it must not block. Optional.
+  std::function<void()> on_chain_reorg;
 };
 
 // Returns OK when `node` follows `chain`, otherwise FAILED_PRECONDITION naming each setting that

@@ -1,7 +1,5 @@
 #include "sidecar/enforcer.h"
 
-#include <openssl/sha.h>
-
 #include <cstring>
 #include <string>
 #include <utility>
@@ -13,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "common/mutex.h"
 #include "nlohmann/json.hpp"
+#include "sidecar/ssz/beacon_block.h"
 
 namespace breaker::sidecar {
 namespace {
@@ -38,30 +37,10 @@ std::string StringMember(const Json& object, const char* key) {
   return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
 }
 
-core::BlockRoot Key(core::Slot slot, absl::string_view proposer, absl::string_view parent_root,
-                    absl::string_view state_root) {
-  const std::string text = absl::StrCat(slot, "|", proposer, "|", absl::AsciiStrToLower(parent_root),
-                                        "|", absl::AsciiStrToLower(state_root));
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  return core::BlockRootFromBytes(
-      absl::string_view(reinterpret_cast<const char*>(digest), sizeof digest));
-}
-
 uint64_t LittleEndian64(const char* p) {
   uint64_t value = 0;
   for (int i = 7; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(p[i]);
   return value;
-}
-
-std::string Hex(absl::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out = "0x";
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  return out;
 }
 
 // An SSZ container that starts with a variable-size `message` and a BLS signature (96 bytes)
@@ -75,18 +54,6 @@ const char* SignedSszMessage(absl::string_view body, size_t fixed_bytes) {
   for (int i = 3; i >= 0; --i) offset = (offset << 8) | static_cast<unsigned char>(body[i]);
   if (offset != kSignedMessageOffset || body.size() < offset + fixed_bytes) return nullptr;
   return body.data() + offset;
-}
-
-std::optional<BlindedBlock> ParseSsz(absl::string_view body) {
-  // SignedBlindedBeaconBlock's message: slot (8), proposer_index (8), parent_root (32),
-  // state_root (32), ...
-  const char* message = SignedSszMessage(body, 80);
-  if (message == nullptr) return std::nullopt;
-  BlindedBlock block;
-  block.slot = LittleEndian64(message);
-  block.key = Key(block.slot, absl::StrCat(LittleEndian64(message + 8)),
-                  Hex(absl::string_view(message + 16, 32)), Hex(absl::string_view(message + 48, 32)));
-  return block;
 }
 
 }  // namespace
@@ -132,8 +99,8 @@ Route ClassifyRoute(absl::string_view method, absl::string_view path) {
       route.endpoint = Endpoint::kGetHeader;
       route.slot = slot;
     }
-  } else if (method == "POST" && (version == "v1" || version == "v2") &&
-             name == "blinded_blocks" && parts.size() == 5) {
+  } else if (method == "POST" && (version == "v1" || version == "v2") && name == "blinded_blocks" &&
+             parts.size() == 5) {
     route.endpoint = Endpoint::kSubmitBlindedBlock;
   } else if (method == "POST" && version == "v1" && name == "execution_payload_bid" &&
              parts.size() == 9) {
@@ -193,27 +160,33 @@ bool JsonTooDeep(absl::string_view json, int max_depth) {
   return false;
 }
 
-std::optional<BlindedBlock> ParseBlindedBlock(absl::string_view body,
-                                              absl::string_view content_type) {
-  if (absl::StartsWithIgnoreCase(content_type, "application/octet-stream")) return ParseSsz(body);
-  const Json json = ParseJson(body);
-  if (json.is_discarded()) return std::nullopt;
-  const Json* signed_block = &json;
-  if (const Json* data = Member(json, "data"); data != nullptr) signed_block = data;
-  const Json* message = Member(*signed_block, "message");
-  if (message == nullptr) return std::nullopt;
+absl::StatusOr<BlindedBlock> ParseBlindedBlock(absl::string_view body,
+                                               absl::string_view content_type) {
   BlindedBlock block;
-  if (!absl::SimpleAtoi(StringMember(*message, "slot"), &block.slot)) return std::nullopt;
-  const std::string proposer = StringMember(*message, "proposer_index");
-  const std::string parent_root = StringMember(*message, "parent_root");
-  const std::string state_root = StringMember(*message, "state_root");
-  if (proposer.empty() || parent_root.empty() || state_root.empty()) return std::nullopt;
-  block.key = Key(block.slot, proposer, parent_root, state_root);
-  if (const Json* body_json = Member(*message, "body"); body_json != nullptr) {
-    if (const Json* header = Member(*body_json, "execution_payload_header"); header != nullptr) {
-      block.block_hash = absl::AsciiStrToLower(StringMember(*header, "block_hash"));
+  absl::StatusOr<ssz::BlockRoot> root;
+  if (absl::StartsWithIgnoreCase(content_type, "application/octet-stream")) {
+    root = ssz::SignedBlockRootFromSsz(body, ssz::BlockKind::kBlinded, std::nullopt,
+                                       ssz::Preset::kMainnet);
+    if (!root.ok()) return root.status();
+    // A valid block: its message (slot first) is in place.
+    block.slot = LittleEndian64(SignedSszMessage(body, 8));
+  } else {
+    const Json json = ParseJson(body);
+    if (json.is_discarded()) return absl::InvalidArgumentError("the body is not JSON");
+    root = ssz::SignedBlockRootFromJson(json, ssz::BlockKind::kBlinded, std::nullopt,
+                                        ssz::Preset::kMainnet);
+    if (!root.ok()) return root.status();
+    // A valid block: every member below is in place.
+    const Json* signed_block = Member(json, "message") != nullptr ? &json : Member(json, "data");
+    const Json& message = *Member(*signed_block, "message");
+    if (!absl::SimpleAtoi(StringMember(message, "slot"), &block.slot)) {
+      return absl::InvalidArgumentError("message.slot: not a uint64");
     }
+    const Json& header = *Member(*Member(message, "body"), "execution_payload_header");
+    block.block_hash = absl::AsciiStrToLower(StringMember(header, "block_hash"));
   }
+  block.root = core::BlockRootFromBytes(
+      absl::string_view(reinterpret_cast<const char*>(root->root.data()), root->root.size()));
   return block;
 }
 
@@ -254,7 +227,8 @@ Enforcer::Enforcer(client::BreakerClient& client, std::vector<UpstreamIdentity> 
     : client_(client), upstreams_(std::move(upstreams)), state_(upstreams_.size()) {}
 
 std::optional<std::string> Enforcer::Refuse(size_t index, const Route& route) {
-  if (route.endpoint != Endpoint::kGetHeader && route.endpoint != Endpoint::kGetExecutionPayloadBid) {
+  if (route.endpoint != Endpoint::kGetHeader &&
+      route.endpoint != Endpoint::kGetExecutionPayloadBid) {
     return std::nullopt;
   }
   const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
@@ -272,8 +246,8 @@ void Enforcer::OnForwarded(size_t index, bool failed) {
   ++(failed ? counters.upstream_errors : counters.forwarded);
 }
 
-bool Enforcer::OnHeaderAnswered(size_t index, core::Slot slot, int status,
-                                absl::string_view body, absl::string_view content_type) {
+bool Enforcer::OnHeaderAnswered(size_t index, core::Slot slot, int status, absl::string_view body,
+                                absl::string_view content_type) {
   if (status != 200) return true;
   // An SSZ header (mev-boost may ask for one) gives no block hash: matched by slot alone.
   const bool ssz = absl::StartsWithIgnoreCase(content_type, "application/octet-stream");
@@ -311,8 +285,8 @@ std::optional<std::string> Enforcer::OnBidAnswered(size_t index, core::Slot slot
   std::optional<std::string> reason = RefusalReason(policy, identity);
   if (!reason) {
     if (auto it = policy.banned_builders.find(*builder); it != policy.banned_builders.end()) {
-      reason = absl::StrCat("builder ", *builder, " is banned (", core::BanKindName(it->second.kind),
-                            "): ", it->second.reason);
+      reason = absl::StrCat("builder ", *builder, " is banned (",
+                            core::BanKindName(it->second.kind), "): ", it->second.reason);
     }
   }
   MutexLock lock(&mu_);
@@ -325,8 +299,8 @@ std::optional<std::string> Enforcer::OnBidAnswered(size_t index, core::Slot slot
 bool Enforcer::OnBlindedBlockAnswered(size_t index, absl::string_view request_body,
                                       absl::string_view content_type, bool failed) {
   if (!failed) return false;
-  const std::optional<BlindedBlock> block = ParseBlindedBlock(request_body, content_type);
-  if (!block) return false;
+  const absl::StatusOr<BlindedBlock> block = ParseBlindedBlock(request_body, content_type);
+  if (!block.ok()) return false;
   {
     MutexLock lock(&mu_);
     PerUpstream& upstream = state_.at(index);
@@ -343,7 +317,7 @@ bool Enforcer::OnBlindedBlockAnswered(size_t index, absl::string_view request_bo
     if (!signed_for_it) return false;
     ++upstream.counters.reveal_failures;
   }
-  client_.Report(block->slot, core::RelayRevealMissing{upstreams_.at(index).relay_id, block->key});
+  client_.Report(block->slot, core::RelayRevealMissing{upstreams_.at(index).relay_id, block->root});
   return true;
 }
 

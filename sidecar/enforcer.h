@@ -23,7 +23,8 @@
 //     does not carry.
 //   - A submitBlindedBlock (POST /eth/v{1,2}/builder/blinded_blocks) that fails (transport
 //     error, timeout, or a 5xx status) for a block whose header that upstream answered is a
-//     RelayRevealMissing. A 4xx answer is not: the upstream judged the request invalid.
+//     RelayRevealMissing of the block's root. A 4xx answer is not: the upstream judged the
+//     request invalid. Nor is a block whose root cannot be computed (ParseBlindedBlock).
 
 #include <cstdint>
 #include <deque>
@@ -31,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "client/client.h"
 #include "common/mutex.h"
@@ -76,19 +78,21 @@ std::optional<std::string> RefusalReason(const core::Policy& policy,
 // What the sidecar reads of a signed blinded block (a submitBlindedBlock body).
 struct BlindedBlock {
   core::Slot slot = 0;
-  // Stands in for the block root, which the sidecar cannot compute (it would take the SSZ
-  // hash tree root of the whole block body): SHA-256 of the block's slot, proposer index,
-  // parent root and state root. The same block gives the same value, however it is encoded.
-  core::BlockRoot key;
+  // The block root: the BlindedBeaconBlock's hash_tree_root, which is the BeaconBlock's, the
+  // root a node linking the client library reports for the same block.
+  core::BlockRoot root;
   // The execution payload header's block hash, lower-case hex with 0x; empty when unknown.
   std::string block_hash;
 };
 
-// Parses a SignedBlindedBeaconBlock in JSON (optionally inside a {"data": ...} envelope) or,
-// when `content_type` is application/octet-stream, in SSZ (slot, proposer index, parent and
-// state roots only). nullopt when the body is neither.
-std::optional<BlindedBlock> ParseBlindedBlock(absl::string_view body,
-                                              absl::string_view content_type);
+// Parses a SignedBlindedBeaconBlock of Bellatrix to Fulu (sidecar/ssz) in JSON (optionally
+// inside a {"version", "data"} envelope) or, when `content_type` is application/octet-stream,
+// in SSZ, with the mainnet preset's limits (every public network's). The fork is read from the
+// body (the envelope's version, else the fields only that fork's body has), as a body of one
+// fork is no valid body of another. InvalidArgument, naming the field, when the body is none
+// of these.
+absl::StatusOr<BlindedBlock> ParseBlindedBlock(absl::string_view body,
+                                               absl::string_view content_type);
 
 // The block hash of a getHeader answer in JSON (data.message.header.block_hash), lower-case;
 // empty when the body has none (e.g. SSZ).
@@ -154,8 +158,7 @@ class Enforcer {
   // builder is banned, the policy in force now refuses the upstream, or the builder index
   // cannot be read), counted as refused. nullopt: pass the answer back.
   std::optional<std::string> OnBidAnswered(size_t index, core::Slot slot, int status,
-                                           absl::string_view body,
-                                           absl::string_view content_type);
+                                           absl::string_view body, absl::string_view content_type);
 
   // The upstream answered a submitBlindedBlock (`failed`: error, timeout or 5xx). Returns
   // whether a RelayRevealMissing was reported.

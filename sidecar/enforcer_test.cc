@@ -1,13 +1,16 @@
 #include "sidecar/enforcer.h"
 
 #include <string>
+#include <utility>
 #include <variant>
 
+#include "absl/strings/ascii.h"
 #include "client/fake_client.h"
 #include "core/observation.h"
 #include "core/policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sidecar/ssz/test_blocks.h"
 
 namespace breaker::sidecar {
 namespace {
@@ -39,12 +42,11 @@ core::Ban OperatorBan(const std::string& reason) {
   return core::Ban{core::BanKind::kOperator, 0, true, reason};
 }
 
-std::string BlindedBlockJson(core::Slot slot, const std::string& block_hash) {
-  return "{\"message\":{\"slot\":\"" + std::to_string(slot) +
-         "\",\"proposer_index\":\"7\",\"parent_root\":\"0xAA\",\"state_root\":\"0xbb\","
-         "\"body\":{\"execution_payload_header\":{\"block_hash\":\"" +
-         block_hash + "\"}}},\"signature\":\"0x00\"}";
-}
+using ssz::BlindedBlockJson;
+
+// Payload block hashes.
+const std::string kHash1 = "0x" + std::string(64, '1');
+const std::string kHash2 = "0x" + std::string(64, '2');
 
 std::string HeaderJson(const std::string& block_hash) {
   return "{\"version\":\"deneb\",\"data\":{\"message\":{\"header\":{\"block_hash\":\"" +
@@ -77,19 +79,22 @@ TEST(ClassifyRouteTest, TheBuilderApi) {
   // Not a header: a bad slot, a wrong method, extra segments, another prefix.
   EXPECT_EQ(ClassifyRoute("GET", "/eth/v1/builder/header/x/0xab/0xcd").endpoint, Endpoint::kOther);
   EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/header/1/0xab/0xcd").endpoint, Endpoint::kOther);
-  EXPECT_EQ(ClassifyRoute("GET", "/eth/v1/builder/header/1/0xab/0xcd/x").endpoint, Endpoint::kOther);
+  EXPECT_EQ(ClassifyRoute("GET", "/eth/v1/builder/header/1/0xab/0xcd/x").endpoint,
+            Endpoint::kOther);
   EXPECT_EQ(ClassifyRoute("GET", "/base/eth/v1/builder/status").endpoint, Endpoint::kOther);
   // Gloas.
-  const Route bid = ClassifyRoute(
-      "POST", "/eth/v1/builder/execution_payload_bid/77/0xab/0xcd/0xef");
+  const Route bid =
+      ClassifyRoute("POST", "/eth/v1/builder/execution_payload_bid/77/0xab/0xcd/0xef");
   EXPECT_EQ(bid.endpoint, Endpoint::kGetExecutionPayloadBid);
   EXPECT_EQ(bid.slot, 77u);
-  EXPECT_EQ(ClassifyRoute("GET", "/eth/v1/builder/execution_payload_bid/77/0xab/0xcd/0xef").endpoint,
-            Endpoint::kOther);
+  EXPECT_EQ(
+      ClassifyRoute("GET", "/eth/v1/builder/execution_payload_bid/77/0xab/0xcd/0xef").endpoint,
+      Endpoint::kOther);
   EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/execution_payload_bid/77/0xab/0xcd").endpoint,
             Endpoint::kOther);
-  EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/execution_payload_bid/x/0xab/0xcd/0xef").endpoint,
-            Endpoint::kOther);
+  EXPECT_EQ(
+      ClassifyRoute("POST", "/eth/v1/builder/execution_payload_bid/x/0xab/0xcd/0xef").endpoint,
+      Endpoint::kOther);
   EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/builder_preferences/0xab").endpoint,
             Endpoint::kSubmitBuilderPreferences);
   EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/beacon_blocks").endpoint,
@@ -151,14 +156,14 @@ TEST_F(EnforcerTest, TheUpstreamsAreDecidedApart) {
 }
 
 TEST_F(EnforcerTest, HeadersAreNotReportedAsBidsForTheyNameNoBuilder) {
-  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson("0x11"), "");
+  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson(kHash1), "");
   EXPECT_TRUE(client_.reports().empty());
   EXPECT_EQ(enforcer_.counters(0).headers_seen, 1u);
 }
 
 TEST_F(EnforcerTest, AFailedRevealOfAHeaderItSignedIsReported) {
-  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson("0x11"), "");
-  EXPECT_TRUE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(5, "0x11"), "application/json",
+  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson(kHash1), "");
+  EXPECT_TRUE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(5, kHash1), "application/json",
                                                /*failed=*/true));
   ASSERT_EQ(client_.reports().size(), 1u);
   const auto reported = client_.reports()[0];
@@ -166,23 +171,53 @@ TEST_F(EnforcerTest, AFailedRevealOfAHeaderItSignedIsReported) {
   const auto* missing = std::get_if<core::RelayRevealMissing>(&reported.event);
   ASSERT_NE(missing, nullptr);
   EXPECT_EQ(missing->relay, kRelay);
-  // The same block, spelled with other letter case, has the same key.
-  const auto block = ParseBlindedBlock(BlindedBlockJson(5, "0x11"), "application/json");
-  ASSERT_TRUE(block.has_value());
-  EXPECT_EQ(missing->root, block->key);
+  const auto block = ParseBlindedBlock(BlindedBlockJson(5, kHash1), "application/json");
+  ASSERT_TRUE(block.ok()) << block.status();
+  EXPECT_EQ(missing->root, block->root);
+}
+
+// The root reported is the block's hash_tree_root, as a node linking the library reports it
+// (and as @chainsafe/ssz computed it), whether the node sent the block in JSON or in SSZ.
+TEST_F(EnforcerTest, TheRevealFailureNamesTheBlocksRealRoot) {
+  size_t reports = 0;
+  for (const char* name : {"bellatrix_0", "deneb_0", "electra_0"}) {
+    SCOPED_TRACE(name);
+    const ssz::TestVector vector = ssz::ReadTestVector(name);
+    const std::string header = HeaderJson(absl::AsciiStrToLower(vector.block_hash));
+    for (const auto& [body, content_type] : {std::pair(vector.json, "application/json"),
+                                             std::pair(vector.ssz, "application/octet-stream")}) {
+      enforcer_.OnHeaderAnswered(0, vector.slot, 200, header, "application/json");
+      ASSERT_TRUE(enforcer_.OnBlindedBlockAnswered(0, body, content_type, /*failed=*/true));
+      ASSERT_EQ(client_.reports().size(), ++reports);
+      const auto reported = client_.reports().back();
+      EXPECT_EQ(reported.slot, vector.slot);
+      const auto* missing = std::get_if<core::RelayRevealMissing>(&reported.event);
+      ASSERT_NE(missing, nullptr);
+      EXPECT_EQ(missing->root, core::BlockRootFromBytes(vector.root)) << content_type;
+    }
+  }
+}
+
+TEST(ParseBlindedBlockTest, ABlockWhoseRootCannotBeComputedNamesWhy) {
+  std::string block = BlindedBlockJson(5, kHash1);
+  block.replace(block.find(kHash1), kHash1.size(), "0x11");
+  EXPECT_THAT(
+      std::string(ParseBlindedBlock(block, "application/json").status().message()),
+      HasSubstr("message.body.execution_payload_header.block_hash: 2 hex digits, expected 64"));
+  EXPECT_FALSE(ParseBlindedBlock("{\"message\":{}}", "application/json").ok());
 }
 
 TEST_F(EnforcerTest, NoRevealFailureWithoutItsHeaderOrWhenItSucceeded) {
-  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson("0x11"), "");
+  enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson(kHash1), "");
   // Succeeded.
-  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(5, "0x11"), "", false));
+  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(5, kHash1), "", false));
   // Another block hash: that upstream lost the auction.
-  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(5, "0x22"), "", true));
+  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(5, kHash2), "", true));
   // Another slot; another upstream; a 204 header is no header.
-  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(6, "0x11"), "", true));
-  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(1, BlindedBlockJson(5, "0x11"), "", true));
+  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(6, kHash1), "", true));
+  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(1, BlindedBlockJson(5, kHash1), "", true));
   enforcer_.OnHeaderAnswered(1, 7, 204, "", "");
-  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(1, BlindedBlockJson(7, "0x11"), "", true));
+  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(1, BlindedBlockJson(7, kHash1), "", true));
   // Garbage.
   EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, "{\"message\":", "", true));
   EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, std::string(100000, '['), "", true));
@@ -191,24 +226,21 @@ TEST_F(EnforcerTest, NoRevealFailureWithoutItsHeaderOrWhenItSucceeded) {
 
 TEST_F(EnforcerTest, RememberedHeadersAreBounded) {
   for (core::Slot slot = 1; slot <= kMaxRememberedHeaders + 1; ++slot) {
-    enforcer_.OnHeaderAnswered(0, slot, 200, HeaderJson("0x11"), "");
+    enforcer_.OnHeaderAnswered(0, slot, 200, HeaderJson(kHash1), "");
   }
-  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(1, "0x11"), "", true));
-  EXPECT_TRUE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(2, "0x11"), "", true));
+  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(1, kHash1), "", true));
+  EXPECT_TRUE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(2, kHash1), "", true));
 }
 
-TEST(ParseBlindedBlockTest, SszGivesTheSlotAndTheSameKeyForTheSameBlock) {
-  std::string ssz(4 + 96 + 84, '\0');
-  ssz[0] = 100;
-  ssz[100] = 5;                                  // slot 5
-  ssz[108] = 7;                                  // proposer 7
-  for (int i = 0; i < 32; ++i) ssz[116 + i] = static_cast<char>(0xaa);
-  const auto block = ParseBlindedBlock(ssz, "application/octet-stream");
-  ASSERT_TRUE(block.has_value());
-  EXPECT_EQ(block->slot, 5u);
+TEST(ParseBlindedBlockTest, SszGivesTheSlotAndTheRoot) {
+  const ssz::TestVector vector = ssz::ReadTestVector("capella_0");
+  const auto block = ParseBlindedBlock(vector.ssz, "application/octet-stream");
+  ASSERT_TRUE(block.ok()) << block.status();
+  EXPECT_EQ(block->slot, vector.slot);
+  EXPECT_EQ(block->root, core::BlockRootFromBytes(vector.root));
   EXPECT_TRUE(block->block_hash.empty());
-  EXPECT_FALSE(ParseBlindedBlock(ssz.substr(0, 150), "application/octet-stream").has_value());
-  EXPECT_FALSE(ParseBlindedBlock("", "application/octet-stream").has_value());
+  EXPECT_FALSE(ParseBlindedBlock(vector.ssz.substr(0, 150), "application/octet-stream").ok());
+  EXPECT_FALSE(ParseBlindedBlock("", "application/octet-stream").ok());
 }
 
 TEST(BidBuilderIndexTest, JsonAndSsz) {
@@ -253,9 +285,9 @@ TEST_F(EnforcerTest, ABidOfABannedBuilderIsRefusedYetReported) {
   core::Policy policy;
   policy.banned_builders[42] = OperatorBan("withheld");
   SetPolicy(policy);
-  EXPECT_THAT(enforcer_.OnBidAnswered(1, 5, 200, BidSsz(42), "application/octet-stream")
-                  .value_or(""),
-              HasSubstr("builder 42 is banned (operator): withheld"));
+  EXPECT_THAT(
+      enforcer_.OnBidAnswered(1, 5, 200, BidSsz(42), "application/octet-stream").value_or(""),
+      HasSubstr("builder 42 is banned (operator): withheld"));
   EXPECT_EQ(client_.reports().size(), 1u) << "the bid was seen, whatever the policy";
   EXPECT_EQ(enforcer_.OnBidAnswered(1, 5, 200, BidSsz(43), "application/octet-stream"),
             std::nullopt);
@@ -273,9 +305,9 @@ TEST_F(EnforcerTest, APolicyThatChangedWhileTheUpstreamAnsweredApplies) {
 }
 
 TEST_F(EnforcerTest, AnUnreadableBidIsRefusedAndCounted) {
-  EXPECT_THAT(enforcer_.OnBidAnswered(0, 5, 200, "{\"data\":{\"mess", "application/json")
-                  .value_or(""),
-              HasSubstr("cannot be read"));
+  EXPECT_THAT(
+      enforcer_.OnBidAnswered(0, 5, 200, "{\"data\":{\"mess", "application/json").value_or(""),
+      HasSubstr("cannot be read"));
   EXPECT_TRUE(client_.reports().empty());
   EXPECT_EQ(enforcer_.counters(0).malformed_answers, 1u);
   EXPECT_EQ(enforcer_.counters(0).refused, 1u);

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "sidecar/ssz/test_blocks.h"
 #include "tests/support/fake_beacon_node.h"
 #include "tests/support/fleet_harness.h"
 #include "tests/support/status_matchers.h"
@@ -29,7 +30,9 @@ namespace {
 
 constexpr char kSidecar[] = "sidecar/breaker-sidecar";
 constexpr char kHeaderBody[] =
-    R"({"version":"deneb","data":{"message":{"header":{"block_hash":"0x22"},"value":"1"},"signature":"0x00"}})";
+    R"({"version":"deneb","data":{"message":{"header":{)"
+    R"("block_hash":"0x2222222222222222222222222222222222222222222222222222222222222222"},)"
+    R"("value":"1"},"signature":"0x00"}})";
 
 // A relay serving headers; its reveals (blinded_blocks) fail with 500 when `reveals` is false.
 class FakeRelay {
@@ -288,10 +291,8 @@ TEST_F(SidecarFleetTest, ARevealFailureSeenByOneSidecarReachesEveryOneAndOutlive
                                           .c_str());
   ASSERT_TRUE(header);
   ASSERT_EQ(header->status, 200);
-  const std::string blinded = absl::StrCat(
-      R"({"message":{"slot":")", slot, R"(","proposer_index":"1","parent_root":"0x)",
-      std::string(64, '5'), R"(","state_root":"0x)", std::string(64, '6'),
-      R"(","body":{"execution_payload_header":{"block_hash":"0x22"}}},"signature":"0x00"})");
+  // A valid block of the header's block hash: the sidecar computes its root.
+  const std::string blinded = sidecar::ssz::BlindedBlockJson(slot, "0x" + std::string(64, '2'));
   httplib::Result reveal =
       client.Post("/eth/v1/builder/blinded_blocks", blinded, "application/json");
   ASSERT_TRUE(reveal);

@@ -201,6 +201,60 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
   return metrics;
 }
 
+// The proposal warmer's keys, proposals and warm-ups (sidecar/proposal_warmer.h).
+class Metrics::WarmerCollector final : public prometheus::Collectable {
+ public:
+  explicit WarmerCollector(const ProposalWarmer& warmer) : warmer_(warmer) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    using prometheus::MetricType;
+    const ProposalWarmerStats stats = warmer_.stats();
+    auto keys = Family("breaker_sidecar_validator_keys",
+                       "Validator public keys learned from the registrations the node sent.",
+                       MetricType::Gauge);
+    AddGauge(keys, static_cast<double>(stats.keys_known));
+    auto indexed = Family("breaker_sidecar_validator_keys_indexed",
+                          "Of those, the keys the beacon node knows a validator index for.",
+                          MetricType::Gauge);
+    AddGauge(indexed, static_cast<double>(stats.keys_indexed));
+    auto invalid = Family("breaker_sidecar_validator_registrations_invalid_total",
+                          "Registration entries (or bodies) that were no "
+                          "SignedValidatorRegistrationV1, ignored.",
+                          MetricType::Counter);
+    AddCounter(invalid, static_cast<double>(stats.invalid_registrations));
+    auto scheduled =
+        Family("breaker_sidecar_proposals_scheduled_total",
+               "Proposal slots of the node's validators found in the duties.", MetricType::Counter);
+    AddCounter(scheduled, static_cast<double>(stats.proposals_scheduled));
+    auto warmups = Family("breaker_sidecar_proposal_warmups_total",
+                          "Warm-ups of an upstream's connection one slot before a proposal: "
+                          "warmed (a checked connection left open), failed, refused (not "
+                          "contacted: the policy refuses the upstream).",
+                          MetricType::Counter);
+    for (const ProposalWarmerStats::Upstream& upstream : stats.upstreams) {
+      AddCounter(warmups, static_cast<double>(upstream.warmed),
+                 {{"upstream", upstream.relay_id}, {"outcome", "warmed"}});
+      AddCounter(warmups, static_cast<double>(upstream.failed),
+                 {{"upstream", upstream.relay_id}, {"outcome", "failed"}});
+      AddCounter(warmups, static_cast<double>(upstream.refused),
+                 {{"upstream", upstream.relay_id}, {"outcome", "refused"}});
+    }
+    std::vector<prometheus::MetricFamily> families;
+    for (auto* family : {&keys, &indexed, &invalid, &scheduled, &warmups}) {
+      families.push_back(std::move(*family));
+    }
+    return families;
+  }
+
+ private:
+  const ProposalWarmer& warmer_;
+};
+
+void Metrics::AddProposalWarmer(const ProposalWarmer& warmer) {
+  warmer_collector_ = std::make_shared<WarmerCollector>(warmer);
+  exposer_->RegisterCollectable(warmer_collector_);
+}
+
 Metrics::~Metrics() {
   // Stop serving before the collector goes.
   exposer_.reset();

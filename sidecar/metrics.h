@@ -15,6 +15,7 @@
 #include "prometheus/exposer.h"
 #include "sidecar/beacon_watcher.h"
 #include "sidecar/enforcer.h"
+#include "sidecar/proposal_warmer.h"
 
 namespace breaker::sidecar {
 
@@ -37,12 +38,18 @@ class Metrics {
   // The port actually bound.
   int port() const { return port_; }
 
+  // Serves the proposal warmer's counters too. REQUIRES: called at most once; `warmer`
+  // outlives this object.
+  void AddProposalWarmer(const ProposalWarmer& warmer);
+
  private:
   class Collector;
+  class WarmerCollector;
 
   Metrics() = default;
 
   std::shared_ptr<Collector> collector_;
+  std::shared_ptr<WarmerCollector> warmer_collector_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
 };

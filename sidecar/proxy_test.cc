@@ -28,6 +28,7 @@
 #include "httplib.h"
 #include "sidecar/config.h"
 #include "sidecar/enforcer.h"
+#include "sidecar/ssz/test_blocks.h"
 #include "tests/support/status_matchers.h"
 
 namespace breaker::sidecar {
@@ -39,7 +40,9 @@ using ::testing::HasSubstr;
 constexpr char kHeaderPath[] = "/eth/v1/builder/header/100/0x11/0xaa";
 constexpr char kBidPath[] = "/eth/v1/builder/execution_payload_bid/100/0x11/0x22/0xaa";
 constexpr char kHeaderBody[] =
-    R"({"version":"deneb","data":{"message":{"header":{"block_hash":"0x22"},"value":"1"},"signature":"0x00"}})";
+    R"({"version":"deneb","data":{"message":{"header":{)"
+    R"("block_hash":"0x2222222222222222222222222222222222222222222222222222222222222222"},)"
+    R"("value":"1"},"signature":"0x00"}})";
 constexpr size_t kHundredMegabytes = 100u << 20;
 // Far longer than any request's own timeout below: an answer that took this long waited for
 // the configured limit, not for the request's deadline.
@@ -50,10 +53,9 @@ std::string BidBody(int builder) {
                       builder, R"(","value":"5"},"signature":"0x00"}})");
 }
 
+// A valid block (its root can be computed), of kHeaderBody's block hash.
 std::string BlindedBlockBody(int slot) {
-  return absl::StrCat(R"({"message":{"slot":")", slot,
-                      R"(","proposer_index":"1","parent_root":"0xaa","state_root":"0xbb",)",
-                      R"("body":{"execution_payload_header":{"block_hash":"0x22"}}},"signature":"0x00"})");
+  return ssz::BlindedBlockJson(slot, "0x" + std::string(64, '2'));
 }
 
 // A relay speaking raw TCP, for what no HTTP server library would send: each connection is

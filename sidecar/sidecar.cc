@@ -1,5 +1,6 @@
 #include "sidecar/sidecar.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -55,10 +56,19 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
   sidecar->client_ = *std::move(client);
 
   if (!settings.beacon_node_url.empty()) {
+    ProposalWarmerOptions warming;
+    warming.base = settings.beacon_node_base;
+    warming.path_prefix = settings.beacon_node_path_prefix;
+    warming.chain = chain;
+    warming.warm_budget =
+        std::min(settings.upstream_timeout, absl::Seconds(chain.seconds_per_slot));
+    sidecar->warmer_ =
+        std::make_unique<ProposalWarmer>(std::move(warming), SystemClock(), *sidecar->client_);
     BeaconWatcherOptions watcher;
     watcher.base = settings.beacon_node_base;
     watcher.path_prefix = settings.beacon_node_path_prefix;
     watcher.observer.chain = chain;
+    watcher.on_chain_reorg = [warmer = sidecar->warmer_.get()] { warmer->OnChainReorg(); };
     absl::StatusOr<std::unique_ptr<BeaconWatcher>> started =
         BeaconWatcher::Start(std::move(watcher), SystemClock(), *sidecar->client_);
     if (!started.ok()) return started.status();
@@ -71,13 +81,29 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
   }
   sidecar->enforcer_ = std::make_unique<Enforcer>(*sidecar->client_, std::move(identities));
   sidecar->proxy_ = std::make_unique<Proxy>(settings, *sidecar->enforcer_, SystemClock());
+  if (ProposalWarmer* warmer = sidecar->warmer_.get(); warmer != nullptr) {
+    sidecar->proxy_->set_registration_observer(
+        [warmer](absl::string_view body, absl::string_view content_type) {
+          warmer->OnRegistration(body, content_type);
+        });
+  }
   if (absl::Status started = sidecar->proxy_->Start(); !started.ok()) return started;
+  if (sidecar->warmer_ != nullptr) {
+    std::vector<WarmTarget> targets;
+    for (size_t i = 0; i < settings.upstreams.size(); ++i) {
+      targets.push_back(WarmTarget{sidecar->enforcer_->upstream(i), &sidecar->proxy_->pool(i),
+                                   settings.upstreams[i].path_prefix + "/eth/v1/builder/status"});
+    }
+    sidecar->warmer_->SetTargets(std::move(targets));
+    sidecar->warmer_->Start();
+  }
   if (!settings.metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<Metrics>> metrics =
         Metrics::Start(settings.metrics_listen, *sidecar->enforcer_, *sidecar->client_,
                        sidecar->watcher_.get());
     if (!metrics.ok()) return metrics.status();
     sidecar->metrics_ = *std::move(metrics);
+    if (sidecar->warmer_ != nullptr) sidecar->metrics_->AddProposalWarmer(*sidecar->warmer_);
   }
   return sidecar;
 }
@@ -85,6 +111,7 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
 Sidecar::~Sidecar() { Stop(); }
 
 void Sidecar::Stop() {
+  if (warmer_ != nullptr) warmer_->Stop();
   if (proxy_ != nullptr) proxy_->Stop();
   if (watcher_ != nullptr) watcher_->Stop();
   if (client_ != nullptr) client_->Stop();

@@ -2,7 +2,8 @@
 #define SIDECAR_SIDECAR_H_
 
 // breaker-sidecar as a whole: the client library towards breakerd, the observer of the beacon
-// node (when beacon_node_url is set), the enforcer, and the upstreams' ports.
+// node and the warmer of the upstreams' connections before the node's proposals (when
+// beacon_node_url is set), the enforcer, and the upstreams' ports.
 
 #include <memory>
 
@@ -12,6 +13,7 @@
 #include "sidecar/config.h"
 #include "sidecar/enforcer.h"
 #include "sidecar/metrics.h"
+#include "sidecar/proposal_warmer.h"
 #include "sidecar/proxy.h"
 
 namespace breaker::sidecar {
@@ -28,7 +30,8 @@ class Sidecar {
 
   ~Sidecar();
 
-  // Closes the ports, stops the observer, then the client library. Idempotent.
+  // Stops the warmer, closes the ports, stops the observer, then the client library.
+  // Idempotent.
   void Stop();
 
   client::BreakerClient& client() { return *client_; }
@@ -37,6 +40,8 @@ class Sidecar {
   Sidecar() = default;
 
   std::unique_ptr<client::BreakerClient> client_;
+  // Told of reorgs by the watcher: declared before it, so destroyed after.
+  std::unique_ptr<ProposalWarmer> warmer_;
   std::unique_ptr<BeaconWatcher> watcher_;
   std::unique_ptr<Enforcer> enforcer_;
   std::unique_ptr<Proxy> proxy_;

@@ -1,11 +1,10 @@
 #include "sidecar/ssz/beacon_block.h"
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sidecar/ssz/test_blocks.h"
 #include "tests/support/status_matchers.h"
 
 namespace breaker::sidecar::ssz {
@@ -21,39 +20,21 @@ constexpr const char* kVectors[] = {
     "electra_0",   "electra_1",   "fulu_0",    "fulu_1",    "capella_full_0", "capella_full_1",
 };
 
-Json Vector(const std::string& name) {
-  std::ifstream in("sidecar/ssz/testdata/" + name + ".json");
-  std::stringstream text;
-  text << in.rdbuf();
-  return Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-}
-
-std::string Unhex(const std::string& hex) {
-  std::string out;
-  for (size_t i = 2; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
-
 std::string HexOf(const absl::StatusOr<BlockRoot>& root) {
   if (!root.ok()) return std::string(root.status().message());
   return Hex(absl::string_view(reinterpret_cast<const char*>(root->root.data()), 32));
 }
 
-BlockKind KindOf(const Json& vector) {
-  return vector["kind"] == "full" ? BlockKind::kFull : BlockKind::kBlinded;
-}
+Json BlockOf(const std::string& name) { return Json::parse(ReadTestVector(name).json); }
 
 TEST(BeaconBlockTest, RootsOfEveryForkAgreeWithChainSafeSsz) {
   for (const char* name : kVectors) {
     SCOPED_TRACE(name);
-    const Json vector = Vector(name);
-    ASSERT_FALSE(vector.is_discarded());
-    const std::string expected = vector["root"];
-    const Fork fork = *ForkFromName(vector["fork"].get<std::string>());
-    const BlockKind kind = KindOf(vector);
-    const Json& block = vector["block"];
+    const TestVector vector = ReadTestVector(name);
+    const std::string expected = Hex(vector.root);
+    const Fork fork = *ForkFromName(vector.fork);
+    const BlockKind kind = vector.full ? BlockKind::kFull : BlockKind::kBlinded;
+    const Json block = Json::parse(vector.json);
 
     // JSON: the fork named, inferred from the body, named by the {"version", "data"} wrapping.
     EXPECT_EQ(HexOf(SignedBlockRootFromJson(block, kind, fork, Preset::kMainnet)), expected);
@@ -63,12 +44,12 @@ TEST(BeaconBlockTest, RootsOfEveryForkAgreeWithChainSafeSsz) {
     if (inferred.ok()) {
       EXPECT_EQ(inferred->fork, fork == Fork::kFulu ? Fork::kElectra : fork);
     }
-    const Json wrapped = {{"version", vector["fork"]}, {"data", block}, {"finalized", false}};
+    const Json wrapped = {{"version", vector.fork}, {"data", block}, {"finalized", false}};
     EXPECT_EQ(HexOf(SignedBlockRootFromJson(wrapped, kind, std::nullopt, Preset::kMainnet)),
               expected);
 
     // SSZ: the same root, the fork named or inferred; and the JSON encodes to those bytes.
-    const std::string ssz = Unhex(vector["ssz"]);
+    const std::string& ssz = vector.ssz;
     EXPECT_EQ(HexOf(SignedBlockRootFromSsz(ssz, kind, fork, Preset::kMainnet)), expected);
     EXPECT_EQ(HexOf(SignedBlockRootFromSsz(ssz, kind, std::nullopt, Preset::kMainnet)), expected);
     const absl::StatusOr<const Type*> type = BeaconBlockType(fork, kind, Preset::kMainnet);
@@ -87,8 +68,8 @@ TEST(BeaconBlockTest, ForkFromName) {
 }
 
 TEST(BeaconBlockTest, RefusesBlocksOfAnotherForkOrOutOfRangeNamingTheField) {
-  const Json electra = Vector("electra_0")["block"];
-  const Json capella = Vector("capella_0")["block"];
+  const Json electra = BlockOf("electra_0");
+  const Json capella = BlockOf("capella_0");
   auto json_error = [](const Json& block, std::optional<Fork> fork) {
     return SignedBlockRootFromJson(block, BlockKind::kBlinded, fork, Preset::kMainnet).status();
   };
@@ -139,7 +120,7 @@ TEST(BeaconBlockTest, RefusesBlocksOfAnotherForkOrOutOfRangeNamingTheField) {
 }
 
 TEST(BeaconBlockTest, RefusesTruncatedOrMisplacedSsz) {
-  const std::string ssz = Unhex(Vector("deneb_0")["ssz"]);
+  const std::string ssz = ReadTestVector("deneb_0").ssz;
   auto ssz_error = [](const std::string& bytes, std::optional<Fork> fork) {
     return SignedBlockRootFromSsz(bytes, BlockKind::kBlinded, fork, Preset::kMainnet).status();
   };

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -99,6 +100,22 @@ void FakeBeaconNode::SetForkChoiceWeights(uint64_t total, const core::BlockRoot&
   weights_[Hex(root)] = weight;
 }
 
+void FakeBeaconNode::AddValidator(const std::string& pubkey, uint64_t index) {
+  MutexLock lock(&mu_);
+  validators_[absl::AsciiStrToLower(pubkey)] = index;
+}
+
+void FakeBeaconNode::SetProposerDuties(core::Epoch epoch, std::vector<ProposerDuty> duties) {
+  MutexLock lock(&mu_);
+  duties_[epoch] = std::move(duties);
+}
+
+int FakeBeaconNode::requests(const std::string& path) const {
+  MutexLock lock(&mu_);
+  auto it = requests_.find(path);
+  return it == requests_.end() ? 0 : it->second;
+}
+
 bool FakeBeaconNode::Overridden(const std::string& path, httplib::Response& response) {
   MutexLock lock(&mu_);
   auto it = overrides_.find(path);
@@ -109,6 +126,10 @@ bool FakeBeaconNode::Overridden(const std::string& path, httplib::Response& resp
 }
 
 void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& response) {
+  {
+    MutexLock lock(&mu_);
+    ++requests_[request.path];
+  }
   if (Overridden(request.path, response)) return;
   if (request.path == "/eth/v1/events") {
     ServeEvents(request, response);
@@ -181,6 +202,37 @@ void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& r
                     std::string(64, '0'), R"(","weight":)", Quoted(total_weight_), "}");
     body = absl::StrCat(R"({"justified_checkpoint":{"epoch":"0","root":"0x)", std::string(64, '0'),
                         R"("},"fork_choice_nodes":[)", nodes, "]}");
+  } else if (request.path == "/eth/v1/beacon/states/head/validators") {
+    // Every `id` key, each possibly a comma-separated list; unknown keys are left out.
+    std::string validators;
+    for (size_t i = 0; i < request.get_param_value_count("id"); ++i) {
+      for (absl::string_view id : absl::StrSplit(request.get_param_value("id", i), ',')) {
+        auto it = validators_.find(absl::AsciiStrToLower(id));
+        if (it == validators_.end()) continue;
+        absl::StrAppend(&validators, validators.empty() ? "" : ",", R"({"index":)",
+                        Quoted(it->second), R"(,"balance":"32000000000","status":)",
+                        R"("active_ongoing","validator":{"pubkey":")", it->first,
+                        R"(","effective_balance":"32000000000","slashed":false}})");
+      }
+    }
+    body = absl::StrCat(R"({"execution_optimistic":false,"finalized":false,"data":[)", validators,
+                        "]}");
+  } else if (absl::StartsWith(request.path, "/eth/v1/validator/duties/proposer/")) {
+    core::Epoch epoch = 0;
+    if (!absl::SimpleAtoi(absl::StripPrefix(request.path, "/eth/v1/validator/duties/proposer/"),
+                          &epoch)) {
+      response.status = 400;
+      response.set_content(R"({"code":400,"message":"bad epoch"})", "application/json");
+      return;
+    }
+    std::string duties;
+    for (const ProposerDuty& duty : duties_[epoch]) {
+      absl::StrAppend(&duties, duties.empty() ? "" : ",", R"({"pubkey":")", duty.pubkey,
+                      R"(","validator_index":)", Quoted(duty.validator_index), R"(,"slot":)",
+                      Quoted(duty.slot), "}");
+    }
+    body = absl::StrCat(R"({"dependent_root":"0x)", std::string(64, '5'),
+                        R"(","execution_optimistic":false,"data":[)", duties, "]}");
   } else if (absl::StartsWith(request.path, "/eth/v2/beacon/blocks/")) {
     const std::string wanted(absl::StripPrefix(request.path, "/eth/v2/beacon/blocks/"));
     for (const auto& [slot, blocks] : blocks_) {

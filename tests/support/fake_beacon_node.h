@@ -68,6 +68,19 @@ class FakeBeaconNode {
   void ClearOverride(const std::string& path);
   // Fork choice weights: the tree root's (every vote) and a block's.
   void SetForkChoiceWeights(uint64_t total, const core::BlockRoot& root, uint64_t weight);
+  // A validator the node knows (/eth/v1/beacon/states/head/validators?id=...): `pubkey` (0x and
+  // hex, any case) has `index`.
+  void AddValidator(const std::string& pubkey, uint64_t index);
+  // The proposers of `epoch`'s slots (/eth/v1/validator/duties/proposer/{epoch}); an epoch
+  // without any set has none.
+  struct ProposerDuty {
+    core::Slot slot = 0;
+    std::string pubkey;
+    uint64_t validator_index = 0;
+  };
+  void SetProposerDuties(core::Epoch epoch, std::vector<ProposerDuty> duties);
+  // GETs of `path` (without the query) answered so far.
+  int requests(const std::string& path) const;
 
   // --- Blocks and events ---
   // The node imported `root` at `slot`: stored (headers list it when canonical, fork choice
@@ -140,6 +153,9 @@ class FakeBeaconNode {
   core::Epoch finalized_epoch_ = 0;
   uint64_t total_weight_ = 0;
   std::map<std::string, uint64_t> weights_;
+  std::map<std::string, uint64_t> validators_;  // By lower-case pubkey.
+  std::map<core::Epoch, std::vector<ProposerDuty>> duties_;
+  std::map<std::string, int> requests_;
   // Every frame sent; each stream reads from where it joined. `generation_` ends the streams
   // of earlier generations.
   std::vector<std::string> frames_;
