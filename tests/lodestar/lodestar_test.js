@@ -16,7 +16,8 @@
 //       block, and the slots it misses (its engine withholds payloads for a while), so that
 //       breakerd's missed-slot breaker puts the fleet in SELF_BUILD, in which the node's
 //       getHeader calls are again answered 204 and the node keeps publishing its own blocks,
-//       until an operator's reset.
+//       until an operator's reset;
+//   (d) the block root the sidecar computes for a block (sidecar/ssz) is the node's own.
 //
 // Every process listens on 127.0.0.1 at ports picked at run time; each child's pid is appended
 // to --pids so that the calling script can kill what this one leaves behind. Logs go to
@@ -480,6 +481,36 @@ async function expectBlocksReported() {
   );
 }
 
+// (d) The block root sidecar/ssz computes (//sidecar/ssz:block_root, the root the sidecar reports
+// a failed reveal by) is the node's own, for the last few blocks of its chain.
+async function expectBlockRootsAgree() {
+  const binary = path.join(args.root, 'sidecar/ssz/block_root');
+  const head = await headSlot();
+  let compared = 0;
+  for (let slot = head; slot > 0 && compared < 3; --slot) {
+    const block = await fetch(`${restUrl}/eth/v2/beacon/blocks/${slot}`, {
+      signal: AbortSignal.timeout(5000),
+    });
+    if (block.status === 404) continue; // an empty slot
+    check(block.status === 200, `blocks/${slot} answered ${block.status}`);
+    const json = await block.text();
+    const root = await rest(`/eth/v1/beacon/blocks/${slot}/root`);
+    check(root.status === 200, `blocks/${slot}/root answered ${root.status}`);
+    const computed = childProcess
+      .execFileSync(binary, ['--kind=full', '--preset=minimal'], { input: json, timeout: 20000 })
+      .toString()
+      .trim();
+    check(
+      computed === root.body.data.root,
+      `block_root of the node's block at slot ${slot} is ${computed}; the node's root is ` +
+        `${root.body.data.root}`,
+    );
+    compared += 1;
+  }
+  check(compared === 3, `only ${compared} blocks at or before slot ${head} to compare`);
+  note(`(d) block roots: the last ${compared} blocks' roots up to slot ${head} are the node's`);
+}
+
 // Makes the engine fail every getPayload (`withhold`) or serve them again.
 async function setPayloads(enginePort, withhold) {
   const control = withhold ? 'withhold_payloads' : 'serve_payloads';
@@ -550,6 +581,7 @@ async function run() {
     await expectForwarded(sidecar, relay);
     await expectBanEnforced(sidecar, relay, relayUrl);
     await expectBlocksReported();
+    await expectBlockRootsAgree();
     await expectSelfBuildFromMissedSlots(sidecar, relay, configPath, genesisTime, enginePort);
   } finally {
     relay.close();
