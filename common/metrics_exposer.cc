@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/port_holder.h"
 
 namespace breaker::common {
 namespace {
@@ -39,9 +40,13 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartMetricsExposer(
         "listening_ports", listen_address, "num_threads", "4", "request_timeout_ms", "2000",
         "enable_keep_alive", "no"});
   } catch (const std::exception& error) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on '", listen_address, "' (",
-                                               error.what(), "): address in use or invalid; ",
-                                               "pass ", setting, " with a free host:port"));
+    int port = 0;
+    absl::SimpleAtoi(absl::string_view(listen_address).substr(listen_address.rfind(':') + 1),
+                     &port);
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve metrics on '", listen_address, "' (", error.what(),
+        "): address in use", PortHolderSuffix(port), " or invalid; pass ", setting,
+        " with a free host:port"));
   }
   if (exposer->GetListeningPorts().empty()) {
     return absl::UnavailableError(

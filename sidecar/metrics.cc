@@ -42,8 +42,8 @@ void AddCounter(prometheus::MetricFamily& family, double value, std::vector<Labe
 class Metrics::Collector final : public prometheus::Collectable {
  public:
   Collector(const Enforcer& enforcer, const client::BreakerClient& client,
-            const BeaconWatcher* watcher)
-      : enforcer_(enforcer), client_(client), watcher_(watcher) {}
+            const BeaconWatcher* watcher, std::vector<const UpstreamPool*> pools)
+      : enforcer_(enforcer), client_(client), watcher_(watcher), pools_(std::move(pools)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     using prometheus::MetricType;
@@ -52,9 +52,9 @@ class Metrics::Collector final : public prometheus::Collectable {
                            "upstream's answer passed back), refused (204 by the policy), "
                            "upstream_error (no answer, a timeout, an answer too large, or 5xx).",
                            MetricType::Counter);
-    auto headers = Family("breaker_sidecar_headers_seen_total",
-                          "Pre-Gloas headers (getHeader 200) passed back, by upstream.",
-                          MetricType::Counter);
+    auto headers =
+        Family("breaker_sidecar_headers_seen_total",
+               "Pre-Gloas headers (getHeader 200) passed back, by upstream.", MetricType::Counter);
     auto bids = Family("breaker_sidecar_bids_seen_total",
                        "Gloas bids whose builder index was read, each reported to breakerd as "
                        "a bid seen, by upstream.",
@@ -78,7 +78,8 @@ class Metrics::Collector final : public prometheus::Collectable {
                  {{"upstream", upstream}, {"outcome", "upstream_error"}});
       AddCounter(headers, static_cast<double>(counts.headers_seen), {{"upstream", upstream}});
       AddCounter(bids, static_cast<double>(counts.bids_seen), {{"upstream", upstream}});
-      AddCounter(malformed, static_cast<double>(counts.malformed_answers), {{"upstream", upstream}});
+      AddCounter(malformed, static_cast<double>(counts.malformed_answers),
+                 {{"upstream", upstream}});
       AddCounter(reveals, static_cast<double>(counts.reveal_failures), {{"upstream", upstream}});
     }
 
@@ -94,37 +95,36 @@ class Metrics::Collector final : public prometheus::Collectable {
                          "(fleet; fleet+local: breakerd unreachable past the staleness limit or "
                          "not caught up; local: no fleet policy yet), 0 for the others.",
                          MetricType::Gauge);
-    for (client::PolicySource each : {client::PolicySource::kFleet,
-                                      client::PolicySource::kFleetAndLocal,
-                                      client::PolicySource::kLocal}) {
+    for (client::PolicySource each :
+         {client::PolicySource::kFleet, client::PolicySource::kFleetAndLocal,
+          client::PolicySource::kLocal}) {
       AddGauge(source, snapshot->source == each ? 1 : 0,
                {{"source", std::string(client::PolicySourceName(each))}});
     }
-    auto mode = Family("breaker_sidecar_mode",
-                       "The mode of the policy in force: 1 for it, 0 for the others.",
-                       MetricType::Gauge);
+    auto mode =
+        Family("breaker_sidecar_mode",
+               "The mode of the policy in force: 1 for it, 0 for the others.", MetricType::Gauge);
     for (core::Mode each :
          {core::Mode::kAllBuilders, core::Mode::kTrustedOnly, core::Mode::kSelfBuild}) {
       AddGauge(mode, snapshot->policy.mode == each ? 1 : 0,
                {{"mode", absl::AsciiStrToLower(core::ModeName(each))}});
     }
-    auto connected = Family("breaker_sidecar_breakerd_connected",
-                            "1 while the client library holds a stream to breakerd.",
-                            MetricType::Gauge);
+    auto connected =
+        Family("breaker_sidecar_breakerd_connected",
+               "1 while the client library holds a stream to breakerd.", MetricType::Gauge);
     AddGauge(connected, stats.connected ? 1 : 0);
-    auto reconnects = Family("breaker_sidecar_breakerd_reconnects_total",
-                             "Reconnections of the client library to breakerd.",
-                             MetricType::Counter);
+    auto reconnects =
+        Family("breaker_sidecar_breakerd_reconnects_total",
+               "Reconnections of the client library to breakerd.", MetricType::Counter);
     AddCounter(reconnects, static_cast<double>(stats.reconnects));
-    auto buffered = Family("breaker_sidecar_observations_buffered",
-                           "Observations waiting for breakerd's acknowledgement.",
-                           MetricType::Gauge);
+    auto buffered =
+        Family("breaker_sidecar_observations_buffered",
+               "Observations waiting for breakerd's acknowledgement.", MetricType::Gauge);
     AddGauge(buffered, static_cast<double>(stats.buffered));
     auto dropped = Family("breaker_sidecar_observations_dropped_total",
-                          "Observations dropped because the buffer was full.",
-                          MetricType::Counter);
-    AddCounter(dropped,
-               static_cast<double>(stats.dropped_bids + stats.dropped_other + stats.dropped_failures));
+                          "Observations dropped because the buffer was full.", MetricType::Counter);
+    AddCounter(dropped, static_cast<double>(stats.dropped_bids + stats.dropped_other +
+                                            stats.dropped_failures));
 
     std::vector<prometheus::MetricFamily> families;
     for (auto* family : {&requests, &headers, &bids, &malformed, &reveals, &version, &source, &mode,
@@ -132,10 +132,55 @@ class Metrics::Collector final : public prometheus::Collectable {
       families.push_back(std::move(*family));
     }
     if (watcher_ != nullptr) AddBeaconNode(watcher_->stats(), families);
+    AddPools(families);
     return families;
   }
 
  private:
+  // The connections to each upstream (sidecar/upstream_pool.h), labelled as the requests are.
+  void AddPools(std::vector<prometheus::MetricFamily>& families) const {
+    using prometheus::MetricType;
+    auto hits = Family("breaker_sidecar_upstream_connection_reuses_total",
+                       "Requests to an upstream that found a kept-alive connection open.",
+                       MetricType::Counter);
+    auto misses = Family("breaker_sidecar_upstream_connections_opened_total",
+                         "Requests to an upstream that had to open a connection (TCP, and TLS "
+                         "for https).",
+                         MetricType::Counter);
+    auto handshakes =
+        Family("breaker_sidecar_upstream_tls_handshakes_total",
+               "TLS handshakes with an upstream, full or resumed.", MetricType::Counter);
+    auto tls_failures = Family("breaker_sidecar_upstream_tls_failures_total",
+                               "Exchanges with an upstream that failed its TLS handshake or "
+                               "certificate verification (the log names OpenSSL's reason).",
+                               MetricType::Counter);
+    auto warmed = Family("breaker_sidecar_upstream_warmed_total",
+                         "Connections to an upstream opened or checked ahead of one of the "
+                         "node's proposals.",
+                         MetricType::Counter);
+    auto warmed_used =
+        Family("breaker_sidecar_upstream_warmed_used_total",
+               "Requests that used a connection warmed for a proposal.", MetricType::Counter);
+    auto idle =
+        Family("breaker_sidecar_upstream_idle_connections",
+               "Kept-alive connections to an upstream now idle in the pool.", MetricType::Gauge);
+    for (const UpstreamPool* pool : pools_) {
+      const UpstreamPoolStats stats = pool->stats();
+      const std::vector<Label> labels = {{"upstream", pool->name()}};
+      AddCounter(hits, static_cast<double>(stats.hits), labels);
+      AddCounter(misses, static_cast<double>(stats.misses), labels);
+      AddCounter(handshakes, static_cast<double>(stats.tls_handshakes), labels);
+      AddCounter(tls_failures, static_cast<double>(stats.tls_failures), labels);
+      AddCounter(warmed, static_cast<double>(stats.warmed), labels);
+      AddCounter(warmed_used, static_cast<double>(stats.warmed_used), labels);
+      AddGauge(idle, static_cast<double>(stats.idle_connections), labels);
+    }
+    for (auto* family :
+         {&hits, &misses, &handshakes, &tls_failures, &warmed, &warmed_used, &idle}) {
+      families.push_back(std::move(*family));
+    }
+  }
+
   // What the observer of the beacon node saw and reported, and how its reads went.
   static void AddBeaconNode(const BeaconWatcherStats& stats,
                             std::vector<prometheus::MetricFamily>& families) {
@@ -160,8 +205,7 @@ class Metrics::Collector final : public prometheus::Collectable {
                            "Blocks, empty slots and backfilled slots the observer reported",
                            prometheus::MetricType::Counter);
     AddCounter(observed, static_cast<double>(stats.observer.blocks), {{"kind", "block"}});
-    AddCounter(observed, static_cast<double>(stats.observer.empty_slots),
-               {{"kind", "empty_slot"}});
+    AddCounter(observed, static_cast<double>(stats.observer.empty_slots), {{"kind", "empty_slot"}});
     AddCounter(observed, static_cast<double>(stats.observer.backfilled_slots),
                {{"kind", "backfilled_slot"}});
     auto mismatches = Family("breaker_sidecar_beacon_chain_mismatches_total",
@@ -184,17 +228,19 @@ class Metrics::Collector final : public prometheus::Collectable {
   const Enforcer& enforcer_;
   const client::BreakerClient& client_;
   const BeaconWatcher* const watcher_;
+  const std::vector<const UpstreamPool*> pools_;
 };
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address,
                                                         const Enforcer& enforcer,
                                                         const client::BreakerClient& client,
-                                                        const BeaconWatcher* watcher) {
+                                                        const BeaconWatcher* watcher,
+                                                        std::vector<const UpstreamPool*> pools) {
   absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
       common::StartMetricsExposer(listen_address, "metrics_listen");
   if (!exposer.ok()) return exposer.status();
   std::unique_ptr<Metrics> metrics(new Metrics());
-  metrics->collector_ = std::make_shared<Collector>(enforcer, client, watcher);
+  metrics->collector_ = std::make_shared<Collector>(enforcer, client, watcher, std::move(pools));
   metrics->exposer_ = *std::move(exposer);
   metrics->port_ = metrics->exposer_->GetListeningPorts().front();
   metrics->exposer_->RegisterCollectable(metrics->collector_);

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/client.h"
@@ -16,6 +17,7 @@
 #include "sidecar/beacon_watcher.h"
 #include "sidecar/enforcer.h"
 #include "sidecar/proposal_warmer.h"
+#include "sidecar/upstream_pool.h"
 
 namespace breaker::sidecar {
 
@@ -26,11 +28,14 @@ class Metrics {
   // INVALID_ARGUMENT for an address that is not host:port, UNAVAILABLE when it cannot be bound.
   // `watcher` is the observer of the beacon node, null when the sidecar has none (then its
   // metrics are not served).
-  // REQUIRES: `enforcer`, `client` and `watcher` outlive the returned object.
+  // `pools`: the connections to each upstream, in the enforcer's order (none in tests that
+  // have no proxy).
+  // REQUIRES: `enforcer`, `client`, `watcher` and `pools` outlive the returned object.
   static absl::StatusOr<std::unique_ptr<Metrics>> Start(const std::string& listen_address,
                                                         const Enforcer& enforcer,
                                                         const client::BreakerClient& client,
-                                                        const BeaconWatcher* watcher);
+                                                        const BeaconWatcher* watcher,
+                                                        std::vector<const UpstreamPool*> pools = {});
 
   // Stops serving.
   ~Metrics();

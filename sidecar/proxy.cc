@@ -191,6 +191,11 @@ absl::Status Proxy::Start() {
     httplib::Server* raw = server.get();
     threads_.emplace_back([raw] { raw->listen_after_bind(); });
   }
+  // cpp-httplib's stop() does nothing to a server whose loop has not started yet, which would
+  // then serve forever: Stop() may come right after Start() (a later part of the start failed).
+  for (auto& server : servers_) {
+    while (!server->is_running()) absl::SleepFor(absl::Milliseconds(1));
+  }
   maintenance_ = std::make_unique<Maintenance>(pools_);
   return absl::OkStatus();
 }

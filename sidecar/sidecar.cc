@@ -98,9 +98,13 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
     sidecar->warmer_->Start();
   }
   if (!settings.metrics_listen.empty()) {
+    std::vector<const UpstreamPool*> pools;
+    for (size_t i = 0; i < sidecar->proxy_->upstreams(); ++i) {
+      pools.push_back(&sidecar->proxy_->pool(i));
+    }
     absl::StatusOr<std::unique_ptr<Metrics>> metrics =
         Metrics::Start(settings.metrics_listen, *sidecar->enforcer_, *sidecar->client_,
-                       sidecar->watcher_.get());
+                       sidecar->watcher_.get(), std::move(pools));
     if (!metrics.ok()) return metrics.status();
     sidecar->metrics_ = *std::move(metrics);
     if (sidecar->warmer_ != nullptr) sidecar->metrics_->AddProposalWarmer(*sidecar->warmer_);

@@ -9,13 +9,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/mutex.h"
 
 namespace breaker::testing {
@@ -60,11 +63,21 @@ int ConnectTo(int port) {
 
 }  // namespace
 
+// Bytes read from one side, to be written to the other once `due`.
+struct Chunk {
+  absl::Time due;
+  std::string bytes;
+};
+
 // One proxied connection: side 0 is the peer that connected to the proxy, side 1 the target.
 struct TcpProxy::Connection {
   int fds[2] = {-1, -1};
-  // pending[i]: bytes to write to side i.
-  std::string pending[2];
+  // pending[i]: bytes to write to side i, oldest first, and how many in all.
+  std::deque<Chunk> pending[2];
+  size_t pending_bytes[2] = {0, 0};
+  // Each chunk's hold, and before when nothing reaches the target (the handshake's round trip).
+  absl::Duration delay;
+  absl::Time established;
   // Side i sent its end of stream; side i was told the end of stream (shutdown for writing).
   bool read_ended[2] = {false, false};
   bool write_shut[2] = {false, false};
@@ -80,30 +93,37 @@ struct TcpProxy::Connection {
     return failed || (read_ended[0] && read_ended[1] && pending[0].empty() && pending[1].empty());
   }
 
-  short Events(int side) const {
+  // When the next chunk for side i may go out; InfiniteFuture when there is none.
+  absl::Time NextDue(int side) const {
+    return pending[side].empty() ? absl::InfiniteFuture() : pending[side].front().due;
+  }
+
+  short Events(int side, absl::Time now) const {
     short events = 0;
-    if (!read_ended[side] && pending[1 - side].size() < kMaxBuffered) events |= POLLIN;
-    if (!pending[side].empty()) events |= POLLOUT;
+    if (!read_ended[side] && pending_bytes[1 - side] < kMaxBuffered) events |= POLLIN;
+    if (NextDue(side) <= now) events |= POLLOUT;
     return events;
   }
 
-  void Handle(int side, short revents) {
+  void Handle(int side, short revents, absl::Time now) {
     if (revents & POLLERR) {
       failed = true;
       return;
     }
-    if (revents & POLLOUT) {
-      std::string& out = pending[side];
+    if ((revents & POLLOUT) && NextDue(side) <= now) {
+      std::string& out = pending[side].front().bytes;
       const ssize_t n = send(fds[side], out.data(), out.size(), MSG_NOSIGNAL);
       if (n > 0) {
         out.erase(0, static_cast<size_t>(n));
+        pending_bytes[side] -= static_cast<size_t>(n);
+        if (out.empty()) pending[side].pop_front();
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
         failed = true;
         return;
       }
     }
     if (revents & (POLLIN | POLLHUP)) {
-      if (!(Events(side) & POLLIN)) {
+      if (!(Events(side, now) & POLLIN)) {
         // A hang-up while the other direction is full: nothing more will come from this side.
         if (revents & POLLHUP) failed = true;
         return;
@@ -111,7 +131,10 @@ struct TcpProxy::Connection {
       char buffer[65536];
       const ssize_t n = recv(fds[side], buffer, sizeof(buffer), 0);
       if (n > 0) {
-        pending[1 - side].append(buffer, static_cast<size_t>(n));
+        const absl::Time sent = side == 0 ? std::max(now, established) : now;
+        pending[1 - side].push_back(
+            Chunk{sent + delay, std::string(buffer, static_cast<size_t>(n))});
+        pending_bytes[1 - side] += static_cast<size_t>(n);
       } else if (n == 0) {
         read_ended[side] = true;
       } else if (errno != EAGAIN && errno != EINTR) {
@@ -130,7 +153,8 @@ struct TcpProxy::Connection {
   }
 };
 
-absl::StatusOr<std::unique_ptr<TcpProxy>> TcpProxy::Start(int target_port) {
+absl::StatusOr<std::unique_ptr<TcpProxy>> TcpProxy::Start(int target_port,
+                                                          absl::Duration one_way_delay) {
   const int listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listen_fd < 0) return Errno("socket");
   sockaddr_in address = Loopback(0);
@@ -149,11 +173,15 @@ absl::StatusOr<std::unique_ptr<TcpProxy>> TcpProxy::Start(int target_port) {
     return status;
   }
   return std::unique_ptr<TcpProxy>(
-      new TcpProxy(listen_fd, wake_fd, ntohs(address.sin_port), target_port));
+      new TcpProxy(listen_fd, wake_fd, ntohs(address.sin_port), target_port, one_way_delay));
 }
 
-TcpProxy::TcpProxy(int listen_fd, int wake_fd, int port, int target_port)
-    : listen_fd_(listen_fd), wake_fd_(wake_fd), port_(port), target_port_(target_port) {
+TcpProxy::TcpProxy(int listen_fd, int wake_fd, int port, int target_port, absl::Duration delay)
+    : listen_fd_(listen_fd),
+      wake_fd_(wake_fd),
+      port_(port),
+      target_port_(target_port),
+      delay_(delay) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -200,6 +228,8 @@ void TcpProxy::Accept(std::vector<std::unique_ptr<Connection>>& connections, boo
     auto connection = std::make_unique<Connection>();
     connection->fds[0] = client;
     connection->fds[1] = upstream;
+    connection->delay = delay_;
+    connection->established = absl::Now() + 2 * delay_;
     connections.push_back(std::move(connection));
     ++forwarded_;
   }
@@ -220,13 +250,23 @@ void TcpProxy::Loop() {
       }
     }
 
+    const absl::Time now = absl::Now();
+    absl::Time wake = absl::InfiniteFuture();
     std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     for (const auto& connection : connections) {
       for (int side = 0; side < 2; ++side) {
-        fds.push_back({connection->fds[side], connection->Events(side), 0});
+        fds.push_back({connection->fds[side], connection->Events(side, now), 0});
+        wake = std::min(wake, connection->NextDue(side));
       }
     }
-    if (poll(fds.data(), fds.size(), -1) < 0) continue;  // EINTR
+    // Until the next held chunk is due, rounded up: a poll that returns early only loops.
+    const int timeout_ms =
+        wake == absl::InfiniteFuture()
+            ? -1
+            : static_cast<int>(std::max<int64_t>(
+                  0, absl::ToInt64Milliseconds(absl::Ceil(wake - now, absl::Milliseconds(1)))));
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0) continue;  // EINTR
+    const absl::Time woke = absl::Now();
 
     if (fds[1].revents & POLLIN) {
       uint64_t count;
@@ -235,7 +275,10 @@ void TcpProxy::Loop() {
     for (size_t i = 0; i < connections.size(); ++i) {
       for (int side = 0; side < 2; ++side) {
         const short revents = fds[2 + 2 * i + side].revents;
-        if (revents != 0 && !connections[i]->failed) connections[i]->Handle(side, revents);
+        if (!connections[i]->failed && (revents != 0 || connections[i]->NextDue(side) <= woke)) {
+          connections[i]->Handle(
+              side, revents | (connections[i]->NextDue(side) <= woke ? POLLOUT : 0), woke);
+        }
       }
     }
     connections.erase(std::remove_if(connections.begin(), connections.end(),

@@ -2,7 +2,10 @@
 #define TESTS_TCP_PROXY_H_
 
 // A TCP proxy on loopback, to partition one process from another in a test: a node connects to
-// the proxy's port instead of breakerd's, and the test cuts the link and restores it.
+// the proxy's port instead of breakerd's, and the test cuts the link and restores it. With a
+// one-way delay it is also a delay line, the network between a host and a relay far away: each
+// chunk of bytes is held that long before it is passed on, either way, and a new connection's
+// first bytes wait one round trip more, as TCP's handshake would have them.
 
 #include <atomic>
 #include <cstdint>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/mutex.h"
 
 namespace breaker::testing {
@@ -20,7 +24,8 @@ namespace breaker::testing {
 class TcpProxy {
  public:
   // Listens on a free loopback port. Returns INTERNAL when a socket call fails.
-  static absl::StatusOr<std::unique_ptr<TcpProxy>> Start(int target_port);
+  static absl::StatusOr<std::unique_ptr<TcpProxy>> Start(
+      int target_port, absl::Duration one_way_delay = absl::ZeroDuration());
 
   // Closes every connection and the listening port.
   ~TcpProxy();
@@ -43,7 +48,7 @@ class TcpProxy {
  private:
   struct Connection;
 
-  TcpProxy(int listen_fd, int wake_fd, int port, int target_port);
+  TcpProxy(int listen_fd, int wake_fd, int port, int target_port, absl::Duration delay);
 
   void Loop();
   // Accepts one pending connection: forwards it, or closes it while cut.
@@ -56,6 +61,7 @@ class TcpProxy {
   const int wake_fd_;
   const int port_;
   const int target_port_;
+  const absl::Duration delay_;
   std::atomic<int64_t> forwarded_{0};
 
   Mutex mu_;
