@@ -66,8 +66,9 @@ absl::StatusOr<Response> CallAllPages(
 }
 
 absl::StatusOr<v1::ListNodesResponse> AllNodes(const CommandContext& context) {
-  return CallAllPages(context, &Stub::async::ListNodes, v1::ListNodesRequest(),
-                      [](v1::ListNodesResponse& r) -> auto& { return *r.mutable_nodes(); });
+  return CallAllPages(
+      context, &Stub::async::ListNodes, v1::ListNodesRequest(),
+      [](v1::ListNodesResponse & r) -> auto& { return *r.mutable_nodes(); });
 }
 
 // The INDEX argument.
@@ -80,9 +81,10 @@ absl::StatusOr<uint64_t> IndexArg(const CommandContext& context) {
 absl::Status PrintSteered(const CommandContext& context, const std::string& done,
                           const v1::Policy& policy) {
   if (context.options.json) {
-    context.out << ToJson(policy) << "\n";
+    context.out.Json(policy);
   } else {
-    context.out << done << "\npolicy: " << PolicySummary(policy) << "\n";
+    context.out.Line(done);
+    context.out.Line(absl::StrCat("policy: ", PolicySummary(policy)));
   }
   return absl::OkStatus();
 }
@@ -105,7 +107,8 @@ absl::Status RunStatus(const CommandContext& context) {
   if (!nodes.ok()) return nodes.status();
 
   if (context.options.json) {
-    context.out << "{\"policy\":" << ToJson(*policy) << ",\"nodes\":" << ToJson(*nodes) << "}\n";
+    context.out.JsonText(
+        absl::StrCat("{\"policy\":", ToJson(*policy), ",\"nodes\":", ToJson(*nodes), "}"));
     return absl::OkStatus();
   }
   int connected = 0;
@@ -134,7 +137,7 @@ absl::Status RunStatus(const CommandContext& context) {
   table.AddRow({"nodes", absl::StrCat(connected, " of ", nodes->nodes_size(), " connected; ",
                                       lagging, " of them behind the current policy")});
   AddReplicationRows(nodes->replication(), table);
-  table.Print(context.out);
+  context.out.Print(table);
   return absl::OkStatus();
 }
 
@@ -143,16 +146,16 @@ absl::Status RunStatus(const CommandContext& context) {
 absl::Status RunBuilders(const CommandContext& context) {
   v1::ListBuildersRequest request;
   request.set_banned_only(context.line.BoolFlag("banned"));
-  absl::StatusOr<v1::ListBuildersResponse> response =
-      CallAllPages(context, &Stub::async::ListBuilders, request,
-                   [](v1::ListBuildersResponse& r) -> auto& { return *r.mutable_builders(); });
+  absl::StatusOr<v1::ListBuildersResponse> response = CallAllPages(
+      context, &Stub::async::ListBuilders, request,
+      [](v1::ListBuildersResponse & r) -> auto& { return *r.mutable_builders(); });
   if (!response.ok()) return response.status();
   if (context.options.json) {
-    context.out << ToJson(*response) << "\n";
+    context.out.Json(*response);
     return absl::OkStatus();
   }
   if (response->builders().empty()) {
-    context.out << (request.banned_only() ? "no builders banned\n" : "no builders known\n");
+    context.out.Line(request.banned_only() ? "no builders banned" : "no builders known");
     return absl::OkStatus();
   }
   // breakerd lists banned builders first, then by index.
@@ -165,7 +168,7 @@ absl::Status RunBuilders(const CommandContext& context) {
                   builder.trusted() ? "yes" : "no", JoinOrDash(builder.relays()),
                   banned ? builder.ban().reason() : "-"});
   }
-  table.Print(context.out);
+  context.out.Print(table);
   return absl::OkStatus();
 }
 
@@ -177,7 +180,7 @@ absl::Status RunBuilder(const CommandContext& context) {
   absl::StatusOr<v1::Builder> builder = Call(context, &Stub::async::GetBuilder, request);
   if (!builder.ok()) return builder.status();
   if (context.options.json) {
-    context.out << ToJson(*builder) << "\n";
+    context.out.Json(*builder);
     return absl::OkStatus();
   }
   Table table;
@@ -197,7 +200,7 @@ absl::Status RunBuilder(const CommandContext& context) {
   table.AddRow({"trusted", builder->trusted() ? "yes" : "no"});
   table.AddRow({"pubkey", HexBytes(builder->pubkey())});
   table.AddRow({"relays", JoinOrDash(builder->relays())});
-  table.Print(context.out);
+  context.out.Print(table);
   return absl::OkStatus();
 }
 
@@ -215,11 +218,11 @@ absl::Status RunRelays(const CommandContext& context) {
       Call(context, &Stub::async::ListRelays, v1::ListRelaysRequest());
   if (!response.ok()) return response.status();
   if (context.options.json) {
-    context.out << ToJson(*response) << "\n";
+    context.out.Json(*response);
     return absl::OkStatus();
   }
   if (response->relays().empty()) {
-    context.out << "no relays known\n";
+    context.out.Line("no relays known");
     return absl::OkStatus();
   }
   Table table(
@@ -233,7 +236,7 @@ absl::Status RunRelays(const CommandContext& context) {
          relay.last_seen_epoch() == 0 ? "-" : absl::StrCat("epoch ", relay.last_seen_epoch()),
          banned ? relay.ban().reason() : "-"});
   }
-  table.Print(context.out);
+  context.out.Print(table);
   return absl::OkStatus();
 }
 
@@ -241,19 +244,19 @@ absl::Status RunNodes(const CommandContext& context) {
   absl::StatusOr<v1::ListNodesResponse> response = AllNodes(context);
   if (!response.ok()) return response.status();
   if (context.options.json) {
-    context.out << ToJson(*response) << "\n";
+    context.out.Json(*response);
     return absl::OkStatus();
   }
   if (!response->replication().leader().empty()) {
-    context.out << "leader " << response->replication().leader() << " since "
-                << FormatTimestamp(response->replication().leader_since()) << "; replicas "
-                << JoinOrDash(response->replication().replicas()) << "\n";
+    context.out.Line(absl::StrCat("leader ", response->replication().leader(), " since ",
+                                  FormatTimestamp(response->replication().leader_since()),
+                                  "; replicas ", JoinOrDash(response->replication().replicas())));
   }
   if (response->nodes().empty()) {
-    context.out << "no nodes known\n";
+    context.out.Line("no nodes known");
     return absl::OkStatus();
   }
-  context.out << "current policy version " << response->policy_version() << "\n";
+  context.out.Line(absl::StrCat("current policy version ", response->policy_version()));
   Table table(
       {"NODE", "STATE", "PEER", "CLIENT", "CONNECTED SINCE", "LAST OBSERVATION", "ACKED", "LAG"});
   for (const v1::Node& node : response->nodes()) {
@@ -263,7 +266,7 @@ absl::Status RunNodes(const CommandContext& context) {
                   FormatTimestamp(node.connected_since()), FormatTimestamp(node.last_observation()),
                   absl::StrCat(node.policy_version_acked()), absl::StrCat(node.lag())});
   }
-  table.Print(context.out);
+  context.out.Print(table);
   return absl::OkStatus();
 }
 
@@ -471,7 +474,12 @@ absl::Status RunWatch(const CommandContext& context) {
     absl::StatusOr<v1::Policy> policy = watch.Next(deadline);
     if (!policy.ok()) return policy.status();
     deadline = absl::InfiniteFuture();
-    context.out << (context.options.json ? ToJson(*policy) : WatchLine(*policy)) << std::endl;
+    if (context.options.json) {
+      context.out.Json(*policy);
+    } else {
+      context.out.Line(WatchLine(*policy));
+    }
+    context.out.Flush();
   }
   return absl::OkStatus();
 }
@@ -481,12 +489,13 @@ absl::Status RunWatch(const CommandContext& context) {
 // The configuration as JSON or as the text format, which is also the file's format.
 void PrintConfig(const CommandContext& context, const v1::Config& config) {
   if (context.options.json) {
-    context.out << ToJson(config) << "\n";
+    context.out.Json(config);
     return;
   }
+  // The text format escapes control characters and non-ASCII bytes in strings itself.
   std::string text;
   google::protobuf::TextFormat::PrintToString(config, &text);
-  context.out << text;
+  context.out.Verbatim(text);
 }
 
 absl::Status RunConfig(const CommandContext& context) {
@@ -502,7 +511,7 @@ absl::Status RunReload(const CommandContext& context) {
       Call(context, &Stub::async::ReloadConfig, v1::ReloadConfigRequest());
   if (!config.ok()) return config.status();
   // A comment, so that the output stays a valid configuration file.
-  if (!context.options.json) context.out << "# reloaded; the configuration now in force:\n";
+  if (!context.options.json) context.out.Line("# reloaded; the configuration now in force:");
   PrintConfig(context, *config);
   return absl::OkStatus();
 }
@@ -530,13 +539,13 @@ absl::Status RunReloadAccess(const CommandContext& context) {
       Call(context, &Stub::async::ReloadAccess, v1::ReloadAccessRequest());
   if (!response.ok()) return response.status();
   if (context.options.json) {
-    context.out << ToJson(*response) << "\n";
+    context.out.Json(*response);
     return absl::OkStatus();
   }
-  context.out << "access file reloaded: "
-              << Count(response->principals(), "principal", "principals") << " in force; "
-              << Count(response->streams_ended(), "stream", "streams")
-              << " ended, their credential no longer allowed\n";
+  context.out.Line(absl::StrCat(
+      "access file reloaded: ", Count(response->principals(), "principal", "principals"),
+      " in force; ", Count(response->streams_ended(), "stream", "streams"),
+      " ended, their credential no longer allowed"));
   return absl::OkStatus();
 }
 
@@ -565,9 +574,15 @@ absl::Status RunSimulate(const CommandContext& context) {
   absl::StatusOr<SimulationResult> result = Simulate(*config, *scenario);
   if (!result.ok()) return InputError(result.status());
 
-  std::string text = context.options.json ? TimelineToJson(*result) : FormatTimeline(*result);
-  if (!absl::EndsWith(text, "\n")) text += "\n";
-  context.out << text;
+  if (context.options.json) {
+    context.out.JsonText(TimelineToJson(*result));
+  } else {
+    // The scenario's and configuration's strings are in it: each line escaped.
+    const std::string timeline = FormatTimeline(*result);
+    for (absl::string_view line : absl::StrSplit(absl::StripSuffix(timeline, "\n"), '\n')) {
+      context.out.Line(line);
+    }
+  }
   if (!result->failures.empty()) {
     return ExpectationsFailed(absl::StrCat(
         Count(result->failures.size(), "expectation", "expectations"), " of the scenario failed"));
@@ -579,12 +594,12 @@ absl::Status RunSimulate(const CommandContext& context) {
 
 absl::Status RunHelp(const CommandContext& context) {
   if (context.line.args.empty()) {
-    context.out << ProgramHelp(CommandSpecs());
+    context.out.Verbatim(ProgramHelp(CommandSpecs()));
     return absl::OkStatus();
   }
   for (const Command& command : Commands()) {
     if (command.spec.name == context.line.args[0]) {
-      context.out << CommandHelp(command.spec);
+      context.out.Verbatim(CommandHelp(command.spec));
       return absl::OkStatus();
     }
   }
@@ -840,11 +855,14 @@ int PrintHelp(const CommandLine& line, std::ostream& out) {
   return kExitOk;
 }
 
-absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options, std::ostream& out,
-                        std::ostream& err) {
+absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options,
+                        std::ostream& out_stream, std::ostream& err_stream) {
+  Output out(out_stream);
+  Output err(err_stream);
   for (const Command& command : Commands()) {
     if (&command.spec != line.spec) continue;
-    if (!command.calls_service) return command.run(CommandContext{options, line, nullptr, out, err});
+    if (!command.calls_service)
+      return command.run(CommandContext{options, line, nullptr, out, err});
     // Every replica's address: a standby, or one that is down, answers UNAVAILABLE before the
     // command prints anything, and the next one is asked.
     const std::vector<std::string> targets =
@@ -855,8 +873,7 @@ absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options, s
       one.target = target;
       absl::StatusOr<std::unique_ptr<v1::Admin::Stub>> stub = NewAdminStub(one);
       if (!stub.ok()) return stub.status();
-      const absl::Status status =
-          command.run(CommandContext{one, line, stub->get(), out, err});
+      const absl::Status status = command.run(CommandContext{one, line, stub->get(), out, err});
       if (!absl::IsUnavailable(status) || targets.size() == 1) return status;
       unavailable.push_back(absl::StrCat(target, ": ", status.message()));
     }
@@ -867,22 +884,25 @@ absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options, s
 }
 
 int ReportResult(const CommandLine& line, const GlobalOptions& options, const absl::Status& status,
-                 std::ostream& err) {
+                 std::ostream& err_stream) {
+  Output err(err_stream);
   const ExitCode code = ExitCodeFor(status);
   if (code == kExitOk) return code;
   const std::string who =
       line.spec == nullptr ? "breakerctl" : absl::StrCat("breakerctl ", line.spec->name);
   if (IsUsageError(status)) {
-    err << who << ": " << status.message() << "\n" << UsageReminder(line.spec);
+    err.Line(absl::StrCat(who, ": ", status.message()));
+    err.Verbatim(UsageReminder(line.spec));
     return code;
   }
   if (IsInputError(status) || code == kExitExpectationFailed) {
-    err << who << ": " << status.message() << "\n";
+    err.Line(absl::StrCat(who, ": ", status.message()));
     return code;
   }
 
   // An error of breakerd, or of gRPC on the way to it.
-  err << who << ": " << absl::StatusCodeToString(status.code()) << ": " << status.message() << "\n";
+  err.Line(
+      absl::StrCat(who, ": ", absl::StatusCodeToString(status.code()), ": ", status.message()));
   std::string hint;
   switch (status.code()) {
     case absl::StatusCode::kUnavailable:
@@ -915,7 +935,7 @@ int ReportResult(const CommandLine& line, const GlobalOptions& options, const ab
         }
       }
   }
-  if (!hint.empty()) err << "hint: " << hint << "\n";
+  if (!hint.empty()) err.Line(absl::StrCat("hint: ", hint));
   return code;
 }
 

@@ -6,7 +6,8 @@
 // ReportResult is the one place that prints an error and its hint.
 //
 // Output: aligned tables for people by default; with --json, the response protos as proto
-// JSON, one document per command (`watch`: one policy per line).
+// JSON, one document per command (`watch`: one policy per line). Commands write through Output
+// (format.h), which escapes every string shown to people.
 
 #include <memory>
 #include <ostream>
@@ -16,6 +17,7 @@
 #include "absl/status/status.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "ctl/command_line.h"
+#include "ctl/format.h"
 
 namespace breaker::ctl {
 
@@ -24,8 +26,8 @@ struct CommandContext {
   const CommandLine& line;
   // Null for the commands that run offline (help, simulate).
   breaker::v1::Admin::Stub* admin;
-  std::ostream& out;
-  std::ostream& err;
+  Output& out;
+  Output& err;
 };
 
 struct Command {
@@ -56,7 +58,9 @@ absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options, s
                         std::ostream& err);
 
 // Prints `status` to `err` unless it is OK: a usage error with the command's usage, an error
-// of breakerd with its gRPC code name and a hint. Returns the exit code (ExitCodeFor).
+// of breakerd with its gRPC code name and a hint. The message is escaped (format.h's
+// ForTerminal): breakerd's messages may quote what a node sent. Returns the exit code
+// (ExitCodeFor).
 int ReportResult(const CommandLine& line, const GlobalOptions& options, const absl::Status& status,
                  std::ostream& err);
 

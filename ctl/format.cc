@@ -1,6 +1,7 @@
 #include "ctl/format.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -13,9 +14,122 @@ namespace breaker::ctl {
 
 namespace v1 = ::breaker::v1;
 
-Table::Table(std::vector<std::string> header) : header_(std::move(header)) {}
+namespace {
 
-void Table::AddRow(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+// The character that valid UTF-8 (RFC 3629) starts `text` with, and its length in bytes; a
+// length of 0 when `text` does not start with one. REQUIRES: text[0] is not ASCII.
+struct Utf8Character {
+  uint32_t code_point = 0;
+  size_t length = 0;
+};
+
+Utf8Character DecodeUtf8(absl::string_view text) {
+  const auto byte = [&](size_t i) { return static_cast<uint8_t>(text[i]); };
+  size_t length;
+  uint32_t code_point;
+  uint32_t smallest;  // a shorter form would do below it: overlong
+  if ((byte(0) & 0xe0) == 0xc0) {
+    length = 2, code_point = byte(0) & 0x1f, smallest = 0x80;
+  } else if ((byte(0) & 0xf0) == 0xe0) {
+    length = 3, code_point = byte(0) & 0x0f, smallest = 0x800;
+  } else if ((byte(0) & 0xf8) == 0xf0) {
+    length = 4, code_point = byte(0) & 0x07, smallest = 0x10000;
+  } else {
+    return {};
+  }
+  if (text.size() < length) return {};
+  for (size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xc0) != 0x80) return {};
+    code_point = code_point << 6 | (byte(i) & 0x3f);
+  }
+  if (code_point < smallest || code_point > 0x10ffff ||
+      (code_point >= 0xd800 && code_point <= 0xdfff)) {
+    return {};
+  }
+  return {code_point, length};
+}
+
+// The letters of the Latin, Greek and Cyrillic alphabets: one column each, left to right, no
+// combining marks. Everything else is escaped (see ForTerminal).
+bool IsShownLetter(uint32_t c) {
+  struct Range {
+    uint32_t first, last;
+  };
+  static constexpr Range kLetters[] = {
+      {0x00c0, 0x00d6}, {0x00d8, 0x00f6}, {0x00f8, 0x024f},  // Latin-1, Extended-A and -B
+      {0x0386, 0x0386}, {0x0388, 0x038a}, {0x038c, 0x038c},  // Greek
+      {0x038e, 0x03a1}, {0x03a3, 0x03ce},                    //
+      {0x0400, 0x0481}, {0x048a, 0x04ff},                    // Cyrillic, without its marks
+      {0x1e00, 0x1eff},                                      // Latin Extended Additional
+  };
+  for (const Range& range : kLetters) {
+    if (c >= range.first && c <= range.last) return true;
+  }
+  return false;
+}
+
+// Terminal columns of text that ForTerminal wrote: one per UTF-8 character.
+size_t Columns(absl::string_view text) {
+  return static_cast<size_t>(std::count_if(
+      text.begin(), text.end(), [](char c) { return (static_cast<uint8_t>(c) & 0xc0) != 0x80; }));
+}
+
+}  // namespace
+
+std::string ForTerminal(absl::string_view text) {
+  std::string shown;
+  shown.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const uint8_t byte = static_cast<uint8_t>(text[i]);
+    if (byte < 0x80) {
+      ++i;
+      switch (byte) {
+        case '\\':
+          shown += "\\\\";
+          continue;
+        case '\n':
+          shown += "\\n";
+          continue;
+        case '\r':
+          shown += "\\r";
+          continue;
+        case '\t':
+          shown += "\\t";
+          continue;
+        default:
+          if (byte >= 0x20 && byte < 0x7f) {
+            shown += static_cast<char>(byte);
+          } else {
+            absl::StrAppend(&shown, "\\x", absl::Hex(byte, absl::kZeroPad2));
+          }
+          continue;
+      }
+    }
+    const Utf8Character character = DecodeUtf8(text.substr(i));
+    if (character.length == 0) {
+      absl::StrAppend(&shown, "\\x", absl::Hex(byte, absl::kZeroPad2));
+      ++i;
+    } else if (IsShownLetter(character.code_point)) {
+      absl::StrAppend(&shown, text.substr(i, character.length));
+      i += character.length;
+    } else {
+      absl::StrAppend(&shown, character.code_point > 0xffff ? "\\U" : "\\u",
+                      absl::Hex(character.code_point,
+                                character.code_point > 0xffff ? absl::kZeroPad8 : absl::kZeroPad4));
+      i += character.length;
+    }
+  }
+  return shown;
+}
+
+Table::Table(std::vector<std::string> header) : header_(std::move(header)) {
+  for (std::string& cell : header_) cell = ForTerminal(cell);
+}
+
+void Table::AddRow(std::vector<std::string> cells) {
+  for (std::string& cell : cells) cell = ForTerminal(cell);
+  rows_.push_back(std::move(cells));
+}
 
 void Table::Print(std::ostream& out) const {
   std::vector<const std::vector<std::string>*> lines;
@@ -25,20 +139,35 @@ void Table::Print(std::ostream& out) const {
   std::vector<size_t> widths;
   for (const std::vector<std::string>* line : lines) {
     if (line->size() > widths.size()) widths.resize(line->size(), 0);
-    for (size_t i = 0; i < line->size(); ++i) widths[i] = std::max(widths[i], (*line)[i].size());
+    for (size_t i = 0; i < line->size(); ++i) widths[i] = std::max(widths[i], Columns((*line)[i]));
   }
   for (const std::vector<std::string>* line : lines) {
     std::string text;
     for (size_t i = 0; i < line->size(); ++i) {
       if (i > 0) text.append(2, ' ');
       text += (*line)[i];
-      if (i + 1 < line->size()) text.append(widths[i] - (*line)[i].size(), ' ');
+      if (i + 1 < line->size()) text.append(widths[i] - Columns((*line)[i]), ' ');
     }
     // A row whose last cells are empty would otherwise end in padding.
     text.erase(text.find_last_not_of(' ') + 1);
     out << text << '\n';
   }
 }
+
+void Output::Line(absl::string_view line) { stream_ << ForTerminal(line) << '\n'; }
+
+void Output::Print(const Table& table) { table.Print(stream_); }
+
+void Output::Json(const google::protobuf::Message& message) { stream_ << ToJson(message) << '\n'; }
+
+void Output::JsonText(absl::string_view json) {
+  stream_ << AsciiJson(json);
+  if (!absl::EndsWith(json, "\n")) stream_ << '\n';
+}
+
+void Output::Verbatim(absl::string_view text) { stream_ << text; }
+
+void Output::Flush() { stream_.flush(); }
 
 std::string FormatUtc(absl::Time time) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", time, absl::UTCTimeZone());
@@ -120,6 +249,41 @@ std::string MissedSlotSummary(const v1::MissedSlotState& state) {
                       ")");
 }
 
+std::string AsciiJson(absl::string_view json) {
+  std::string ascii;
+  ascii.reserve(json.size());
+  const auto escape = [&ascii](uint32_t unit) {
+    absl::StrAppend(&ascii, "\\u", absl::Hex(unit, absl::kZeroPad4));
+  };
+  for (size_t i = 0; i < json.size();) {
+    const uint8_t byte = static_cast<uint8_t>(json[i]);
+    if (byte < 0x80) {
+      if (byte == 0x7f) {
+        escape(byte);
+      } else {
+        ascii += static_cast<char>(byte);
+      }
+      ++i;
+      continue;
+    }
+    const Utf8Character character = DecodeUtf8(json.substr(i));
+    if (character.length == 0) {
+      escape(0xfffd);
+      ++i;
+      continue;
+    }
+    if (character.code_point > 0xffff) {
+      const uint32_t above = character.code_point - 0x10000;
+      escape(0xd800 + (above >> 10));
+      escape(0xdc00 + (above & 0x3ff));
+    } else {
+      escape(character.code_point);
+    }
+    i += character.length;
+  }
+  return ascii;
+}
+
 std::string ToJson(const google::protobuf::Message& message) {
   google::protobuf::util::JsonPrintOptions options;
   // Scripts should not have to know proto3's rule that zero values are left out.
@@ -127,7 +291,7 @@ std::string ToJson(const google::protobuf::Message& message) {
   std::string json;
   // Only Any fields, which the API has none of, can make the conversion fail.
   if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) return "{}";
-  return json;
+  return AsciiJson(json);
 }
 
 }  // namespace breaker::ctl

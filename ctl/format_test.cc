@@ -1,7 +1,11 @@
 #include "ctl/format.h"
 
 #include <sstream>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 
@@ -36,6 +40,106 @@ TEST(TableTest, WithoutHeaderAndShortRowsHasNoTrailingBlanks) {
             "policy version  3\n"
             "x\n");
   EXPECT_TRUE(Table().empty());
+}
+
+TEST(ForTerminalTest, PrintableAsciiIsShownAsItIsButTheBackslash) {
+  EXPECT_EQ(ForTerminal("bn-1 test-node/1.0 (x=1; y='2')"), "bn-1 test-node/1.0 (x=1; y='2')");
+  // A literal "\x1b" in a string must not look like an escaped ESC.
+  EXPECT_EQ(ForTerminal("a\\x1b"), "a\\\\x1b");
+}
+
+TEST(ForTerminalTest, ControlBytesAreEscaped) {
+  EXPECT_EQ(ForTerminal("\x1b[2J"), "\\x1b[2J");
+  EXPECT_EQ(ForTerminal("a\r\nb\tc"), "a\\r\\nb\\tc");
+  EXPECT_EQ(ForTerminal(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(ForTerminal("\x7f\x07\x08"), "\\x7f\\x07\\x08");
+}
+
+TEST(ForTerminalTest, InvisibleFormatAndBidiCharactersAreEscaped) {
+  // The bidi embeddings, overrides and isolates.
+  EXPECT_EQ(ForTerminal("\u202a\u202b\u202c\u202d\u202e"), "\\u202a\\u202b\\u202c\\u202d\\u202e");
+  EXPECT_EQ(ForTerminal("\u2066\u2067\u2068\u2069"), "\\u2066\\u2067\\u2068\\u2069");
+  // Zero-width space, joiner, left-to-right mark, byte order mark, soft hyphen, no-break space.
+  EXPECT_EQ(ForTerminal("\u200b\u200d\u200e\ufeff\u00ad\u00a0"),
+            "\\u200b\\u200d\\u200e\\ufeff\\u00ad\\u00a0");
+  // C1 controls (CSI, NEL), a combining mark, a line separator, a tag character.
+  EXPECT_EQ(ForTerminal("\u009b\u0085e\u0301\u2028\U000E0041"),
+            "\\u009b\\u0085e\\u0301\\u2028\\U000e0041");
+  // Scripts that run right to left or take two columns, and emoji.
+  EXPECT_EQ(ForTerminal("\u05d0\u0627\u4e2d\U0001F600"), "\\u05d0\\u0627\\u4e2d\\U0001f600");
+}
+
+TEST(ForTerminalTest, LatinGreekAndCyrillicLettersPassThrough) {
+  EXPECT_EQ(ForTerminal("Überprüfung façade"), "Überprüfung façade");
+  EXPECT_EQ(ForTerminal("Ελλάδα Россия Łódź ẞ"), "Ελλάδα Россия Łódź ẞ");
+  // But not the signs beside them: multiplication, Greek question mark (';' look-alike).
+  EXPECT_EQ(ForTerminal("\u00d7\u037e"), "\\u00d7\\u037e");
+}
+
+TEST(ForTerminalTest, InvalidUtf8IsEscapedByteByByte) {
+  EXPECT_EQ(ForTerminal("a\xff"
+                        "b"),
+            "a\\xffb");
+  EXPECT_EQ(ForTerminal("\x80"), "\\x80");                             // a stray continuation byte
+  EXPECT_EQ(ForTerminal("\xc3"), "\\xc3");                             // truncated
+  EXPECT_EQ(ForTerminal("\xc3x"), "\\xc3x");                           // truncated before ASCII
+  EXPECT_EQ(ForTerminal("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(ForTerminal("\xe0\x80\xaf"), "\\xe0\\x80\\xaf");           // overlong '/'
+  EXPECT_EQ(ForTerminal("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a surrogate
+  EXPECT_EQ(ForTerminal("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
+  // An overlong ESC does not become one.
+  EXPECT_EQ(ForTerminal("\xc0\x9b"), "\\xc0\\x9b");
+}
+
+// What a node could send to forge rows or clear the screen.
+constexpr char kHostileBytes[] = "v\x1b[2J\r\nbn-9  connected\0\xe2\x80\xae\xff";
+const std::string kHostile(kHostileBytes, sizeof(kHostileBytes) - 1);
+constexpr char kHostileShown[] = "v\\x1b[2J\\r\\nbn-9  connected\\x00\\u202e\\xff";
+
+TEST(TableTest, HostileCellsStayInTheirRow) {
+  Table table({"NODE", "CLIENT", "LAG"});
+  table.AddRow({"bn-1", kHostile, "0"});
+  table.AddRow({"bn-2", "ok", "1"});
+  const size_t width = std::string(kHostileShown).size();
+  EXPECT_EQ(Printed(table), absl::StrCat("NODE  CLIENT", std::string(width - 6 + 2, ' '), "LAG\n",
+                                         "bn-1  ", kHostileShown, "  0\n",  //
+                                         "bn-2  ok", std::string(width - 2 + 2, ' '), "1\n"));
+}
+
+TEST(TableTest, LettersCountOneColumnEach) {
+  Table table({"NAME", "X"});
+  table.AddRow({"Müller", "1"});
+  table.AddRow({"Smith", "2"});
+  EXPECT_EQ(Printed(table),
+            "NAME    X\n"
+            "Müller  1\n"
+            "Smith   2\n");
+}
+
+TEST(OutputTest, LinesAreEscapedAndJsonAndVerbatimAreNot) {
+  std::ostringstream stream;
+  Output out(stream);
+  out.Line(kHostile);
+  out.Verbatim("# as it is\n");
+  v1::Node node;
+  node.set_client_version("\x1b[2J\n");
+  out.Json(node);
+  const std::vector<std::string> lines = absl::StrSplit(stream.str(), '\n');
+  ASSERT_EQ(lines.size(), 4u) << stream.str();
+  EXPECT_EQ(lines[0], kHostileShown);
+  EXPECT_EQ(lines[1], "# as it is");
+  EXPECT_NE(lines[2].find("\"clientVersion\":\"\\u001b[2J\\n\""), std::string::npos) << lines[2];
+  EXPECT_EQ(lines[3], "");
+}
+
+TEST(FormatTest, JsonIsAsciiOnly) {
+  EXPECT_EQ(AsciiJson("{\"a\":\"\u00fc\u202e\x7f\U0001F600\"}"),
+            "{\"a\":\"\\u00fc\\u202e\\u007f\\ud83d\\ude00\"}");
+  EXPECT_EQ(AsciiJson("{\"a\":\"\xff\"}"), "{\"a\":\"\\ufffd\"}");
+  v1::Node node;
+  node.set_client_version("\u202e\x1b");
+  EXPECT_NE(ToJson(node).find("\"clientVersion\":\"\\u202e\\u001b\""), std::string::npos)
+      << ToJson(node);
 }
 
 TEST(FormatTest, TimesAreRfc3339Utc) {

@@ -309,12 +309,13 @@ class BreakerctlTest : public ::testing::Test {
   }
 
   // A beacon node of the fleet, connected through the client library; null on failure.
-  std::unique_ptr<client::BreakerClient> StartNode(const std::string& node_id) {
+  std::unique_ptr<client::BreakerClient> StartNode(
+      const std::string& node_id, const std::string& client_version = "test-node/1.0") {
     client::ClientOptions options;
     options.addresses = {target_};
     options.node_id = node_id;
     options.network = "mainnet";
-    options.client_version = "test-node/1.0";
+    options.client_version = client_version;
     options.initial_backoff = absl::Milliseconds(10);
     options.max_backoff = absl::Milliseconds(100);
     options.evaluation_interval = absl::Milliseconds(10);
@@ -537,6 +538,52 @@ TEST_F(BreakerctlTest, NodesShowsConnectedAndStaleNodes) {
   EXPECT_EQ(nodes.nodes_size(), 2);
 
   EXPECT_THAT(CtlOk({"status"}), HasSubstr("1 of 2 connected; 0 of them behind"));
+}
+
+// What a terminal would act on: a byte other than printable ASCII and the line end.
+bool HasTerminalControl(const std::string& text) {
+  for (char c : text) {
+    if (c != '\n' && (c < 0x20 || c > 0x7e)) return true;
+  }
+  return false;
+}
+
+TEST_F(BreakerctlTest, NodeAndOperatorChosenStringsAreShownEscaped) {
+  // A node whose client version would clear the operator's screen, forge a row and reverse
+  // the rest of the line.
+  std::unique_ptr<client::BreakerClient> node =
+      StartNode("bn-1", "\x1b[2J\r\nbn-forged  connected\u202e");
+  ASSERT_NE(node, nullptr);
+  ASSERT_TRUE(AwaitNode("bn-1", true));
+  const std::string nodes = CtlOk({"nodes"});
+  EXPECT_FALSE(HasTerminalControl(nodes)) << nodes;
+  const std::vector<std::string> lines = Lines(nodes);
+  ASSERT_EQ(lines.size(), 3u) << nodes;  // the version, the header, one node
+  EXPECT_THAT(lines[2], AllOf(StartsWith("bn-1 "),
+                              HasSubstr("  \\x1b[2J\\r\\nbn-forged  connected\\u202e  ")));
+
+  // An operator's reason (set over the API by another tool) in every listing.
+  v1::BanBuilderRequest ban;
+  ban.set_builder_index(5);
+  ban.set_reason("\x1b]0;owned\x07withheld\nforged row\u2066");
+  ASSERT_THAT(CallUnary(*admin_, &v1::Admin::Stub::async::BanBuilder, ban), IsOk());
+  const std::string shown = "\\x1b]0;owned\\x07withheld\\nforged row\\u2066";
+  const std::string builders = CtlOk({"builders", "--banned"});
+  EXPECT_FALSE(HasTerminalControl(builders)) << builders;
+  EXPECT_EQ(Lines(builders).size(), 2u) << builders;
+  EXPECT_THAT(builders, HasSubstr(shown));
+  const std::string builder = CtlOk({"builder", "5"});
+  EXPECT_FALSE(HasTerminalControl(builder)) << builder;
+  EXPECT_THAT(builder, HasSubstr(absl::StrCat("reason    operator: ", shown, "\n")));
+  for (const char* command : {"status", "watch"}) {
+    std::vector<std::string> args = {command};
+    if (absl::string_view(command) == "watch") args.push_back("--count=1");
+    const std::string out = CtlOk(args);
+    EXPECT_FALSE(HasTerminalControl(out)) << command << "\n" << out;
+  }
+  const std::string json = CtlOk({"--json", "builders"});
+  EXPECT_FALSE(HasTerminalControl(json)) << json;
+  EXPECT_THAT(json, HasSubstr("\\u001b]0;owned\\u0007withheld\\nforged row\\u2066"));
 }
 
 TEST_F(BreakerctlTest, BanThenBuildersListsItFirstWithItsReason) {
