@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
+#include "sidecar/config.h"
 
 namespace breaker::sidecar {
 namespace {
@@ -207,6 +209,13 @@ void ProposalWarmer::LearnPending() {
     pending_bytes_ = 0;
   }
   for (const Pending& body : pending) {
+    // mev-boost sends the node's registrations to every relay: one body through each port.
+    const size_t hash = std::hash<std::string>()(body.body);
+    if (std::find(recent_bodies_.begin(), recent_bodies_.end(), hash) != recent_bodies_.end()) {
+      continue;
+    }
+    recent_bodies_.push_back(hash);
+    if (recent_bodies_.size() > kMaxUpstreams) recent_bodies_.pop_front();
     std::vector<std::string> keys;
     const uint64_t invalid = ReadRegistrations(body.body, body.ssz, keys);
     MutexLock lock(&mu_);

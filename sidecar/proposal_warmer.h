@@ -18,7 +18,9 @@
 // know yet (not deposited) is asked about again once an epoch.
 //
 // Bounds: at most max_keys keys, the least recently registered dropped first; registration
-// bodies awaiting their reading at most max_pending_bytes, later ones dropped; every Beacon
+// bodies awaiting their reading at most max_pending_bytes, later ones dropped, and a body
+// identical to one of the last few read (the same, through each upstream) not read again;
+// every Beacon
 // API answer as BeaconApiLimits says; one warm-up per upstream and proposal, each within
 // warm_budget.
 
@@ -160,6 +162,9 @@ class ProposalWarmer {
 
   // Touched by Tick only.
   std::optional<core::Epoch> duties_epoch_;
+  // Hashes of the latest registration bodies read, one per upstream at most: the same body
+  // through another upstream's port is not read again.
+  std::deque<size_t> recent_bodies_;
   absl::Time beacon_retry_at_ = absl::InfinitePast();
 
   mutable Mutex mu_;

@@ -165,6 +165,22 @@ TEST_F(ProposalWarmerTest, LearnsKeysFromJsonAndSszRegistrations) {
   EXPECT_EQ(stats.keys_indexed, 0u);
 }
 
+TEST_F(ProposalWarmerTest, ReadsABodySentThroughEveryUpstreamOnce) {
+  std::unique_ptr<ProposalWarmer> warmer = MakeWarmer();
+  const std::string body =
+      absl::StrCat("[", JsonRegistration(Key(1)), ",", JsonRegistration("0x12"), "]");
+  warmer->OnRegistration(body, "application/json");
+  warmer->OnRegistration(body, "application/json");
+  warmer->Tick();
+  warmer->OnRegistration(body, "application/json");
+  warmer->Tick();
+  EXPECT_EQ(warmer->stats().invalid_registrations, 1u);
+  warmer->OnRegistration(absl::StrCat("[", JsonRegistration("0x12"), "]"), "application/json");
+  warmer->Tick();
+  EXPECT_EQ(warmer->stats().invalid_registrations, 2u);
+  EXPECT_EQ(warmer->stats().keys_known, 1u);
+}
+
 TEST_F(ProposalWarmerTest, KeepsTheMostRecentlyRegisteredKeysAtMost) {
   std::unique_ptr<ProposalWarmer> warmer = MakeWarmer(/*max_keys=*/2);
   node_.AddValidator(Key(1), 101);
