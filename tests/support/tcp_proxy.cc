@@ -259,13 +259,16 @@ void TcpProxy::Loop() {
         wake = std::min(wake, connection->NextDue(side));
       }
     }
-    // Until the next held chunk is due, rounded up: a poll that returns early only loops.
-    const int timeout_ms =
-        wake == absl::InfiniteFuture()
-            ? -1
-            : static_cast<int>(std::max<int64_t>(
-                  0, absl::ToInt64Milliseconds(absl::Ceil(wake - now, absl::Milliseconds(1)))));
-    if (poll(fds.data(), fds.size(), timeout_ms) < 0) continue;  // EINTR
+    // Until the next held chunk is due, to the nanosecond (poll's milliseconds would add up
+    // to one to every chunk).
+    timespec timeout{};
+    if (wake != absl::InfiniteFuture()) {
+      timeout = absl::ToTimespec(std::max(absl::ZeroDuration(), wake - now));
+    }
+    if (ppoll(fds.data(), fds.size(), wake == absl::InfiniteFuture() ? nullptr : &timeout,
+              nullptr) < 0) {
+      continue;  // EINTR
+    }
     const absl::Time woke = absl::Now();
 
     if (fds[1].revents & POLLIN) {
