@@ -187,6 +187,8 @@ TEST_F(ProposalWarmerE2eTest, TheGetHeaderAtTheProposalRidesOnTheConnectionWarme
   EXPECT_EQ(relay.headers(), 1);
   EXPECT_EQ((*proxy)->forwarded(), after_warming);
 
+  // The pool's count of requests that took a warmed connection.
+  EXPECT_EQ(Metric("breaker_sidecar_upstream_warmed_used_total", ""), 1);
   EXPECT_EQ(Metric("breaker_sidecar_proposal_warmups_total", "outcome=\"warmed\""), 1);
   EXPECT_EQ(Metric("breaker_sidecar_proposals_scheduled_total", ""), 1);
 }
