@@ -104,39 +104,52 @@ absl::StatusOr<std::string> BeaconApi::Get(const std::string& path) {
   client.set_connection_timeout(timeout_us / 1000000, timeout_us % 1000000);
   client.set_read_timeout(timeout_us / 1000000, timeout_us % 1000000);
   client.set_keep_alive(false);
+  {
+    MutexLock lock(&mu_);
+    if (interrupted_) return absl::CancelledError("the observer is stopping");
+    rest_clients_.insert(&client);
+  }
+  struct Unregister {
+    BeaconApi* api;
+    httplib::Client* client;
+    ~Unregister() {
+      MutexLock lock(&api->mu_);
+      api->rest_clients_.erase(client);
+    }
+  } unregister{this, &client};
   const absl::Time deadline = absl::Now() + limits_.request_timeout;
   std::string body;
   bool too_big = false;
   bool too_slow = false;
   int status = 0;
-  httplib::Result result = client.Get(
-      (path_prefix_ + path).c_str(), httplib::Headers{{"Accept", "application/json"}},
-      [&](const httplib::Response& response) {
-        status = response.status;
-        return true;
-      },
-      [&](const char* data, size_t length) {
-        if (body.size() + length > limits_.max_body_bytes) {
-          too_big = true;
-          return false;
-        }
-        if (absl::Now() > deadline) {
-          too_slow = true;
-          return false;
-        }
-        body.append(data, length);
-        return true;
-      });
+  httplib::Result result =
+      client.Get((path_prefix_ + path).c_str(), httplib::Headers{{"Accept", "application/json"}},
+                 [&](const httplib::Response& response) {
+                   status = response.status;
+                   return true;
+                 },
+                 [&](const char* data, size_t length) {
+                   if (body.size() + length > limits_.max_body_bytes) {
+                     too_big = true;
+                     return false;
+                   }
+                   if (absl::Now() > deadline) {
+                     too_slow = true;
+                     return false;
+                   }
+                   body.append(data, length);
+                   return true;
+                 });
   if (too_big) {
     ++bad_answers_;
-    return absl::ResourceExhaustedError(absl::StrCat("the beacon node's ", path,
-                                                     " answered more than ",
-                                                     limits_.max_body_bytes, " bytes"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the beacon node's ", path, " answered more than ", limits_.max_body_bytes, " bytes"));
   }
   if (too_slow) {
     return absl::DeadlineExceededError(absl::StrCat("the beacon node's ", path, " took over ",
                                                     absl::FormatDuration(limits_.request_timeout)));
   }
+  if (stopping_) return absl::CancelledError("the observer is stopping");
   if (!result) {
     return absl::UnavailableError(absl::StrCat("the beacon node at ", base_, " (", path,
                                                "): ", httplib::to_string(result.error())));
@@ -166,16 +179,16 @@ absl::StatusOr<NodeChain> BeaconApi::GetChain() {
   if (!spec_body.ok()) return spec_body.status();
   const Json spec = ParseJson(*spec_body);
   const Json* data = Member(spec, "data");
-  std::optional<uint64_t> seconds = Uint64(Member(data == nullptr ? spec : *data,
-                                                  "SECONDS_PER_SLOT"));
+  std::optional<uint64_t> seconds =
+      Uint64(Member(data == nullptr ? spec : *data, "SECONDS_PER_SLOT"));
   if (!seconds.has_value()) {
     // Later forks give the slot in milliseconds instead.
-    std::optional<uint64_t> ms = Uint64(data == nullptr ? nullptr : Member(*data,
-                                                                           "SLOT_DURATION_MS"));
+    std::optional<uint64_t> ms =
+        Uint64(data == nullptr ? nullptr : Member(*data, "SLOT_DURATION_MS"));
     if (ms.has_value() && *ms % 1000 == 0) seconds = *ms / 1000;
   }
-  std::optional<uint64_t> slots = Uint64(data == nullptr ? nullptr
-                                                         : Member(*data, "SLOTS_PER_EPOCH"));
+  std::optional<uint64_t> slots =
+      Uint64(data == nullptr ? nullptr : Member(*data, "SLOTS_PER_EPOCH"));
   if (data == nullptr || !seconds.has_value() || !slots.has_value() || *seconds == 0 ||
       *slots == 0) {
     return BadAnswer("/eth/v1/config/spec",
@@ -254,8 +267,7 @@ absl::StatusOr<std::vector<ForkChoiceNode>> BeaconApi::GetForkChoice() {
     std::optional<core::BlockRoot> root = Root(Member(node, "block_root"));
     std::optional<uint64_t> weight = Uint64(Member(node, "weight"));
     if (!slot.has_value() || !root.has_value() || !weight.has_value()) {
-      return BadAnswer("/eth/v1/debug/fork_choice",
-                       "a node without slot, block_root and weight");
+      return BadAnswer("/eth/v1/debug/fork_choice", "a node without slot, block_root and weight");
     }
     out.push_back(ForkChoiceNode{*slot, *root, *weight});
   }
@@ -263,14 +275,14 @@ absl::StatusOr<std::vector<ForkChoiceNode>> BeaconApi::GetForkChoice() {
 }
 
 absl::StatusOr<core::BuilderIndex> BeaconApi::GetBlockBidBuilder(const core::BlockRoot& root) {
-  const std::string hex = absl::BytesToHexString(absl::string_view(
-      reinterpret_cast<const char*>(root.bytes.data()), root.bytes.size()));
+  const std::string hex = absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(root.bytes.data()), root.bytes.size()));
   absl::StatusOr<std::string> body = Get(absl::StrCat("/eth/v2/beacon/blocks/0x", hex));
   if (!body.ok()) return body.status();
   const Json json = ParseJson(*body);
-  std::optional<uint64_t> builder = Uint64(Path(
-      json, {"data", "message", "body", "signed_execution_payload_bid", "message",
-             "builder_index"}));
+  std::optional<uint64_t> builder =
+      Uint64(Path(json, {"data", "message", "body", "signed_execution_payload_bid", "message",
+                         "builder_index"}));
   if (!builder.has_value()) {
     return BadAnswer("/eth/v2/beacon/blocks",
                      "no data.message.body.signed_execution_payload_bid.message.builder_index");
@@ -413,8 +425,8 @@ absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics, Top
         if (stopping_ || ending_) return false;
         if (status != 200) {
           // An error's body, for the message: bounded.
-          error_body.append(data, std::min(length, size_t{512} - std::min(error_body.size(),
-                                                                          size_t{512})));
+          error_body.append(
+              data, std::min(length, size_t{512} - std::min(error_body.size(), size_t{512})));
           return true;
         }
         parser.Feed(absl::string_view(data, length));
@@ -434,12 +446,12 @@ absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics, Top
         TopicsFormName(form), " form, status ", status, "): ", error_body));
   }
   if (status != 0 && status != 200) {
-    return absl::UnavailableError(absl::StrCat("the beacon node's event stream answered status ",
-                                               status));
+    return absl::UnavailableError(
+        absl::StrCat("the beacon node's event stream answered status ", status));
   }
   if (!result) {
-    return absl::UnavailableError(absl::StrCat("the beacon node's event stream ended: ",
-                                               httplib::to_string(result.error())));
+    return absl::UnavailableError(
+        absl::StrCat("the beacon node's event stream ended: ", httplib::to_string(result.error())));
   }
   return absl::UnavailableError("the beacon node closed its event stream");
 }
@@ -456,6 +468,7 @@ void BeaconApi::Interrupt() {
   interrupted_ = true;
   stopping_ = true;
   if (stream_client_ != nullptr) stream_client_->stop();
+  for (httplib::Client* client : rest_clients_) client->stop();
 }
 
 BeaconApiStats BeaconApi::stats() const {
@@ -473,9 +486,8 @@ absl::StatusOr<BeaconEvent> DecodeEvent(const SseEvent& event) {
     return absl::DataLossError(absl::StrCat("event '", event.name, "': not a JSON object"));
   }
   // Gloas events come as {"version": ..., "data": {...}}.
-  const Json& body = Member(json, "version") != nullptr && Member(json, "data") != nullptr
-                         ? json["data"]
-                         : json;
+  const Json& body =
+      Member(json, "version") != nullptr && Member(json, "data") != nullptr ? json["data"] : json;
   BeaconEvent out;
   const std::string& what = event.name;
   auto slot = [&](const Json& object) -> absl::Status {

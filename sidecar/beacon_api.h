@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,7 +117,8 @@ class BeaconApi {
   // Each REST read returns UNAVAILABLE when the node cannot be reached or answers 5xx,
   // DEADLINE_EXCEEDED past request_timeout, RESOURCE_EXHAUSTED for a body over
   // max_body_bytes, and DATA_LOSS for an answer that is not what the spec says (the message
-  // names the endpoint and the field).
+  // names the endpoint and the field), CANCELLED once Interrupt() was called (a request in
+  // flight then ends at once).
   absl::StatusOr<NodeChain> GetChain();
   absl::StatusOr<SyncStatus> GetSyncing();
   // The roots of the node's blocks at `slot` (/eth/v1/beacon/headers?slot=); none for a 404.
@@ -168,6 +170,9 @@ class BeaconApi {
   Mutex mu_;
   httplib::Client* stream_client_ ABSL_GUARDED_BY(mu_) = nullptr;  // The stream's, while it runs.
   bool interrupted_ ABSL_GUARDED_BY(mu_) = false;
+  // The REST requests in flight, which Interrupt() cuts short: a stop must not wait out a
+  // request_timeout on a node that does not answer.
+  std::set<httplib::Client*> rest_clients_ ABSL_GUARDED_BY(mu_);
   // interrupted_, for the stream's callbacks, which must not wait for mu_.
   std::atomic<bool> stopping_{false};
   // EndStream was called for the stream in progress; reset as each stream starts.
@@ -205,9 +210,14 @@ inline const std::vector<std::string>& PreGloasTopics() {
   return *topics;
 }
 inline const std::vector<std::string>& GloasTopics() {
-  static const auto* topics = new std::vector<std::string>{
-      "block", "head", "chain_reorg", "finalized_checkpoint", "execution_payload_bid",
-      "execution_payload", "execution_payload_available", "head_v2"};
+  static const auto* topics = new std::vector<std::string>{"block",
+                                                           "head",
+                                                           "chain_reorg",
+                                                           "finalized_checkpoint",
+                                                           "execution_payload_bid",
+                                                           "execution_payload",
+                                                           "execution_payload_available",
+                                                           "head_v2"};
   return *topics;
 }
 

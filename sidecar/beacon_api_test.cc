@@ -1,12 +1,19 @@
-#include "common/mutex.h"
 #include "sidecar/beacon_api.h"
 
-#include <string>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "common/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/fake_beacon_node.h"
@@ -122,13 +129,12 @@ TEST_F(BeaconApiTest, ReadsABlocksBidBuilder) {
 
 TEST_F(BeaconApiTest, TruncatedOrWrongJsonIsAnErrorNamingTheEndpoint) {
   node_.OverridePath("/eth/v1/beacon/genesis", 200, R"({"data":{"genesis_time":"17000)");
-  EXPECT_THAT(api_.GetChain(), StatusIs(absl::StatusCode::kDataLoss,
-                                        HasSubstr("/eth/v1/beacon/genesis")));
+  EXPECT_THAT(api_.GetChain(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("/eth/v1/beacon/genesis")));
   node_.OverridePath("/eth/v1/beacon/genesis", 200, R"({"data":{"genesis_time":-5}})");
   EXPECT_THAT(api_.GetChain(), StatusIs(absl::StatusCode::kDataLoss));
   node_.OverridePath("/eth/v1/node/syncing", 200, R"({"data":{"is_syncing":"no"}})");
-  EXPECT_THAT(api_.GetSyncing(),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("is_syncing")));
+  EXPECT_THAT(api_.GetSyncing(), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("is_syncing")));
   node_.OverridePath("/eth/v1/beacon/headers", 200, R"({"data":[{"root":"0x12"}]})");
   EXPECT_THAT(api_.GetHeaders(1), StatusIs(absl::StatusCode::kDataLoss));
   node_.OverridePath("/eth/v1/node/syncing", 500, "{}");
@@ -138,19 +144,19 @@ TEST_F(BeaconApiTest, TruncatedOrWrongJsonIsAnErrorNamingTheEndpoint) {
 
 TEST_F(BeaconApiTest, AHugeBodyIsRefusedAtTheBound) {
   node_.OverridePath("/eth/v1/config/spec", 200, std::string(8 << 20, ' '));
-  EXPECT_THAT(api_.GetChain(), StatusIs(absl::StatusCode::kResourceExhausted,
-                                        HasSubstr("more than 65536 bytes")));
+  EXPECT_THAT(api_.GetChain(),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("more than 65536 bytes")));
 }
 
 TEST_F(BeaconApiTest, AnUnreachableNodeIsUnavailable) {
   BeaconApi nowhere("http://127.0.0.1:1", "", Limits());
-  EXPECT_THAT(nowhere.GetChain(), StatusIs(absl::StatusCode::kUnavailable,
-                                           HasSubstr("127.0.0.1:1")));
+  EXPECT_THAT(nowhere.GetChain(),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("127.0.0.1:1")));
 }
 
 TEST_F(BeaconApiTest, StreamsEventsAndSurvivesMalformedFrames) {
   const std::vector<SseEvent> events = StreamUntil(4, [&] {
-    node_.AddBlock(7, Root("a"));  // block and head
+    node_.AddBlock(7, Root("a"));                                // block and head
     node_.EmitRaw("event: block\ndata: {\"slot\":\"8\",\"blo");  // truncated, then a new event
     node_.EmitRaw("\n\nevent: finalized_checkpoint\ndata: {\"epoch\":\"3\"}\n\n");
   });
@@ -255,17 +261,17 @@ TEST_F(BeaconApiTest, ARestartEndsTheStream) {
 
 TEST(DecodeEventTest, DecodesEachTopic) {
   absl::StatusOr<BeaconEvent> reorg = DecodeEvent(
-      {"chain_reorg", absl::StrCat(R"({"slot":"9","depth":"1","old_head_block":")",
-                                   FakeBeaconNode::Hex(Root("o")), R"(","new_head_block":")",
-                                   FakeBeaconNode::Hex(Root("n")), R"("})")});
+      {"chain_reorg",
+       absl::StrCat(R"({"slot":"9","depth":"1","old_head_block":")", FakeBeaconNode::Hex(Root("o")),
+                    R"(","new_head_block":")", FakeBeaconNode::Hex(Root("n")), R"("})")});
   ASSERT_THAT(reorg, IsOk());
   EXPECT_EQ(reorg->kind, BeaconEvent::Kind::kReorg);
   EXPECT_EQ(reorg->root, Root("n"));
   EXPECT_EQ(reorg->old_root, Root("o"));
 
-  absl::StatusOr<BeaconEvent> bid = DecodeEvent(
-      {"execution_payload_bid",
-       R"({"version":"gloas","data":{"message":{"slot":"10","builder_index":"42"}}})"});
+  absl::StatusOr<BeaconEvent> bid =
+      DecodeEvent({"execution_payload_bid",
+                   R"({"version":"gloas","data":{"message":{"slot":"10","builder_index":"42"}}})"});
   ASSERT_THAT(bid, IsOk());
   EXPECT_EQ(bid->kind, BeaconEvent::Kind::kBid);
   EXPECT_EQ(bid->builder, 42u);
@@ -282,8 +288,37 @@ TEST(DecodeEventTest, DecodesEachTopic) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("slot")));
   EXPECT_THAT(DecodeEvent({"finalized_checkpoint", R"({"epoch":"99999999999999999999999"})"}),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("epoch")));
-  EXPECT_THAT(DecodeEvent({"block", std::string(100, '[') }),
-              StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeEvent({"block", std::string(100, '[')}), StatusIs(absl::StatusCode::kDataLoss));
+}
+
+}  // namespace
+}  // namespace breaker::sidecar
+
+namespace breaker::sidecar {
+namespace {
+
+// A node that takes connections and never answers: a stop must not wait out the request's
+// timeout.
+TEST(BeaconApiStopTest, InterruptEndsARequestInFlightAtOnce) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(fd, 4), 0);  // The kernel accepts; nobody reads.
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  BeaconApiLimits limits;
+  limits.request_timeout = absl::Seconds(60);
+  BeaconApi api(absl::StrCat("http://127.0.0.1:", ntohs(address.sin_port)), "", limits);
+  absl::Status status;
+  std::thread request([&] { status = api.GetChain().status(); });
+  // Interrupted before or during the request: either way it ends, CANCELLED.
+  absl::SleepFor(absl::Milliseconds(50));
+  api.Interrupt();
+  request.join();
+  EXPECT_TRUE(absl::IsCancelled(status)) << status;
+  close(fd);
 }
 
 }  // namespace
