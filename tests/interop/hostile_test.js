@@ -299,10 +299,11 @@ async function run(flags) {
                const token = `bogus-${'t'.repeat(251)}`;
                assert.equal(token.length, 257);
                const outcome = await call(admin, 'ListNodes', { page_token: token });
-               expectRefused(outcome, INVALID_ARGUMENT, 'is not one this breakerd gave out');
+               expectRefused(outcome, INVALID_ARGUMENT, 'page_token is 257 bytes');
              });
   await step('ListNodes with a short bogus page token: INVALID_ARGUMENT', async () => {
-    // breakerd's ListNodes tokens carry a prefix of their own: any other string is refused.
+    // breakerd's page tokens are signed by the process that gave them out: any other string is
+    // refused.
     const outcome = await call(admin, 'ListNodes', { page_token: 'bogus-token' });
     expectRefused(outcome, INVALID_ARGUMENT, 'is not one this breakerd gave out');
   });
