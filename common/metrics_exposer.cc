@@ -40,9 +40,12 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartMetricsExposer(
         "listening_ports", listen_address, "num_threads", "4", "request_timeout_ms", "2000",
         "enable_keep_alive", "no"});
   } catch (const std::exception& error) {
+    // ValidateAddress above made sure the port parses.
     int port = 0;
-    absl::SimpleAtoi(absl::string_view(listen_address).substr(listen_address.rfind(':') + 1),
-                     &port);
+    if (!absl::SimpleAtoi(absl::string_view(listen_address).substr(listen_address.rfind(':') + 1),
+                          &port)) {
+      port = 0;
+    }
     return absl::UnavailableError(absl::StrCat(
         "cannot serve metrics on '", listen_address, "' (", error.what(),
         "): address in use", PortHolderSuffix(port), " or invalid; pass ", setting,
