@@ -83,6 +83,69 @@ absl::StatusOr<Engine> Engine::Create(Config config, Slot current_slot) {
   return engine;
 }
 
+namespace {
+
+// Two records of one relay, stored under two spellings that now normalize alike: the stricter
+// of the two, so that merging never lifts a ban.
+void MergeFailures(FailureRecord& into, const FailureRecord& from) {
+  into.failed = std::max(into.failed, from.failed);
+  into.ban_until_epoch = std::max(into.ban_until_epoch, from.ban_until_epoch);
+  into.ban_until_reset = into.ban_until_reset || from.ban_until_reset;
+  into.backoff_epoch = std::max(into.backoff_epoch, from.backoff_epoch);
+  if (from.last_failure_epoch > into.last_failure_epoch) {
+    into.last_failure_epoch = from.last_failure_epoch;
+    into.last_failure = from.last_failure;
+  }
+}
+
+void MergeRelay(RelayRecord& into, const RelayRecord& from) {
+  for (const auto& [builder, epoch] : from.learned) {
+    Epoch& learned = into.learned[builder];
+    learned = std::max(learned, epoch);
+  }
+  MergeFailures(into.failures, from.failures);
+  into.last_seen_epoch = std::max(into.last_seen_epoch, from.last_seen_epoch);
+}
+
+// The ban that lasts longer: one until unbanned, else the later end.
+void MergeBan(OperatorBan& into, const OperatorBan& from) {
+  const bool longer = into.until_epoch.has_value() &&
+                      (!from.until_epoch.has_value() || *from.until_epoch > *into.until_epoch);
+  if (longer) into = from;
+}
+
+// Re-keys `map` by each key's normalized identifier, merging the values of keys that collapse
+// into one with `merge`, and dropping those the normalization now refuses (no observation can
+// name them any more).
+template <typename Value, typename Merge>
+void RenormalizeKeys(absl::flat_hash_map<std::string, Value>& map, Merge merge) {
+  absl::flat_hash_map<std::string, Value> renamed;
+  for (auto& [relay, value] : map) {
+    absl::StatusOr<std::string> id = NormalizeRelayId(relay);
+    if (!id.ok()) continue;
+    auto [it, inserted] = renamed.try_emplace(*std::move(id), value);
+    if (!inserted) merge(it->second, value);
+  }
+  map = std::move(renamed);
+}
+
+// A store written under an older normalization may hold spellings that are now one relay, or
+// no longer accepted: the state is re-keyed as today's normalization has it.
+void RenormalizeRelays(EngineState& state) {
+  RenormalizeKeys(state.relays, MergeRelay);
+  RenormalizeKeys(state.operator_relay_bans, MergeBan);
+  // A relay trusted under one spelling and distrusted under another is distrusted.
+  RenormalizeKeys(state.relay_trust_overrides, [](bool& into, bool from) { into = into && from; });
+  for (auto& [root, vote] : state.votes) {
+    if (vote.relay.empty()) continue;
+    absl::StatusOr<std::string> id = NormalizeRelayId(vote.relay);
+    // A vote for a relay no longer accepted can never be joined by another report.
+    vote.relay = id.ok() ? *std::move(id) : vote.relay;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<Engine> Engine::Import(Config config, EngineState state) {
   if (absl::Status status = ValidateConfig(config); !status.ok()) return status;
   for (const auto& [node, sequence] : state.node_sequences) {
@@ -92,19 +155,7 @@ absl::StatusOr<Engine> Engine::Import(Config config, EngineState state) {
                        "; node ids are not empty and sequences start at 1"));
     }
   }
-  auto normalized_relay = [](const std::string& relay) -> absl::Status {
-    absl::StatusOr<std::string> normalized = NormalizeRelayId(relay);
-    if (normalized.ok() && *normalized == relay) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat("state holds relay '",
-                                                   bounds::QuotePrefix(relay),
-                                                   "', which is not a normalized identifier"));
-  };
-  for (const auto& [relay, record] : state.relays) {
-    if (absl::Status status = normalized_relay(relay); !status.ok()) return status;
-  }
-  for (const auto& [relay, ban] : state.operator_relay_bans) {
-    if (absl::Status status = normalized_relay(relay); !status.ok()) return status;
-  }
+  RenormalizeRelays(state);
   if (state.builders.contains(kSelfBuild) || state.builder_keys.contains(kSelfBuild)) {
     return absl::InvalidArgumentError("state holds a record for the self-build index");
   }
@@ -268,15 +319,21 @@ absl::StatusOr<ObserveResult> Engine::Observe(const Observation& observation) {
     return absl::InvalidArgumentError(
         "observation.sequence is 0; each node numbers its observations from 1");
   }
+  // One look-up of the node's string, on the path every observation takes.
+  auto [known, first] = state_.node_sequences.try_emplace(observation.node, 0);
+  // The node has used the last number: none is left above it, and every lower one would be
+  // taken for a replay and dropped without a word. Refused, saying how to recover.
+  if (!first && known->second >= bounds::kMaxSequence) {
+    return absl::FailedPreconditionError(SequenceExhaustedMessage(observation.node));
+  }
   // Refused before it is taken as the node's highest: a number near 2^64 would leave the node
-  // no number above it, and silence it for good.
+  // no number above it.
   if (observation.sequence > bounds::kMaxSequence) {
+    if (first) state_.node_sequences.erase(known);
     return absl::InvalidArgumentError(absl::StrCat("observation.sequence is ", observation.sequence,
                                                    "; accepted: 1..", bounds::kMaxSequence,
                                                    " (a node numbers from 1, or from its clock)"));
   }
-  // One look-up of the node's string, on the path every observation takes.
-  auto [known, first] = state_.node_sequences.try_emplace(observation.node, 0);
   if (!first && observation.sequence <= known->second) {
     return ObserveResult{ObserveOutcome::kDuplicate};
   }
@@ -304,6 +361,26 @@ absl::StatusOr<ObserveResult> Engine::Observe(const Observation& observation) {
     }
   }
   return ApplyEvent(observation);
+}
+
+std::string SequenceExhaustedMessage(absl::string_view node) {
+  // Node ids are bounded where they enter (1..128 printable ASCII): the command is whole.
+  return absl::StrCat("node ", node, " has used sequence number ", bounds::kMaxSequence,
+                      ", the last one accepted; none of its observations is taken until an "
+                      "operator runs `breakerctl reset --node=",
+                      node, "`");
+}
+
+absl::Status Engine::ResetNodeSequence(const std::string& node) {
+  auto known = state_.node_sequences.find(node);
+  if (known == state_.node_sequences.end()) {
+    return absl::NotFoundError(absl::StrCat("no observation of node '", bounds::QuotePrefix(node),
+                                            "' was ever handled, so it has no sequence number to "
+                                            "reset; `breakerctl nodes` lists the nodes known"));
+  }
+  // Erased rather than set to 0, which no stored state holds (Import refuses it).
+  state_.node_sequences.erase(known);
+  return absl::OkStatus();
 }
 
 void Engine::MarkHandled(const std::string& node, uint64_t sequence) {

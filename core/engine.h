@@ -147,6 +147,10 @@ struct ObserveResult {
   RecordedFailure recorded = RecordedFailure::kNone;
 };
 
+// Why an observation of `node` is refused once the node has used bounds::kMaxSequence: names
+// the operator's command that lifts it.
+std::string SequenceExhaustedMessage(absl::string_view node);
+
 // This class is not thread-safe: callers serialize access (the service holds it under one
 // lock; the client owns one per node).
 class Engine {
@@ -154,9 +158,12 @@ class Engine {
   // Returns INVALID_ARGUMENT when the configuration is invalid (see ValidateConfig).
   static absl::StatusOr<Engine> Create(Config config, Slot current_slot);
 
-  // Rebuilds an engine from Export(). Returns INVALID_ARGUMENT when the configuration is
-  // invalid or the state is inconsistent with itself (a malformed relay identifier, a
-  // sequence number of 0, a public key that is not 48 bytes).
+  // Rebuilds an engine from Export(). Relay identifiers are normalized again, as today's
+  // NormalizeRelayId has them: a store written by an older breakerd may hold two spellings
+  // that are now one relay (their records merge, the stricter of the two kept) or a spelling
+  // now refused (dropped: no observation can name it). Returns INVALID_ARGUMENT when the
+  // configuration is invalid or the state is inconsistent with itself (a sequence number of
+  // 0, a public key that is not 48 bytes).
   static absl::StatusOr<Engine> Import(Config config, EngineState state);
 
   // Records one observation, and says what it did with it. O(1) expected, except when a record
@@ -169,8 +176,17 @@ class Engine {
   // another builder than the root's failure) and
   // OUT_OF_RANGE for a slot beyond max_future_slots ahead or older than the amendment window.
   // A refused observation changes nothing but the node's highest sequence number (it was
-  // handled: a resend under the same number is a replay).
+  // handled: a resend under the same number is a replay). A number above bounds::kMaxSequence
+  // is refused (INVALID_ARGUMENT) without becoming the node's highest. A node whose highest is
+  // bounds::kMaxSequence has no number left: every observation of it is refused with
+  // FAILED_PRECONDITION (SequenceExhaustedMessage) until ResetNodeSequence.
   absl::StatusOr<ObserveResult> Observe(const Observation& observation);
+
+  // Forgets the highest sequence number of `node` (as if none of its observations had been
+  // handled), so that it may number from 1 again: what lifts a node that used
+  // bounds::kMaxSequence. Its next observations are taken whatever their numbers, even a
+  // resend of one already taken. NOT_FOUND when the node has no number.
+  absl::Status ResetNodeSequence(const std::string& node);
 
   // Records that observation `sequence` of `node` was handled without reaching Observe (the
   // adapter refused it as malformed), so that a resend under that number is a replay. Does
