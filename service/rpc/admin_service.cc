@@ -121,6 +121,44 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
   std::shared_ptr<const PublishedPolicy> current_ ABSL_GUARDED_BY(mu_);
 };
 
+// A call waiting for the fleet: answered once, by the fleet or by AdminService::Shutdown,
+// whichever comes first; the other finds it answered and leaves the call (and its response,
+// which may be gone with it) alone.
+class AdminService::PendingCall {
+ public:
+  explicit PendingCall(grpc::ServerUnaryReactor* reactor) : reactor_(reactor) {}
+
+  // Unless answered already: runs `answer`, which fills the response, and finishes the call
+  // with the status it returns.
+  void Answer(const std::function<grpc::Status()>& answer) {
+    MutexLock lock(&mu_);
+    if (answered_) return;
+    answered_ = true;
+    reactor_->Finish(answer());
+  }
+
+ private:
+  grpc::ServerUnaryReactor* const reactor_;
+  Mutex mu_;
+  bool answered_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+std::shared_ptr<AdminService::PendingCall> AdminService::Track(grpc::ServerUnaryReactor* reactor) {
+  MutexLock lock(&mu_);
+  if (!pending_ended_.ok()) {
+    reactor->Finish(ToGrpcStatus(pending_ended_));
+    return nullptr;
+  }
+  auto call = std::make_shared<PendingCall>(reactor);
+  pending_.insert(call.get());
+  return call;
+}
+
+void AdminService::Forget(PendingCall* call) {
+  MutexLock lock(&mu_);
+  pending_.erase(call);
+}
+
 namespace {
 
 // A WatchPolicy call refused before anything is written.
@@ -210,16 +248,18 @@ grpc::ServerUnaryReactor* AdminService::Steer(grpc::CallbackServerContext* conte
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   LOG(INFO) << "operator action from " << context->peer() << ": " << action.ShortDebugString();
+  std::shared_ptr<PendingCall> call = Track(reactor);
+  if (call == nullptr) return reactor;
   fleet_->SubmitAdmin(
       std::move(action),
-      [reactor, response](absl::StatusOr<std::shared_ptr<const PublishedPolicy>> policy) {
-        if (!policy.ok()) {
-          LOG(WARNING) << "operator action refused: " << policy.status();
-          reactor->Finish(ToGrpcStatus(policy.status()));
-          return;
-        }
-        *response = (*policy)->proto;
-        reactor->Finish(grpc::Status::OK);
+      [this, call, response](absl::StatusOr<std::shared_ptr<const PublishedPolicy>> policy) {
+        if (!policy.ok()) LOG(WARNING) << "operator action refused: " << policy.status();
+        call->Answer([&] {
+          if (!policy.ok()) return ToGrpcStatus(policy.status());
+          *response = (*policy)->proto;
+          return grpc::Status::OK;
+        });
+        Forget(call.get());
       });
   return reactor;
 }
@@ -298,13 +338,15 @@ grpc::ServerUnaryReactor* AdminService::ReloadConfig(grpc::CallbackServerContext
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   LOG(INFO) << "configuration reload requested by " << context->peer();
-  fleet_->ReloadConfig([reactor, response](absl::StatusOr<v1::Config> config) {
-    if (!config.ok()) {
-      reactor->Finish(ToGrpcStatus(config.status()));
-      return;
-    }
-    *response = *std::move(config);
-    reactor->Finish(grpc::Status::OK);
+  std::shared_ptr<PendingCall> call = Track(reactor);
+  if (call == nullptr) return reactor;
+  fleet_->ReloadConfig([this, call, response](absl::StatusOr<v1::Config> config) {
+    call->Answer([&] {
+      if (!config.ok()) return ToGrpcStatus(config.status());
+      *response = *std::move(config);
+      return grpc::Status::OK;
+    });
+    Forget(call.get());
   });
   return reactor;
 }
@@ -354,11 +396,14 @@ void AdminService::Forget(PolicyWatch* watch) {
   watches_.erase(watch);
 }
 
-void AdminService::Shutdown(const absl::Status& why) {
-  // Under mu_: a watch is deleted only after Forget, which waits for it.
+void AdminService::Shutdown(const absl::Status& why, Pending pending) {
+  // Under mu_: a watch, and a pending call, is deleted only after Forget, which waits for it.
   MutexLock lock(&mu_);
   shutdown_ = why;
   for (PolicyWatch* watch : watches_) watch->End(ToGrpcStatus(why));
+  if (pending == Pending::kLetFinish) return;
+  pending_ended_ = why;
+  for (PendingCall* call : pending_) call->Answer([&] { return ToGrpcStatus(why); });
 }
 
 }  // namespace breaker::service

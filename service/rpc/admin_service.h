@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -86,9 +87,20 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
       grpc::CallbackServerContext* context,
       const breaker::v1::WatchPolicyRequest* request) override;
 
+  // What Shutdown does with the operator actions and configuration reloads waiting for the
+  // fleet (their write under way).
+  enum class Pending {
+    kLetFinish,  // answered by the fleet, within the server's grace period (a clean stop)
+    kEnd,        // ended with `why` at once, new ones refused with it too (a replica stepping
+                 // down: its store takes no more writes, and the server goes away)
+  };
+
   // Ends every WatchPolicy call with `why` (UNAVAILABLE) and refuses new ones, so that the
-  // server's shutdown does not wait its grace period for dashboards.
-  void Shutdown(const absl::Status& why = absl::UnavailableError("breakerd is shutting down"));
+  // server's shutdown does not wait its grace period for dashboards; and the calls waiting
+  // for the fleet as `pending` says. After kEnd nothing is left for the server's shutdown to
+  // cancel (CANCELLED, saying nothing): every call ended says why.
+  void Shutdown(const absl::Status& why = absl::UnavailableError("breakerd is shutting down"),
+                Pending pending = Pending::kLetFinish);
 
   // Checks the credential of every WatchPolicy call against the access file in force (after a
   // reload) and ends, with PERMISSION_DENIED, each one that lost Permission::kView. Returns
@@ -97,9 +109,16 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
 
  private:
   friend class PolicyWatch;
+  class PendingCall;
 
   // A watch is done (its OnDone).
   void Forget(PolicyWatch* watch);
+
+  // A call about to wait for the fleet, answered once by PendingCall::Answer or by Shutdown;
+  // null, and the call answered, after Shutdown(kEnd).
+  std::shared_ptr<PendingCall> Track(grpc::ServerUnaryReactor* reactor);
+  // A tracked call was answered by the fleet.
+  void Forget(PendingCall* call);
 
   // Runs an operator action through the fleet's journal and answers with the new policy. The
   // action is checked first (codec::CheckAdminAction): one past a bound is refused before
@@ -119,6 +138,11 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   // Not OK once Shutdown ran: what every watch is ended with.
   absl::Status shutdown_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<PolicyWatch*> watches_ ABSL_GUARDED_BY(mu_);
+  // Not OK once Shutdown(kEnd) ran: what every call waiting for the fleet is ended with.
+  absl::Status pending_ended_ ABSL_GUARDED_BY(mu_);
+  // The calls waiting for the fleet; each is owned by the fleet's callback, which forgets it
+  // before it goes.
+  absl::flat_hash_set<PendingCall*> pending_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace breaker::service

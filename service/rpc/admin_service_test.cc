@@ -2,6 +2,7 @@
 // port 0) driven over gRPC by node clients and an operator, with time moved by a fake clock (the
 // fixture is in server_test_support.h).
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
@@ -29,9 +31,11 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "service/rpc/server.h"
 #include "service/rpc/server_test_support.h"
+#include "service/storage/memory_state_store.h"
 #include "service/storage/sqlite_state_store.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
@@ -653,6 +657,63 @@ TEST_F(ServerTest, APageTokenIsTakenOnlyAsGivenOutAndOnlyByTheProcessThatGaveItO
       Call(&v1::Admin::Stub::async::ListBuilders, builders);
   ASSERT_THAT(again, IsOk());
   EXPECT_EQ(again->builders(0).builder_index(), 10u);
+}
+
+// A replica stepping down ends the operator's change that waits for its store with why, at
+// once (the server's shutdown would otherwise cancel it after its grace period: CANCELLED,
+// with no message), and refuses the next one with the same; the fleet's answer, when it
+// comes, finds the call answered.
+TEST(AdminServiceShutdownTest, EndsTheChangesWaitingForTheStoreWithWhy) {
+  ::breaker::testing::FakeClock clock(core::StartOf(kStartSlot, Chain()));
+  auto store = std::make_unique<MemoryStateStore>();
+  MemoryStateStore* memory = store.get();
+  Fleet::Options options;
+  options.store = std::move(store);
+  options.clock = &clock;
+  options.run_ticker = false;
+  absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Open(std::move(options));
+  ASSERT_THAT(fleet, IsOk());
+  const Authorizer authorizer(std::nullopt, "");
+  AdminService admin(fleet->get(), &authorizer);
+  grpc::ServerBuilder builder;
+  builder.RegisterService(&admin);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::Admin::NewStub(server->InProcessChannel(grpc::ChannelArguments()));
+  auto ban = [&](uint64_t builder_index) {
+    v1::BanBuilderRequest request;
+    request.set_builder_index(builder_index);
+    request.set_reason("stepping down");
+    return ::breaker::testing::CallUnary(*stub, &v1::Admin::Stub::async::BanBuilder, request);
+  };
+
+  // The store holds the first write until released, as etcd without a quorum would.
+  std::promise<void> writing;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  // Also when an assertion below fails, so that the fleet can stop.
+  absl::Cleanup unblock = [&] { release.set_value(); };
+  std::atomic<bool> held{false};
+  memory->SetAppendHook([&](const std::vector<std::string>&) {
+    if (held.exchange(true)) return;
+    writing.set_value();
+    released.wait();
+  });
+  std::future<absl::StatusOr<v1::Policy>> waiting =
+      std::async(std::launch::async, [&] { return ban(7); });
+  writing.get_future().wait();
+
+  admin.Shutdown(absl::UnavailableError("this breakerd no longer leads /breaker/test"),
+                 AdminService::Pending::kEnd);
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(5)), std::future_status::ready)
+      << "the change waiting for the store was not ended";
+  EXPECT_THAT(waiting.get(),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no longer leads")));
+  EXPECT_THAT(ban(8), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no longer leads")));
+
+  std::move(unblock).Invoke();
+  (*fleet)->Sync();
+  server->Shutdown();
 }
 
 }  // namespace

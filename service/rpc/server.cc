@@ -233,9 +233,11 @@ void Server::Serve() {
     LOG(INFO) << "state restored; answering the " << waiting << " calls that waited for it";
   }
   gate_->Open();
-  // Health follows the state store: NOT_SERVING while it fails (see Fleet, Storage faults).
-  fleet_->WatchStorage(
-      [grpc_server = server_.get()](bool writable) { SetServing(*grpc_server, writable); });
+  // Health follows the state store: NOT_SERVING while it fails (see Fleet, Storage faults), and
+  // once etcd deposed it (a recovery must not turn health back on before the step-down).
+  fleet_->WatchStorage([grpc_server = server_.get(), etcd = etcd_](bool writable) {
+    SetServing(*grpc_server, writable && (etcd == nullptr || etcd->leadership().ok()));
+  });
   LOG(INFO) << "breakerd serving network " << fleet_->network() << ", fleet id "
             << fleet_->fleet_id() << ", policy version " << fleet_->policy()->policy.version;
   MutexLock lock(&replica_mu_);
@@ -266,6 +268,9 @@ void Server::RunReplica(const ServerOptions& options, const ServiceConfig& confi
       return stopping_;
     };
     hooks.on_deposed = [this](const absl::Status& why) {
+      // At once, from the thread that learned it (the lease's keepalive, or a write etcd
+      // refused): not once the step-down gets to it, and never by asking etcd.
+      SetServing(*server_, false);
       MutexLock lock(&replica_mu_);
       deposed_ = why;
       replica_changed_.SignalAll();
@@ -318,7 +323,9 @@ void Server::StepDown(const ServerOptions& options, const absl::Status& why) {
       absl::StrCat("this breakerd no longer leads ", options.etcd.prefix,
                    "; reconnect to the new leader (", why.message(), ")"));
   node_service_->Shutdown(ended);
-  admin_service_->Shutdown(ended);
+  // An operator's change waiting for the store is told the same, not left to be cancelled
+  // when the server goes.
+  admin_service_->Shutdown(ended, AdminService::Pending::kEnd);
   LOG(WARNING) << "stepped down from leading " << options.etcd.prefix
                << ": streams ended, health NOT_SERVING; breakerd campaigns again";
   StoppedLeading(options, why);

@@ -32,6 +32,29 @@ struct EtcdStateStore::Endpoint {
   std::unique_ptr<etcdserverpb::Lease::Stub> lease;
 };
 
+// While it lives, deposing the store or destroying it cancels the call of `context` (at once
+// when the store is deposed or stopping already), so that no thread waits on etcd for a store
+// that can no longer write.
+class EtcdStateStore::Cancellable {
+ public:
+  Cancellable(EtcdStateStore& store, grpc::ClientContext& context)
+      : store_(store), context_(context) {
+    MutexLock lock(&store_.lease_mu_);
+    if (!store_.deposed_.ok() || store_.stopping_) context_.TryCancel();
+    store_.calls_.insert(&context_);
+  }
+  ~Cancellable() {
+    MutexLock lock(&store_.lease_mu_);
+    store_.calls_.erase(&context_);
+  }
+  Cancellable(const Cancellable&) = delete;
+  Cancellable& operator=(const Cancellable&) = delete;
+
+ private:
+  EtcdStateStore& store_;
+  grpc::ClientContext& context_;
+};
+
 namespace {
 
 // What a key, a put's framing and a transaction's comparisons add to a request, at most: the
@@ -260,10 +283,12 @@ EtcdStateStore::~EtcdStateStore() {
   {
     MutexLock lock(&lease_mu_);
     stopping_ = true;
+    for (grpc::ClientContext* call : calls_) call->TryCancel();  // a keepalive under way
     lease_changed_.SignalAll();
   }
   if (keepalive_.joinable()) keepalive_.join();
-  if (lease_id_ == 0) return;
+  // A deposed store's lease is gone or etcd is out of reach: revoking would only wait.
+  if (lease_id_ == 0 || !leadership().ok()) return;
   // Freeing the leader key now spares a standby the wait for the lease to expire.
   grpc::ClientContext context;
   SetDeadline(context, std::min(options_.call_timeout, absl::Seconds(2)));
@@ -465,20 +490,32 @@ absl::StatusOr<EtcdStateStore::Replicas> EtcdStateStore::ReadReplicas() const {
   return error;
 }
 
+absl::Duration EtcdStateStore::LeaseLeftLocked() const {
+  return granted_ttl_ - options_.lease_margin - (options_.clock->Monotonic() - renewed_at_);
+}
+
 void EtcdStateStore::KeepAliveLoop() {
-  const absl::Duration interval = options_.keepalive_interval > absl::ZeroDuration()
-                                      ? options_.keepalive_interval
-                                      : granted_ttl_ / 3;
+  const absl::Duration interval = KeepAliveInterval();
+  absl::Time next_keepalive = absl::Now() + interval;
   while (true) {
     {
+      // Awake for the next keepalive, and when the lease runs out by this store's clock, so
+      // that the store is deposed (and breakerd's health turns NOT_SERVING) on time even while
+      // etcd does not answer.
       MutexLock lock(&lease_mu_);
-      if (stopping_ || !deposed_.ok()) return;
-      lease_changed_.WaitFor(&lease_mu_, interval);
+      while (!stopping_ && deposed_.ok()) {
+        const absl::Duration wait = std::min(next_keepalive - absl::Now(), LeaseLeftLocked());
+        if (wait <= absl::ZeroDuration()) break;
+        lease_changed_.WaitFor(&lease_mu_, wait);
+      }
       if (stopping_ || !deposed_.ok()) return;
     }
-    const absl::Status renewed = KeepAliveOnce();
-    if (!renewed.ok()) LOG(WARNING) << renewed;
     // Deposes the store when the TTL ran out on this store's clock.
+    if (!CheckLeading().ok()) return;
+    if (absl::Now() < next_keepalive) continue;
+    next_keepalive = absl::Now() + interval;
+    const absl::Status renewed = KeepAliveOnce();
+    if (!renewed.ok() && !absl::IsCancelled(renewed)) LOG(WARNING) << renewed;
     (void)CheckLeading();
   }
 }
@@ -486,8 +523,15 @@ void EtcdStateStore::KeepAliveLoop() {
 absl::Status EtcdStateStore::KeepAliveOnce() {
   Endpoint& endpoint = Current();
   const absl::Duration sent_at = options_.clock->Monotonic();
+  // An answer after the lease ran out would come too late: the store is deposed then.
+  absl::Duration timeout = std::min(options_.call_timeout, KeepAliveInterval());
+  {
+    MutexLock lock(&lease_mu_);
+    timeout = std::max(absl::Milliseconds(1), std::min(timeout, LeaseLeftLocked()));
+  }
   grpc::ClientContext context;
-  SetDeadline(context, std::min(options_.call_timeout, granted_ttl_ / 3));
+  SetDeadline(context, timeout);
+  Cancellable cancellable(*this, context);
   std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
                                            etcdserverpb::LeaseKeepAliveResponse>>
       stream = endpoint.lease->LeaseKeepAlive(&context);
@@ -499,10 +543,15 @@ absl::Status EtcdStateStore::KeepAliveOnce() {
   if (answered) context.TryCancel();  // etcd would keep the stream open
   const grpc::Status status = stream->Finish();
   if (!answered) {
+    {
+      MutexLock lock(&lease_mu_);
+      if (stopping_ || !deposed_.ok()) {
+        return absl::CancelledError("the store is deposed or stopping: no more keepalives");
+      }
+    }
     if (IsTransportFailure(status) || status.ok()) MoveOn(endpoint);
     return EtcdError(status, endpoint.address,
-                     absl::StrCat("renewing lease ", absl::StrFormat("%x", lease_id_)),
-                     options_.call_timeout);
+                     absl::StrCat("renewing lease ", absl::StrFormat("%x", lease_id_)), timeout);
   }
   if (response.ttl() <= 0) {
     Depose(absl::UnavailableError(absl::StrCat(
@@ -537,12 +586,23 @@ absl::Status EtcdStateStore::CheckLeading() {
 void EtcdStateStore::Depose(absl::Status status) {
   {
     MutexLock lock(&lease_mu_);
-    if (!deposed_.ok()) return;
-    deposed_ = status;
-    lease_changed_.SignalAll();
+    if (deposing_) {
+      // Another thread deposes the store: its status, once the owner heard it.
+      while (deposed_.ok()) lease_changed_.Wait(&lease_mu_);
+      return;
+    }
+    deposing_ = true;
   }
   LOG(ERROR) << status;
+  // The owner first (breakerd's health turns NOT_SERVING), then the writes: none is refused
+  // for it before the owner knows.
   if (options_.on_deposed) options_.on_deposed(status);
+  MutexLock lock(&lease_mu_);
+  deposed_ = status;
+  // Nothing they wait for can help now: a write that lands after this is fenced or unknown,
+  // and a keepalive too late.
+  for (grpc::ClientContext* call : calls_) call->TryCancel();
+  lease_changed_.SignalAll();
 }
 
 absl::Status EtcdStateStore::leadership() const {
@@ -566,8 +626,14 @@ absl::StatusOr<TxnResponse> EtcdStateStore::LeaderTxn(TxnRequest& request,
     grpc::ClientContext context;
     SetDeadline(context, options_.call_timeout);
     TxnResponse response;
-    const grpc::Status status = endpoint.kv->Txn(&context, request, &response);
+    grpc::Status status;
+    {
+      Cancellable cancellable(*this, context);
+      status = endpoint.kv->Txn(&context, request, &response);
+    }
     if (!status.ok()) {
+      // Cancelled as the store was deposed: that is why.
+      if (absl::Status leading = leadership(); !leading.ok()) return leading;
       error = EtcdError(status, endpoint.address, what, options_.call_timeout);
       if (!IsTransportFailure(status)) return error;
       MoveOn(endpoint);
@@ -772,6 +838,8 @@ bool EtcdStateStore::FitsOneAppend(size_t entries, uint64_t bytes) const {
 
 absl::StatusOr<uint64_t> EtcdStateStore::Append(const std::vector<std::string>& entries) {
   MutexLock lock(&mu_);
+  // Before reading anything from etcd: a deposed store answers at once.
+  if (absl::Status leading = CheckLeading(); !leading.ok()) return leading;
   if (!sequences_) {
     if (absl::Status read = ReadSequences(); !read.ok()) return read;
   }
@@ -829,6 +897,7 @@ absl::StatusOr<uint64_t> EtcdStateStore::Append(const std::vector<std::string>& 
 absl::Status EtcdStateStore::WriteSnapshot(absl::string_view snapshot,
                                            uint64_t through_sequence) {
   MutexLock lock(&mu_);
+  if (absl::Status leading = CheckLeading(); !leading.ok()) return leading;
   if (!sequences_) {
     if (absl::Status read = ReadSequences(); !read.ok()) return read;
   }

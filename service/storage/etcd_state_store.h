@@ -20,12 +20,15 @@
 // Stepping down. etcd does not expire leases while it has no quorum, and a leader cut off from
 // etcd cannot hear that another took over. So the store counts its lease's TTL on its own
 // clock (Options::clock, monotonic) from the moment it sent the last keepalive that etcd
-// answered: once TTL minus Options::lease_margin has passed without one, it is deposed. It also
-// is the moment etcd answers that the lease is gone, or that another store holds the leader
-// key. Once deposed, it stays so: every later Append and WriteSnapshot fails with UNAVAILABLE
-// naming the lost lease, leadership() returns that status, and Options::on_deposed is called
-// once. Leading again takes a new store (breakerd steps down and opens one, campaigning
-// again), which Loads what the new leader wrote.
+// answered: once TTL minus Options::lease_margin has passed without one, it is deposed, at that
+// moment (the keepalive thread wakes for it; a keepalive never waits past it). It also is the
+// moment etcd answers that the lease is gone, or that another store holds the leader key.
+// Once deposed, it stays so: every later Append and WriteSnapshot fails at once with
+// UNAVAILABLE naming the lost lease, so does every write and keepalive still waiting on etcd
+// (their calls are cancelled), leadership() returns that status, and Options::on_deposed is
+// called once. A deposed store does not revoke its lease when destroyed. Leading again takes a new
+// store (breakerd steps down and opens one, campaigning again), which Loads what the new leader
+// wrote.
 //
 // Sizes. etcd refuses a request larger than its --max-request-bytes (1.5 MiB by default;
 // Options::max_request_bytes must not exceed it): an Append whose entries do not fit one
@@ -52,12 +55,14 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "common/mutex.h"
 #include "common/clock.h"
+#include "common/mutex.h"
+#include "grpcpp/client_context.h"
 #include "grpcpp/security/credentials.h"
 #include "service/storage/state_store.h"
 
@@ -124,9 +129,11 @@ class EtcdStateStore : public StateStore {
     // Counts the lease's TTL (Monotonic()). REQUIRES: outlives the store.
     const Clock* clock = &SystemClock();
     // Called once when the store finds itself deposed, with the status its writes return from
-    // then on; from the keepalive thread, or from a thread in Append or WriteSnapshot while
-    // that call holds the store's lock. So it may call leadership() but not Load, Append or
-    // WriteSnapshot, and must not block for long.
+    // then on, before any of them (and leadership()) returns it: an owner that turns its
+    // health off here does so before a write is refused for it. From the keepalive thread, or
+    // from a thread in Append or WriteSnapshot while that call holds the store's lock. So it
+    // may call leadership() (still OK then) but not Load, Append or WriteSnapshot, and must
+    // not block for long: writes wait for it.
     std::function<void(const absl::Status&)> on_deposed;
   };
 
@@ -141,8 +148,8 @@ class EtcdStateStore : public StateStore {
   // stored under the prefix is not a state this store wrote.
   static absl::StatusOr<std::unique_ptr<EtcdStateStore>> Open(Options options);
 
-  // Stops the keepalives and revokes the lease, which frees the leader key at once for a
-  // standby (best effort: otherwise it frees when the lease expires).
+  // Stops the keepalives and, unless deposed, revokes the lease, which frees the leader key at
+  // once for a standby (best effort: otherwise it frees when the lease expires).
   ~EtcdStateStore() override;
   EtcdStateStore(const EtcdStateStore&) = delete;
   EtcdStateStore& operator=(const EtcdStateStore&) = delete;
@@ -176,6 +183,7 @@ class EtcdStateStore : public StateStore {
 
  private:
   struct Endpoint;
+  class Cancellable;
   struct Sequences {
     uint64_t snapshot_sequence = 0;
     uint64_t last_sequence = 0;
@@ -202,9 +210,21 @@ class EtcdStateStore : public StateStore {
                                                       absl::string_view what);
   // OK while leading by this store's own clock; otherwise deposes it.
   absl::Status CheckLeading();
+  // Deposes the store with `status` (once): calls on_deposed, then makes leadership() return
+  // it and cancels every call to etcd under way. A second thread deposing it meanwhile waits
+  // for the first.
   void Depose(absl::Status status);
+  // How long the lease lasts yet by this store's clock, less the margin; deposed at zero.
+  absl::Duration LeaseLeftLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(lease_mu_);
+  absl::Duration KeepAliveInterval() const {
+    return options_.keepalive_interval > absl::ZeroDuration() ? options_.keepalive_interval
+                                                              : granted_ttl_ / 3;
+  }
+  // Renews the lease every KeepAliveInterval(), and deposes the store as soon as its lease
+  // ran out by its clock, whether or not a keepalive is under way.
   void KeepAliveLoop();
-  // One keepalive; OK when etcd renewed the lease.
+  // One keepalive, bounded by the lease left; OK when etcd renewed the lease, CANCELLED when
+  // the store was deposed or is stopping meanwhile.
   absl::Status KeepAliveOnce();
 
   // How often a call is tried, on one endpoint after another, when one does not answer.
@@ -236,6 +256,10 @@ class EtcdStateStore : public StateStore {
   absl::Duration renewed_at_ ABSL_GUARDED_BY(lease_mu_);
   absl::Status deposed_ ABSL_GUARDED_BY(lease_mu_);
   bool stopping_ ABSL_GUARDED_BY(lease_mu_) = false;
+  // Set once Depose began: deposed_ follows once on_deposed returned.
+  bool deposing_ ABSL_GUARDED_BY(lease_mu_) = false;
+  // The calls to etcd under way that deposing the store, or destroying it, cancels.
+  absl::flat_hash_set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(lease_mu_);
   std::thread keepalive_;
 };
 

@@ -11,20 +11,21 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/fake_clock.h"
 #include "common/mutex.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "glog/logging.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
-#include "common/fake_clock.h"
-#include "tests/support/status_matchers.h"
 #include "tests/support/etcd_cluster.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
 
 namespace breaker::service {
@@ -315,6 +316,47 @@ TEST_F(EtcdStateStoreTest, KeepalivesKeepTheLeaderLeading) {
   }
   EXPECT_THAT(store->Append({"a"}), IsOk());
   EXPECT_THAT(store->leadership(), IsOk());
+}
+
+// Without a quorum etcd answers nothing and expires no lease. The store counts its lease on its
+// own clock and is deposed once the TTL less the margin has passed since its last keepalive, at
+// that moment: a write waiting on etcd then ends with it, long before its own deadline, later
+// writes fail without asking etcd, and the store goes without waiting to revoke its lease.
+TEST_F(EtcdStateStoreTest, AWriteWaitingWithoutAQuorumEndsWhenTheLeaseRunsOut) {
+  DeposedRecorder deposed;
+  EtcdStateStore::Options options = StoreOptions("leader");
+  options.lease_ttl = absl::Seconds(3);
+  options.lease_margin = absl::Seconds(1);
+  // Far past the lease: only the deposition can end the write in time.
+  options.call_timeout = absl::Seconds(60);
+  options.on_deposed = deposed.Callback();
+  std::unique_ptr<EtcdStateStore> store = OpenStore(options);
+  ASSERT_NE(store, nullptr);
+  ASSERT_THAT(store->Append({"before"}), IsOk());
+
+  // The store's member stays up, without a quorum: it holds the write.
+  Cluster().Kill(1);
+  Cluster().Kill(2);
+  absl::Cleanup restart = [] {
+    EXPECT_THAT(Cluster().Restart(1), IsOk());
+    EXPECT_THAT(Cluster().Restart(2), IsOk());
+  };
+  const absl::Time start = absl::Now();
+  EXPECT_THAT(store->Append({"during"}), StatusIs(absl::StatusCode::kUnavailable,
+                                                  AllOf(HasSubstr("no keepalive of its etcd lease"),
+                                                        HasSubstr("campaigns again"))));
+  // The lease runs out 2 s after the last keepalive, at the latest; the write's deadline is a
+  // minute away, and etcd gives up on it by itself after 7 s (its request timeout).
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  ASSERT_EQ(deposed.calls().size(), 1u);
+  EXPECT_EQ(deposed.calls()[0], store->leadership());
+
+  const absl::Time again = absl::Now();
+  EXPECT_THAT(store->Append({"after"}), StatusIs(absl::StatusCode::kUnavailable,
+                                                 HasSubstr("no keepalive of its etcd lease")));
+  EXPECT_THAT(store->WriteSnapshot("s", 1), StatusIs(absl::StatusCode::kUnavailable));
+  store.reset();
+  EXPECT_LT(absl::Now() - again, absl::Seconds(2));
 }
 
 TEST_F(EtcdStateStoreTest, QuorumLossIsUnavailableAndRecoversWhenItReturns) {

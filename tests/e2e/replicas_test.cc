@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -24,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -292,6 +294,98 @@ TEST_F(ReplicasTest, ALeaderCutOffFromEtcdPastItsLeaseStepsDownAndLeadsAgainWith
   ExpectEverythingLanded(*load_, "after leading again");
 }
 
+// What a load balancer sees as etcd loses its quorum under the leader: health, asked every
+// 150 ms with a deadline of 1 s, answers every time within it, and says NOT_SERVING within the
+// lease's TTL and 2 s of the second member's kill, no later than a write is refused, and never
+// SERVING again while the quorum is gone. The leader learns of it from its lease's keepalives,
+// not from a health check that asks etcd.
+TEST_F(ReplicasTest, HealthTurnsNotServingWithinTheLeaseOfALostQuorumAndAnswersThroughout) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain(), kBanEveryFailure));
+  ASSERT_NO_FATAL_FAILURE(StartReplicas(1));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_TRUE(AcknowledgementsGoOn());
+
+  constexpr absl::Duration kPoll = absl::Milliseconds(150);
+  constexpr absl::Duration kHealthDeadline = absl::Seconds(1);
+  const absl::Duration bound = absl::Seconds(lease_ttl_seconds_ + 2);
+  const size_t mark = ReplicaLogMark(0);
+  etcd_->Kill(0);
+  etcd_->Kill(1);
+  const absl::Time lost = absl::Now();
+  // An operator's write sent at once: it waits for etcd until it is refused.
+  absl::StatusOr<v1::Policy> ban = absl::UnknownError("not answered");
+  absl::Time ban_refused;
+  std::thread banner([&] {
+    ban = BanOn(replicas_[0].port, kRefusedBan);
+    ban_refused = absl::Now();
+  });
+  std::optional<absl::Duration> not_serving;
+  std::optional<absl::Time> stood_by;
+  // The step-down starts the server again in the same process: for a few milliseconds its port
+  // is closed, and a check is refused at once (to a load balancer, as unhealthy as
+  // NOT_SERVING). Such a refusal must not last.
+  std::optional<absl::Time> refused_since;
+  absl::Duration slowest;
+  absl::Duration longest_refusal;
+  int calls = 0;
+  int refusals = 0;
+  // Until the leader stepped down and has stood by for a while: across the step-down too.
+  while (!stood_by.has_value() || absl::Now() < *stood_by + absl::Seconds(2)) {
+    ASSERT_LT(absl::Now(), lost + absl::Seconds(60))
+        << "the leader did not stand by without an etcd quorum (its log is above)";
+    load_->ObserveUntil(absl::Now() + kPoll);
+    bool all_not_serving = true;
+    for (const char* service : {"", "breaker.v1.Breaker", "breaker.v1.Admin"}) {
+      const absl::Time asked = absl::Now();
+      const std::string answer = CheckHealth(replicas_[0].port, service, kHealthDeadline);
+      const absl::Duration took = absl::Now() - asked;
+      ++calls;
+      slowest = std::max(slowest, took);
+      EXPECT_LT(took, kHealthDeadline) << "health of '" << service << "' took " << took << ", "
+                                       << asked - lost << " after the quorum was lost";
+      if (absl::StartsWith(answer, "error")) {
+        EXPECT_TRUE(not_serving.has_value())
+            << "health of '" << service << "' was refused " << asked - lost
+            << " after the quorum was lost, before it said NOT_SERVING: " << answer;
+        ++refusals;
+        if (!refused_since.has_value()) refused_since = asked;
+        all_not_serving = false;
+        continue;
+      }
+      if (refused_since.has_value()) {
+        longest_refusal = std::max(longest_refusal, asked - *refused_since);
+        refused_since.reset();
+      }
+      if (not_serving.has_value()) {
+        EXPECT_EQ(answer, "NOT_SERVING")
+            << "health of '" << service << "' " << asked - lost << " after the quorum was lost";
+      }
+      all_not_serving = all_not_serving && answer == "NOT_SERVING";
+    }
+    if (all_not_serving && !not_serving.has_value()) not_serving = absl::Now() - lost;
+    if (!stood_by.has_value()) {
+      for (const std::string& line : ReplicaLog(0, mark)) {
+        if (absl::StrContains(line, absl::StrCat("standby for ", prefix_))) stood_by = absl::Now();
+      }
+    }
+  }
+  banner.join();
+  ASSERT_TRUE(not_serving.has_value()) << "health never said NOT_SERVING without an etcd quorum";
+  std::cerr << "etcd quorum lost: NOT_SERVING after " << *not_serving << " (lease TTL "
+            << lease_ttl_seconds_ << " s), the ban refused after " << ban_refused - lost
+            << ", standby after " << *stood_by - lost << "; " << calls
+            << " health calls, the slowest " << slowest << "; " << refusals
+            << " refused while the server started again, for at most " << longest_refusal
+            << std::endl;
+  EXPECT_LE(*not_serving, bound) << "health said NOT_SERVING too late";
+  EXPECT_FALSE(refused_since.has_value()) << "health was still refused at the end";
+  EXPECT_LT(longest_refusal, kHealthDeadline) << "health was refused for too long";
+  EXPECT_THAT(ban, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no longer leads")));
+  // Health said so no later than the write was refused: within the resolution of the polls.
+  EXPECT_LE(*not_serving, ban_refused - lost + 2 * kPoll)
+      << "health said NOT_SERVING after a write was refused";
+}
+
 TEST_F(ReplicasTest, AStandbyTakesOverFromAKilledLeaderWithEverythingAcknowledged) {
   ASSERT_NO_FATAL_FAILURE(Configure(GloasChain(), kBanEveryFailure));
   ASSERT_NO_FATAL_FAILURE(StartReplicas(2));
@@ -424,6 +518,45 @@ TEST_F(ReplicasTest, APausedLeaderIsFencedAndStepsDownWhenItResumes) {
   ASSERT_TRUE(leader_key->has_value());
   EXPECT_EQ((*leader_key)->create_revision(), handover_revision)
       << "the leader key changed hands again";
+}
+
+// An operator's call that reaches a leader while it is paused past its lease is answered as it
+// resumes and steps down, like every call then: UNAVAILABLE, saying that it no longer leads.
+TEST_F(ReplicasTest, AnAdminCallInFlightAtAPausedLeaderEndsUnavailableNamingTheStepDown) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain(), kBanEveryFailure));
+  ASSERT_NO_FATAL_FAILURE(StartReplicas(2));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_TRUE(AcknowledgementsGoOn());
+
+  // The operator's connection to the leader is open before it pauses.
+  auto admin = v1::Admin::NewStub(
+      grpc::CreateChannel(replicas_[0].address(), grpc::InsecureChannelCredentials()));
+  ASSERT_THAT(CallUnary(*admin, &v1::Admin::Stub::async::GetPolicy, v1::GetPolicyRequest()),
+              IsOk());
+  const size_t standby_mark = ReplicaLogMark(1);
+  PauseReplica(0);
+  ASSERT_TRUE(AwaitLeadingLine(1, standby_mark).has_value())
+      << "the standby did not lead while the leader was paused";
+  ASSERT_EQ(AwaitLeader(), std::optional<size_t>(1));
+
+  // Sent on that connection to the paused leader: the request waits in its socket.
+  absl::StatusOr<v1::Policy> in_flight = absl::UnknownError("not answered");
+  std::thread caller([&] {
+    v1::BanBuilderRequest request;
+    request.set_builder_index(kFencedBan);
+    request.set_reason("replicas test");
+    in_flight = CallUnary(*admin, &v1::Admin::Stub::async::BanBuilder, request);
+  });
+  load_->ObserveUntil(absl::Now() + absl::Seconds(1));
+  const size_t old_mark = ReplicaLogMark(0);
+  ResumeReplica(0);
+  caller.join();
+  std::cerr << "a ban in flight at the paused leader as it resumed: " << in_flight.status()
+            << std::endl;
+  EXPECT_THAT(in_flight, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no longer leads")));
+  EXPECT_TRUE(AwaitStandbyLine(0, old_mark).has_value()) << "the resumed leader did not stand by";
+  ASSERT_TRUE(AcknowledgementsGoOn()) << "the nodes are not acknowledged by the new leader";
+  ExpectEverythingLanded(*load_, "after the paused leader resumed");
 }
 
 // The crash loop of crash_loop_test, with two replicas: the leader is SIGKILLed at random

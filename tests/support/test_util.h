@@ -82,14 +82,15 @@ absl::StatusOr<Response> CallUnary(Stub& stub,
 }
 
 // Calls grpc.health.v1.Health/Check on 127.0.0.1:`port` for `service` ("": the overall health)
-// and returns "SERVING", "NOT_SERVING" or "error: <why>". Without generated stubs (the system's
-// gRPC ships none for health): the request is {service: 1}; the answer {status: SERVING} is the
-// two bytes 08 01, {status: NOT_SERVING} 08 02.
-inline std::string CheckHealth(int port, const std::string& service = "") {
+// with a deadline of `timeout`, and returns "SERVING", "NOT_SERVING" or "error: <why>". Without
+// generated stubs (the system's gRPC ships none for health): the request is {service: 1}; the
+// answer {status: SERVING} is the two bytes 08 01, {status: NOT_SERVING} 08 02.
+inline std::string CheckHealth(int port, const std::string& service = "",
+                               absl::Duration timeout = absl::Seconds(10)) {
   grpc::GenericStub stub(
       grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   std::string request_bytes;
   if (!service.empty()) {
     // Field 1, length-delimited; service names are shorter than 128 bytes.
