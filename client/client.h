@@ -103,6 +103,11 @@ struct ClientStats {
   uint64_t dropped_other = 0;
   uint64_t dropped_failures = 0;
   uint64_t refused = 0;
+  // Observations breakerd acknowledged as replays (numbers it had handled already).
+  uint64_t replayed = 0;
+  // breakerd has handled this node's last sequence number (2^62): observations stay buffered,
+  // unsent, until an operator runs `breakerctl reset --node=ID` (the library logs an error).
+  bool sequence_exhausted = false;
   uint64_t fleet_policy_version = 0;
   PolicySource source = PolicySource::kLocal;
   // The node's own local engine takes part in the policy in force (source is not kFleet):

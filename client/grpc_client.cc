@@ -12,8 +12,8 @@
 // and read the policy cell.
 
 #include <algorithm>
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <thread>
 #include <utility>
@@ -52,8 +52,7 @@ absl::Status ValidateOptions(const ClientOptions& options) {
         "addresses is empty; give at least one breakerd address, host:port");
   }
   // breakerd refuses the hello of a node id past its bounds: say so before connecting.
-  if (absl::Status node_id = core::bounds::CheckNodeId("node_id", options.node_id);
-      !node_id.ok()) {
+  if (absl::Status node_id = core::bounds::CheckNodeId("node_id", options.node_id); !node_id.ok()) {
     return node_id;
   }
   if (options.max_buffered_observations == 0) {
@@ -161,6 +160,7 @@ class GrpcClient : public BreakerClient {
     stats.dropped_other = buffer.dropped_other;
     stats.dropped_failures = buffer.dropped_failures;
     stats.refused = refused_.load();
+    stats.replayed = replayed_.load();
     stats.reconnects = reconnects_.load();
     const std::shared_ptr<const PolicySnapshot> snapshot = cell_.Get();
     stats.fleet_policy_version = snapshot->fleet_version;
@@ -169,6 +169,7 @@ class GrpcClient : public BreakerClient {
     MutexLock lock(&state_mu_);
     stats.connected = policy_in_force_.connected();
     stats.address = address_;
+    stats.sequence_exhausted = sequence_exhausted_;
     return stats;
   }
 
@@ -244,6 +245,7 @@ class GrpcClient : public BreakerClient {
       MutexLock lock(&state_mu_);
       // Observations wait for breakerd's first message: the NodeState may renumber them.
       stream_ready_ = false;
+      sequence_exhausted_ = false;
       policy_in_force_.OnStreamStart(buffer_.stats().buffered > 0 ? buffer_.LastSequence() : 0);
       if (const std::optional<PolicyInForce::Held> held = policy_in_force_.HelloClaim()) {
         hello.mutable_hello()->set_policy_version(held->version);
@@ -277,8 +279,7 @@ class GrpcClient : public BreakerClient {
     if (sender.joinable()) sender.join();
     const grpc::Status status = stream->Finish();
     end.unavailable = status.error_code() == grpc::StatusCode::UNAVAILABLE;
-    end.standby = end.unavailable &&
-                  context.GetServerTrailingMetadata().count(kLeaderTrailer) > 0;
+    end.standby = end.unavailable && context.GetServerTrailingMetadata().count(kLeaderTrailer) > 0;
     if (!status.ok() && !Stopping()) {
       LOG(WARNING) << "breakerd at " << address << ": " << DescribeStatus(status) << " (code "
                    << status.error_code() << "); reconnecting with backoff";
@@ -294,20 +295,24 @@ class GrpcClient : public BreakerClient {
   void SendLoop(grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>& stream) {
     while (true) {
       uint64_t ack = 0;
+      bool observations = false;
       {
         MutexLock lock(&state_mu_);
         while (!stopping_ && !stream_done_ &&
-               !(stream_ready_ && (pending_policy_ack_ != 0 || buffer_.HasUnsent()))) {
+               !(stream_ready_ &&
+                 (pending_policy_ack_ != 0 || (!sequence_exhausted_ && buffer_.HasUnsent())))) {
           send_cv_.Wait(&state_mu_);
         }
         if (stopping_ || stream_done_) return;
         std::swap(ack, pending_policy_ack_);
+        observations = !sequence_exhausted_;
       }
       if (ack != 0) {
         v1::NodeMessage message;
         message.mutable_policy_ack()->set_version(ack);
         if (!stream.Write(message)) return;
       }
+      if (!observations) continue;
       std::vector<ObservationBuffer::Entry> batch = buffer_.NextBatch(options_.max_batch);
       if (batch.empty()) continue;
       v1::NodeMessage message;
@@ -352,9 +357,15 @@ class GrpcClient : public BreakerClient {
         }
         WakeSender();
         refused_ += message.observation_ack().refused_size();
+        replayed_ += message.observation_ack().replayed();
         for (const v1::ObservationRefusal& refusal : message.observation_ack().refused()) {
           LOG(WARNING) << "breakerd refused observation " << refusal.sequence() << ": "
                        << refusal.message();
+          // The node's numbers ran out since its hello (another process under its id used the
+          // last one): hold the rest back rather than see each refused.
+          if (refusal.code() == static_cast<int32_t>(grpc::StatusCode::FAILED_PRECONDITION)) {
+            HoldBackExhausted(core::bounds::kMaxSequence);
+          }
         }
         break;
       case v1::ServerMessage::kConfig: {
@@ -398,6 +409,10 @@ class GrpcClient : public BreakerClient {
   // clock went back since its last run numbered its new observations from a lower start:
   // those not sent yet are renumbered above, or breakerd would ignore them as replays.
   void OnNodeState(const v1::NodeState& state) {
+    if (state.last_sequence() >= core::bounds::kMaxSequence) {
+      HoldBackExhausted(state.last_sequence());
+      return;
+    }
     const size_t renumbered = buffer_.RenumberAbove(state.last_sequence());
     if (renumbered == 0) return;
     LOG(WARNING) << "breakerd has handled this node's observations up to sequence number "
@@ -406,6 +421,22 @@ class GrpcClient : public BreakerClient {
                  << "ran?): renumbered above it";
     MutexLock lock(&state_mu_);
     policy_in_force_.OnRenumbered(buffer_.LastSequence());
+  }
+
+  // breakerd has handled number `last` of this node, the last it accepts: it would refuse
+  // every observation, whatever its number. They stay buffered, unsent (the oldest dropped
+  // when the buffer is full), until an operator resets the node's numbers; the reset ends the
+  // stream, and the next one's NodeState lets them go.
+  void HoldBackExhausted(uint64_t last) {
+    {
+      MutexLock lock(&state_mu_);
+      if (sequence_exhausted_) return;
+      sequence_exhausted_ = true;
+    }
+    LOG(ERROR) << "breakerd has handled sequence number " << last << " of node " << options_.node_id
+               << ", the last one it accepts, and refuses every other: "
+               << "this node's observations are kept unsent until an operator runs "
+               << "`breakerctl reset --node=" << options_.node_id << "`";
   }
 
   // --- Time and the policy in force -------------------------------------------------------
@@ -505,6 +536,7 @@ class GrpcClient : public BreakerClient {
   ObservationBuffer buffer_;
   PolicyCell<PolicySnapshot> cell_;
   std::atomic<uint64_t> refused_{0};
+  std::atomic<uint64_t> replayed_{0};
   std::atomic<uint64_t> reconnects_{0};
 
   // Lock order: state_mu_, then local_mu_; subscribers_mu_ is never held with either.
@@ -519,6 +551,8 @@ class GrpcClient : public BreakerClient {
   bool stream_done_ ABSL_GUARDED_BY(state_mu_) = false;
   // The current stream has brought its first message: the sender may send observations.
   bool stream_ready_ ABSL_GUARDED_BY(state_mu_) = false;
+  // The current stream said the node has used its last sequence number: no observation goes.
+  bool sequence_exhausted_ ABSL_GUARDED_BY(state_mu_) = false;
   std::string address_ ABSL_GUARDED_BY(state_mu_);
   grpc::ClientContext* context_ ABSL_GUARDED_BY(state_mu_) = nullptr;
   // Fleet, fleet+local or local: what the stream brings and the clock decide it.

@@ -18,6 +18,7 @@
 #include "common/mutex.h"
 #include "common/replica_trailer.h"
 #include "core/chain_time.h"
+#include "core/input_bounds.h"
 #include "core/observation.h"
 #include "gmock/gmock.h"
 #include "grpcpp/security/server_credentials.h"
@@ -232,6 +233,23 @@ TEST_F(NodeStateTest, NumbersAboveBreakerdsLastStay) {
   breaker.Answer();
   ASSERT_TRUE(WaitFor([&] { return breaker.sequences().size() == 2; }));
   EXPECT_THAT(breaker.sequences(), ElementsAre(first_sequence_, first_sequence_ + 1));
+}
+
+// breakerd has handled the node's last number: it would refuse every observation. The client
+// says so in its stats and keeps them, unsent, under their own numbers (not renumbered past
+// the last), for after the operator's reset.
+TEST_F(NodeStateTest, AtTheLastSequenceNumberObservationsAreHeldBack) {
+  FakeBreaker breaker(core::bounds::kMaxSequence);
+  ASSERT_NO_FATAL_FAILURE(Start(breaker));
+  ASSERT_TRUE(WaitFor([&] { return breaker.hellos() == 1; }));
+  Report(1);
+  EXPECT_FALSE(client_->stats().sequence_exhausted);
+  breaker.Answer();
+  ASSERT_TRUE(WaitFor([&] { return client_->stats().sequence_exhausted; }));
+  Report(2);
+  ASSERT_TRUE(WaitFor([&] { return client_->stats().connected; }));
+  EXPECT_THAT(breaker.sequences(), ElementsAre());
+  EXPECT_EQ(client_->stats().buffered, 2u);
 }
 
 // A breakerd older than NodeState answers the hello with the configuration: the client sends

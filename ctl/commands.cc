@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "client/channel_security.h"
 #include "core/config.h"
+#include "core/input_bounds.h"
 #include "ctl/exit_codes.h"
 #include "ctl/format.h"
 #include "ctl/policy_watch.h"
@@ -257,16 +258,27 @@ absl::Status RunNodes(const CommandContext& context) {
     return absl::OkStatus();
   }
   context.out.Line(absl::StrCat("current policy version ", response->policy_version()));
-  Table table(
-      {"NODE", "STATE", "PEER", "CLIENT", "CONNECTED SINCE", "LAST OBSERVATION", "ACKED", "LAG"});
+  Table table({"NODE", "STATE", "PEER", "CLIENT", "CONNECTED SINCE", "LAST OBSERVATION", "ACKED",
+               "LAG", "REFUSED", "REPLAYED"});
+  std::vector<std::string> exhausted;
   for (const v1::Node& node : response->nodes()) {
+    if (node.last_sequence() >= core::bounds::kMaxSequence) exhausted.push_back(node.node_id());
     table.AddRow({node.node_id(), node.connected() ? "connected" : "stale",
                   node.peer().empty() ? "-" : node.peer(),
                   node.client_version().empty() ? "-" : node.client_version(),
                   FormatTimestamp(node.connected_since()), FormatTimestamp(node.last_observation()),
-                  absl::StrCat(node.policy_version_acked()), absl::StrCat(node.lag())});
+                  absl::StrCat(node.policy_version_acked()), absl::StrCat(node.lag()),
+                  absl::StrCat(node.observations_refused()),
+                  absl::StrCat(node.observations_replayed())});
   }
   context.out.Print(table);
+  for (const std::string& node : exhausted) {
+    context.out.Line(absl::StrCat("node ", node, " has used sequence number ",
+                                  core::bounds::kMaxSequence,
+                                  ", the last: its observations are refused until "
+                                  "'breakerctl reset --node=",
+                                  node, "'"));
+  }
   return absl::OkStatus();
 }
 
@@ -436,6 +448,19 @@ std::string TrustHint(const CommandContext& context, const absl::Status& status)
 // --- reset ----------------------------------------------------------------------------------
 
 absl::Status RunReset(const CommandContext& context) {
+  if (context.line.Has("node")) {
+    v1::ResetNodeRequest request;
+    request.set_node_id(context.line.Flag("node"));
+    if (request.node_id().empty()) return UsageError("--node needs the node's id");
+    request.set_reason(context.line.Flag("reason"));
+    absl::StatusOr<v1::Policy> policy = Call(context, &Stub::async::ResetNode, request);
+    if (!policy.ok()) return policy.status();
+    return PrintSteered(context,
+                        absl::StrCat("node ", request.node_id(),
+                                     ": sequence numbers reset (its stream, if any, reconnects "
+                                     "and numbers on from its clock); nothing else changed"),
+                        *policy);
+  }
   v1::ResetRequest request;
   request.set_reason(context.line.Flag("reason"));
   absl::StatusOr<v1::Policy> policy = Call(context, &Stub::async::Reset, request);
@@ -736,15 +761,20 @@ std::vector<Command>* MakeCommands() {
       &TrustHint});
   commands->push_back(Command{
       {"reset",
-       "reset [--reason=TEXT]",
-       "clear failure records and the latched breaker",
+       "reset [--node=ID] [--reason=TEXT]",
+       "clear failure records and the latched breaker, or one node's numbers",
        "Clears every builder's failure record, every relay ban for failures and the latched\n"
        "pre-Gloas missed-slot breaker: what restarting a beacon node did before. Operator bans\n"
        "(of builders and of relays) and trust overrides stay. Use it once the incident that\n"
-       "tripped the breaker is understood and over. Prints the resulting policy.\n",
+       "tripped the breaker is understood and over. Prints the resulting policy.\n"
+       "With --node, instead, only forgets that node's highest observation sequence number:\n"
+       "the way out for a node that used 2^62, the last number breakerd accepts, whose\n"
+       "observations are refused until then ('breakerctl nodes' says so). Its stream ends and\n"
+       "reconnects; its next observations are taken whatever their numbers.\n",
        {},
-       {{"reason", "TEXT", "why, for breakerd's log"}},
-       "breakerctl reset --reason=\"relay outage over\""},
+       {{"node", "ID", "reset only this node's sequence numbers"},
+        {"reason", "TEXT", "why, for breakerd's log"}},
+       "breakerctl reset --reason=\"relay outage over\"\nbreakerctl reset --node=bn-eu-1"},
       &RunReset});
   commands->push_back(Command{
       {"watch",

@@ -316,6 +316,7 @@ void Fleet::SubmitObservations(std::string node_id,
     over_rate.set_sequence(highest);
     LOG(WARNING) << "node " << node_id << ": " << size - allowed << " of " << size
                  << " observations refused: " << over_rate_message;
+    registry_.Observed(node_id, size - allowed, /*replayed=*/0);
     observations.DeleteSubrange(allowed, size - allowed);
     if (allowed == 0) {
       // Nothing to apply: answer at once rather than journal an empty batch.
@@ -497,6 +498,7 @@ bool Fleet::Apply(const JournalChanges& changes, uint64_t last_sequence) {
   // before the policy they made.
   NotifyConfigListeners(config);
   NotifyListeners(published);
+  NotifyNodeResets(changes);
   for (const auto& change : changes) {
     const Work& work = static_cast<const Work&>(*change);
     if (work.on_done) work.on_done();
@@ -523,6 +525,17 @@ void Fleet::NotifyConfigListeners(const std::shared_ptr<const PublishedConfig>& 
   if (config == nullptr) return;
   MutexLock lock(&listeners_mu_);
   for (PolicyListener* listener : listeners_) listener->OnConfig(config);
+}
+
+void Fleet::NotifyNodeResets(const JournalChanges& changes) {
+  for (const auto& change : changes) {
+    const Work& work = static_cast<const Work&>(*change);
+    if (work.replay || !work.status.ok() || !work.parsed.admin().has_reset_node()) continue;
+    const std::string& node_id = work.parsed.admin().reset_node().node_id();
+    LOG(INFO) << "node " << node_id << ": sequence numbers reset by an operator";
+    MutexLock lock(&listeners_mu_);
+    for (PolicyListener* listener : listeners_) listener->OnNodeReset(node_id);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -648,12 +661,14 @@ void Fleet::AnswerObservations(Work& work, const codec::AppliedEntry& applied) {
   const state::v1::NodeObservations& batch = work.parsed.observations();
   uint64_t highest = 0;
   int refused = 0;
+  uint32_t replayed = 0;
   for (int i = 0; i < batch.observations_size(); ++i) {
     const v1::Observation& proto = batch.observations(i);
     const codec::AppliedObservation& result = applied.observations[i];
     highest = std::max(highest, proto.sequence());
     // Replays are not counted again: the metrics count since this process started.
     if (result.status.ok()) {
+      if (result.observed.outcome == core::ObserveOutcome::kDuplicate) ++replayed;
       if (work.replay) continue;
       metrics_.ObservationHandled(EventKind(proto), OutcomeOf(result.observed.outcome));
       if (result.observed.recorded != core::RecordedFailure::kNone) {
@@ -681,7 +696,8 @@ void Fleet::AnswerObservations(Work& work, const codec::AppliedEntry& applied) {
                  << " observations refused, first: " << work.ack.refused(0).message();
   }
   work.ack.set_sequence(highest);
-  registry_.Observed(batch.node_id());
+  work.ack.set_replayed(replayed);
+  registry_.Observed(batch.node_id(), refused, replayed);
 }
 
 std::shared_ptr<const PublishedPolicy> Fleet::Publish() {
@@ -809,6 +825,8 @@ absl::StatusOr<v1::ListNodesResponse> Fleet::ListNodes(const v1::ListNodesReques
           *node.mutable_last_observation() = ToProto(info.last_observation);
         }
         node.set_policy_version_acked(info.policy_version_acked);
+        node.set_observations_refused(info.observations_refused);
+        node.set_observations_replayed(info.observations_replayed);
         node.set_lag(policy_version - std::min(policy_version, info.policy_version_acked));
       },
       page_tokens_);

@@ -91,6 +91,9 @@ class PolicyListener {
   // A reconfiguration (a reload) changed the configuration in force. Not called for the
   // configuration in force when the listener subscribed: read config() after subscribing.
   virtual void OnConfig(std::shared_ptr<const PublishedConfig> /*config*/) {}
+  // An operator reset the sequence numbers of node `node_id` (Admin.ResetNode): its stream
+  // ends, so that the node reconnects and learns it at its hello (NodeState).
+  virtual void OnNodeReset(const std::string& /*node_id*/) {}
 };
 
 // This class is thread-safe.
@@ -276,6 +279,8 @@ class Fleet : private JournalWriter::Sink {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
   // Tells the listeners about `config` (nothing when null).
   void NotifyConfigListeners(const std::shared_ptr<const PublishedConfig>& config);
+  // Tells the listeners about every node reset among `changes` (applied, not replayed).
+  void NotifyNodeResets(const JournalChanges& changes);
   // When Tick() has something to do next: the next slot boundary, or the next attempt to
   // store again.
   absl::Time NextTick() const;

@@ -55,10 +55,13 @@ void NodeRegistry::AckedPolicy(const std::string& node_id, uint64_t version) {
   entry.policy_version_acked = std::max(entry.policy_version_acked, version);
 }
 
-void NodeRegistry::Observed(const std::string& node_id) {
+void NodeRegistry::Observed(const std::string& node_id, uint64_t refused, uint64_t replayed) {
   const absl::Time now = clock_.Now();
   MutexLock lock(&mu_);
-  nodes_[node_id].last_observation = now;
+  Entry& entry = nodes_[node_id];
+  entry.last_observation = now;
+  entry.observations_refused += refused;
+  entry.observations_replayed += replayed;
 }
 
 absl::flat_hash_map<std::string, NodeRegistry::Entry> NodeRegistry::Entries() const {

@@ -30,6 +30,9 @@ class NodeRegistry {
     absl::Time connected_since = absl::InfinitePast();
     absl::Time last_observation = absl::InfinitePast();
     uint64_t policy_version_acked = 0;
+    // Since breakerd started: its observations refused, and ignored as replays.
+    uint64_t observations_refused = 0;
+    uint64_t observations_replayed = 0;
   };
 
   // REQUIRES: `clock` outlives the registry. It dates connections and observations.
@@ -51,8 +54,9 @@ class NodeRegistry {
   void Disconnected(const std::string& node_id);
   // The node acknowledged policy `version` (a lower one than before changes nothing).
   void AckedPolicy(const std::string& node_id, uint64_t version);
-  // Observations of the node were applied (now).
-  void Observed(const std::string& node_id);
+  // Observations of the node were handled (now): `refused` of them refused, `replayed` of them
+  // ignored as replays.
+  void Observed(const std::string& node_id, uint64_t refused, uint64_t replayed);
 
   // A copy of every entry, for one consistent listing.
   absl::flat_hash_map<std::string, Entry> Entries() const;

@@ -73,8 +73,18 @@ TEST_F(NodeRegistryTest, AConnectionIsDatedByTheClockAndHoldsWhatTheNodeHolds) {
 
 TEST_F(NodeRegistryTest, ObservationsAreDatedByTheClock) {
   clock_.Advance(absl::Minutes(3));
-  registry_.Observed("a");
+  registry_.Observed("a", 0, 0);
   EXPECT_EQ(registry_.Entries().at("a").last_observation, start_ + absl::Minutes(3));
+}
+
+TEST_F(NodeRegistryTest, RefusedAndReplayedObservationsAddUpPerNode) {
+  registry_.Observed("a", 2, 0);
+  registry_.Observed("a", 1, 5);
+  registry_.Observed("b", 0, 3);
+  EXPECT_EQ(registry_.Entries().at("a").observations_refused, 3u);
+  EXPECT_EQ(registry_.Entries().at("a").observations_replayed, 5u);
+  EXPECT_EQ(registry_.Entries().at("b").observations_refused, 0u);
+  EXPECT_EQ(registry_.Entries().at("b").observations_replayed, 3u);
 }
 
 }  // namespace

@@ -32,6 +32,8 @@ absl::Status ApplyAdminAction(const state::v1::AdminAction& action, core::Engine
     case state::v1::AdminAction::kReset:
       engine.Reset();
       return absl::OkStatus();
+    case state::v1::AdminAction::kResetNode:
+      return engine.ResetNodeSequence(action.reset_node().node_id());
     case state::v1::AdminAction::ACTION_NOT_SET:
       break;
   }

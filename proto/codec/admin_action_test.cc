@@ -1,6 +1,7 @@
 #include "proto/codec/admin_action.h"
 
 #include "core/config.h"
+#include "core/input_bounds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
@@ -82,6 +83,21 @@ TEST_F(ApplyAdminActionTest, ErrorsComeFromTheEngineOrTheEmptyAction) {
   state::v1::AdminAction reset;
   reset.mutable_reset();
   ASSERT_THAT(ApplyAdminAction(reset, engine_), IsOk());
+}
+
+TEST_F(ApplyAdminActionTest, ResetNodeForgetsOnlyThatNodesNumbers) {
+  const core::Slot now = engine_.current_slot();
+  ASSERT_THAT(
+      engine_.Observe(core::Observation{now, "n1", core::bounds::kMaxSequence, core::Finalized{1}}),
+      IsOk());
+  ASSERT_THAT(engine_.Observe(core::Observation{now, "n2", 9, core::Finalized{1}}), IsOk());
+  state::v1::AdminAction reset;
+  reset.mutable_reset_node()->set_node_id("n1");
+  ASSERT_THAT(ApplyAdminAction(reset, engine_), IsOk());
+  EXPECT_FALSE(engine_.node_sequences().contains("n1"));
+  EXPECT_EQ(engine_.node_sequences().at("n2"), 9u);
+  reset.mutable_reset_node()->set_node_id("n3");
+  EXPECT_THAT(ApplyAdminAction(reset, engine_), StatusIs(absl::StatusCode::kNotFound));
 }
 
 }  // namespace

@@ -50,6 +50,9 @@ absl::Status CheckAdminAction(const state::v1::AdminAction& action) {
       return bounds::CheckMaxBytes("relay", action.relay_trust().relay(), bounds::kMaxRelayIdBytes);
     case state::v1::AdminAction::kReset:
       return bounds::CheckMaxBytes("reason", action.reset().reason(), bounds::kMaxReasonBytes);
+    case state::v1::AdminAction::kResetNode:
+      BREAKER_RETURN_IF_ERROR(bounds::CheckNodeId("node_id", action.reset_node().node_id()));
+      return bounds::CheckMaxBytes("reason", action.reset_node().reason(), bounds::kMaxReasonBytes);
     case state::v1::AdminAction::kBanRelay:
       BREAKER_RETURN_IF_ERROR(
           bounds::CheckMaxBytes("relay", action.ban_relay().relay(), bounds::kMaxRelayIdBytes));

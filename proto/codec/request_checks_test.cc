@@ -90,6 +90,13 @@ TEST(CheckAdminActionTest, EveryStringOfEveryActionAtItsBoundAndOnePast) {
       {"breaker.v1.UnbanRelayRequest.relay", bounds::kMaxRelayIdBytes},
       {"breaker.v1.SetRelayTrustRequest.relay", bounds::kMaxRelayIdBytes},
       {"breaker.v1.ResetRequest.reason", bounds::kMaxReasonBytes},
+      {"breaker.v1.ResetNodeRequest.node_id", bounds::kMaxNodeIdBytes},
+      {"breaker.v1.ResetNodeRequest.reason", bounds::kMaxReasonBytes},
+  };
+  // The strings an action needs, set before the one under test is: those of the other kinds
+  // may all be empty.
+  const absl::flat_hash_map<std::string, std::string> required = {
+      {"breaker.v1.ResetNodeRequest", "node_id"},
   };
   const pb::OneofDescriptor* actions =
       state::v1::AdminAction::descriptor()->FindOneofByName("action");
@@ -98,11 +105,19 @@ TEST(CheckAdminActionTest, EveryStringOfEveryActionAtItsBoundAndOnePast) {
   for (int i = 0; i < actions->field_count(); ++i) {
     const pb::FieldDescriptor* kind = actions->field(i);
     ASSERT_EQ(kind->type(), pb::FieldDescriptor::TYPE_MESSAGE) << kind->full_name();
-    // An action of this kind with nothing set is taken (its strings are empty).
-    state::v1::AdminAction empty;
-    empty.GetReflection()->MutableMessage(&empty, kind);
-    EXPECT_THAT(CheckAdminAction(empty), IsOk()) << kind->name();
     const pb::Descriptor* request = kind->message_type();
+    auto needed = required.find(request->full_name());
+    // An action of this kind with nothing set (but what it needs) is taken.
+    state::v1::AdminAction base;
+    pb::Message* base_message = base.GetReflection()->MutableMessage(&base, kind);
+    if (needed != required.end()) {
+      EXPECT_THAT(CheckAdminAction(base),
+                  StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(needed->second)))
+          << kind->name();
+      base_message->GetReflection()->SetString(base_message,
+                                               request->FindFieldByName(needed->second), "bn-1");
+    }
+    EXPECT_THAT(CheckAdminAction(base), IsOk()) << kind->name();
     for (int j = 0; j < request->field_count(); ++j) {
       const pb::FieldDescriptor* field = request->field(j);
       if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_STRING) continue;
@@ -112,7 +127,7 @@ TEST(CheckAdminActionTest, EveryStringOfEveryActionAtItsBoundAndOnePast) {
           << "a string of an operator action without a bound: bound it in CheckAdminAction and "
              "list it here";
       for (const size_t size : {bound->second, bound->second + 1}) {
-        state::v1::AdminAction action;
+        state::v1::AdminAction action = base;
         pb::Message* message = action.GetReflection()->MutableMessage(&action, kind);
         message->GetReflection()->SetString(message, field, std::string(size, 'a'));
         if (size == bound->second) {

@@ -123,6 +123,9 @@ TEST_F(AdminBoundsTest, EveryStringOfEveryAdminRpcOnePastItsBoundIsRefusedBefore
       {"SetRelayTrust",
        {"relay: \"https://relay.example\" trusted: true", {{"relay", bounds::kMaxRelayIdBytes}}}},
       {"Reset", {"reason: \"x\"", {{"reason", bounds::kMaxReasonBytes}}}},
+      {"ResetNode",
+       {"node_id: \"bn-1\" reason: \"x\"",
+        {{"node_id", bounds::kMaxNodeIdBytes}, {"reason", bounds::kMaxReasonBytes}}}},
       {"GetConfig", {}},
       {"ReloadConfig", {}},
       {"ReloadAccess", {}},
@@ -170,7 +173,7 @@ TEST_F(AdminBoundsTest, EveryStringOfEveryAdminRpcOnePastItsBoundIsRefusedBefore
       EXPECT_NE(input.FindFieldByName(name), nullptr) << name << " is no field of " << input.name();
     }
   }
-  EXPECT_EQ(calls, 8u);
+  EXPECT_EQ(calls, 10u);
 }
 
 }  // namespace

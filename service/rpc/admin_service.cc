@@ -320,6 +320,14 @@ grpc::ServerUnaryReactor* AdminService::Reset(grpc::CallbackServerContext* conte
   return Steer(context, std::move(action), response);
 }
 
+grpc::ServerUnaryReactor* AdminService::ResetNode(grpc::CallbackServerContext* context,
+                                                  const v1::ResetNodeRequest* request,
+                                                  v1::Policy* response) {
+  state::v1::AdminAction action;
+  *action.mutable_reset_node() = *request;
+  return Steer(context, std::move(action), response);
+}
+
 grpc::ServerUnaryReactor* AdminService::GetConfig(grpc::CallbackServerContext* context,
                                                   const v1::GetConfigRequest*,
                                                   v1::Config* response) {

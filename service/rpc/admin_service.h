@@ -74,6 +74,9 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* Reset(grpc::CallbackServerContext* context,
                                   const breaker::v1::ResetRequest* request,
                                   breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* ResetNode(grpc::CallbackServerContext* context,
+                                      const breaker::v1::ResetNodeRequest* request,
+                                      breaker::v1::Policy* response) override;
   grpc::ServerUnaryReactor* GetConfig(grpc::CallbackServerContext* context,
                                       const breaker::v1::GetConfigRequest* request,
                                       breaker::v1::Config* response) override;

@@ -90,6 +90,16 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     MaybeWriteLocked();
   }
 
+  void OnNodeReset(const std::string& node_id) override {
+    MutexLock lock(&mu_);
+    if (node_id != node_id_) return;
+    // The node numbers on from what its hello was answered with; only a new stream's
+    // NodeState tells it to start again.
+    FinishLocked(grpc::Status(grpc::StatusCode::ABORTED,
+                              "an operator reset this node's sequence numbers (breakerctl reset "
+                              "--node): reconnect, the new stream says where to number from"));
+  }
+
  private:
   // Makes `config` the one to send next, unless the stream has a newer one (OnHello's read of
   // fleet_->config() can arrive after a reload published to this listener). A newer one
@@ -249,6 +259,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     pending_ack_->set_sequence(std::max(pending_ack_->sequence(), ack.sequence()));
     pending_ack_->set_policy_version(
         std::max(pending_ack_->policy_version(), ack.policy_version()));
+    pending_ack_->set_replayed(pending_ack_->replayed() + ack.replayed());
     for (v1::ObservationRefusal& refusal : *ack.mutable_refused()) {
       if (pending_ack_->refused_size() >= kMaxPendingRefusals) break;
       *pending_ack_->add_refused() = std::move(refusal);
@@ -273,8 +284,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   void OnWriteDone(bool ok) override {
     MutexLock lock(&mu_);
     if (ok && writing_published_at_.has_value()) {
-      fleet_->metrics().FanOut(
-          fleet_->clock().Monotonic() - *writing_published_at_);
+      fleet_->metrics().FanOut(fleet_->clock().Monotonic() - *writing_published_at_);
     }
     writing_published_at_.reset();
     if (std::optional<grpc::Status> end = stream_.WriteDone(ok)) {
@@ -514,8 +524,8 @@ grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* conte
                                               v1::ReportResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::StatusOr<Principal> caller = authorizer_->Authorize(*context, Permission::kNodeStream);
-  absl::Status allowed = caller.ok() ? Authorizer::CheckNodeId(*caller, request->node_id())
-                                     : caller.status();
+  absl::Status allowed =
+      caller.ok() ? Authorizer::CheckNodeId(*caller, request->node_id()) : caller.status();
   if (!allowed.ok()) {
     LOG(WARNING) << "report from " << context->peer() << " refused: " << allowed;
     fleet_->metrics().Refused(RefusedInput::kReport, allowed.code());
@@ -530,7 +540,8 @@ grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* conte
   fleet_->SubmitObservations(request->node_id(), request->observations().observations(),
                              [this, reactor, response](absl::StatusOr<v1::ObservationAck> ack) {
                                if (!ack.ok()) {
-                                 fleet_->metrics().Refused(RefusedInput::kReport, ack.status().code());
+                                 fleet_->metrics().Refused(RefusedInput::kReport,
+                                                           ack.status().code());
                                  reactor->Finish(ToGrpcStatus(ack.status()));
                                  return;
                                }

@@ -46,8 +46,8 @@ class RestoreGate::Interceptor : public grpc::experimental::Interceptor {
   explicit Interceptor(RestoreGate* gate) : gate_(gate) {}
 
   void Intercept(InterceptorBatchMethods* methods) override {
-    if (first_ && methods->QueryInterceptionHookPoint(
-                      InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
+    if (first_ &&
+        methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
       first_ = false;
       // Held: the gate calls Proceed when it opens, fails, or the hold runs out.
       if (gate_->Hold(methods)) return;
@@ -220,8 +220,8 @@ AdminService* GatedAdminService::Serving() const {
 
 template <typename Request, typename Response>
 grpc::ServerUnaryReactor* GatedAdminService::Unary(
-    grpc::ServerUnaryReactor* (AdminService::*method)(grpc::CallbackServerContext*,
-                                                      const Request*, Response*),
+    grpc::ServerUnaryReactor* (AdminService::*method)(grpc::CallbackServerContext*, const Request*,
+                                                      Response*),
     grpc::CallbackServerContext* context, const Request* request, Response* response) {
   if (AdminService* service = Serving(); service != nullptr) {
     return (service->*method)(context, request, response);
@@ -279,15 +279,20 @@ grpc::ServerUnaryReactor* GatedAdminService::SetBuilderTrust(
     v1::Policy* response) {
   return Unary(&AdminService::SetBuilderTrust, context, request, response);
 }
-grpc::ServerUnaryReactor* GatedAdminService::SetRelayTrust(
-    grpc::CallbackServerContext* context, const v1::SetRelayTrustRequest* request,
-    v1::Policy* response) {
+grpc::ServerUnaryReactor* GatedAdminService::SetRelayTrust(grpc::CallbackServerContext* context,
+                                                           const v1::SetRelayTrustRequest* request,
+                                                           v1::Policy* response) {
   return Unary(&AdminService::SetRelayTrust, context, request, response);
 }
 grpc::ServerUnaryReactor* GatedAdminService::Reset(grpc::CallbackServerContext* context,
                                                    const v1::ResetRequest* request,
                                                    v1::Policy* response) {
   return Unary(&AdminService::Reset, context, request, response);
+}
+grpc::ServerUnaryReactor* GatedAdminService::ResetNode(grpc::CallbackServerContext* context,
+                                                       const v1::ResetNodeRequest* request,
+                                                       v1::Policy* response) {
+  return Unary(&AdminService::ResetNode, context, request, response);
 }
 grpc::ServerUnaryReactor* GatedAdminService::GetConfig(grpc::CallbackServerContext* context,
                                                        const v1::GetConfigRequest* request,

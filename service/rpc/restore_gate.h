@@ -188,6 +188,9 @@ class GatedAdminService final : public breaker::v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* Reset(grpc::CallbackServerContext* context,
                                   const breaker::v1::ResetRequest* request,
                                   breaker::v1::Policy* response) override;
+  grpc::ServerUnaryReactor* ResetNode(grpc::CallbackServerContext* context,
+                                      const breaker::v1::ResetNodeRequest* request,
+                                      breaker::v1::Policy* response) override;
   grpc::ServerUnaryReactor* GetConfig(grpc::CallbackServerContext* context,
                                       const breaker::v1::GetConfigRequest* request,
                                       breaker::v1::Config* response) override;
@@ -207,10 +210,10 @@ class GatedAdminService final : public breaker::v1::Admin::CallbackService {
   // `method` of the service once the gate is open; otherwise ends the call with the gate's
   // status.
   template <typename Request, typename Response>
-  grpc::ServerUnaryReactor* Unary(
-      grpc::ServerUnaryReactor* (AdminService::*method)(grpc::CallbackServerContext*,
-                                                        const Request*, Response*),
-      grpc::CallbackServerContext* context, const Request* request, Response* response);
+  grpc::ServerUnaryReactor* Unary(grpc::ServerUnaryReactor* (AdminService::*method)(
+                                      grpc::CallbackServerContext*, const Request*, Response*),
+                                  grpc::CallbackServerContext* context, const Request* request,
+                                  Response* response);
 
   const RestoreGate* const gate_;
   std::atomic<AdminService*> service_{nullptr};

@@ -847,6 +847,81 @@ TEST_F(BreakerctlTest, ResetClearsFailureBansButNotOperatorBans) {
   EXPECT_EQ(policy.banned_builders_size(), 1);
 }
 
+// A node that reported sequence number 2^62, its last: refused from then on, and visibly so
+// (the acknowledgement, `breakerctl nodes`, the library's stats), until the operator resets
+// its numbers; then the library's observations, held back meanwhile, are taken.
+TEST_F(BreakerctlTest, ANodeAtTheLastSequenceNumberIsShownAndResetByTheOperator) {
+  auto breaker = v1::Breaker::NewStub(channel_);
+  const auto report = [&](const std::string& node_id, uint64_t sequence) {
+    v1::ReportRequest request;
+    request.set_node_id(node_id);
+    v1::Observation* observation = request.mutable_observations()->add_observations();
+    observation->set_sequence(sequence);
+    observation->set_slot(kStartSlot - 1);
+    observation->mutable_blocks_seen();
+    absl::StatusOr<v1::ReportResponse> response =
+        CallUnary(*breaker, &v1::Breaker::Stub::async::Report, request);
+    EXPECT_THAT(response, IsOk());
+    return response.value_or(v1::ReportResponse()).ack();
+  };
+  constexpr uint64_t kLast = uint64_t{1} << 62;
+  EXPECT_EQ(report("bn-1", kLast).refused_size(), 0);
+  const v1::ObservationAck refused = report("bn-1", 5);
+  ASSERT_EQ(refused.refused_size(), 1);
+  EXPECT_EQ(refused.refused(0).code(), static_cast<int32_t>(grpc::StatusCode::FAILED_PRECONDITION));
+  EXPECT_THAT(refused.refused(0).message(), HasSubstr("`breakerctl reset --node=bn-1`"));
+  // A replay is acknowledged as one.
+  EXPECT_EQ(report("bn-2", 3).replayed(), 0u);
+  EXPECT_EQ(report("bn-2", 3).replayed(), 1u);
+
+  // The library holds its observations back, and says why in its stats.
+  std::unique_ptr<client::BreakerClient> node = StartNode("bn-1");
+  ASSERT_NE(node, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return node->stats().sequence_exhausted; }));
+  node->Report(kStartSlot - 1, core::PayloadMissing{9, core::BlockRootFromBytes("root-9"), 0.9});
+  ASSERT_TRUE(AwaitNode("bn-1", true));
+  EXPECT_EQ(node->stats().buffered, 1u);
+
+  const std::string nodes = CtlOk({"nodes"});
+  EXPECT_THAT(nodes, HasSubstr("REFUSED  REPLAYED"));
+  EXPECT_THAT(nodes, HasSubstr(absl::StrCat("node bn-1 has used sequence number ", kLast,
+                                            ", the last: its observations are refused until "
+                                            "'breakerctl reset --node=bn-1'")));
+  // The last two columns: REFUSED, REPLAYED.
+  std::vector<std::string> bn1_counts;
+  std::vector<std::string> bn2_counts;
+  for (const std::string& line : Lines(nodes)) {
+    std::vector<std::string> cells = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (cells.size() < 2) continue;
+    std::vector<std::string> counts(cells.end() - 2, cells.end());
+    if (absl::StartsWith(line, "bn-1 ")) bn1_counts = counts;
+    if (absl::StartsWith(line, "bn-2 ")) bn2_counts = counts;
+  }
+  EXPECT_THAT(bn1_counts, ElementsAre("1", "0")) << nodes;
+  EXPECT_THAT(bn2_counts, ElementsAre("0", "1")) << nodes;
+  const v1::ListNodesResponse listed = FromJson<v1::ListNodesResponse>(CtlOk({"nodes", "--json"}));
+  ASSERT_EQ(listed.nodes_size(), 2);
+  EXPECT_EQ(listed.nodes(0).last_sequence(), kLast);
+  EXPECT_EQ(listed.nodes(0).observations_refused(), 1u);
+  EXPECT_EQ(listed.nodes(1).observations_replayed(), 1u);
+
+  const Outcome unknown = Ctl({"reset", "--node=bn-unknown"});
+  EXPECT_EQ(unknown.exit_code, kRefused) << unknown;
+  EXPECT_THAT(unknown.err, HasSubstr("NOT_FOUND")) << unknown;
+
+  EXPECT_THAT(CtlOk({"reset", "--node=bn-1", "--reason=numbered past its clock"}),
+              HasSubstr("node bn-1: sequence numbers reset"));
+  // The stream ends and reconnects; the observation held back goes, and is taken.
+  ASSERT_TRUE(WaitFor([&] {
+    const client::ClientStats stats = node->stats();
+    return !stats.sequence_exhausted && stats.acknowledged == 1;
+  }));
+  EXPECT_EQ(node->stats().refused, 0u);
+  ASSERT_TRUE(WaitFor([&] { return GetPolicy().banned_builders_size() == 1; }));
+  EXPECT_EQ(GetPolicy().banned_builders(0).builder_index(), 9u);
+  EXPECT_THAT(CtlOk({"nodes"}), Not(HasSubstr("has used sequence number")));
+}
+
 // --- watch --------------------------------------------------------------------------------------
 
 TEST_F(BreakerctlTest, WatchSeesABanHappen) {
