@@ -691,7 +691,10 @@ std::vector<Command>* MakeCommands() {
        "which nodes are connected, and which are behind?",
        "Lists the beacon nodes of the fleet: connected now or stale (no stream), the peer\n"
        "address, client version, when the stream opened, the latest observation, the policy\n"
-       "version the node acknowledged and how many versions it is behind (lag).\n",
+       "version the node acknowledged and how many versions it is behind (lag), and how many\n"
+       "of its observations breakerd refused and ignored as replays since it started. A node\n"
+       "that used sequence number 2^62, the last one accepted, is named below the table: its\n"
+       "observations are refused until 'breakerctl reset --node=ID'.\n",
        {},
        {},
        "breakerctl nodes"},
