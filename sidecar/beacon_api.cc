@@ -317,27 +317,46 @@ absl::StatusOr<std::vector<ValidatorKeyIndex>> BeaconApi::GetValidatorIndices(
     asked.push_back(*std::move(key));
   }
   if (asked.empty()) return std::vector<ValidatorKeyIndex>{};
-  absl::StatusOr<std::string> body =
-      Get(absl::StrCat(kEndpoint, "?id=", absl::StrJoin(asked, ",")));
-  if (!body.ok()) return body.status();
-  const Json json = ParseJson(*body);
-  const Json* data = Member(json, "data");
-  if (data == nullptr || !data->is_array() || data->size() > asked.size()) {
-    return BadAnswer(kEndpoint, "no data array of at most the validators asked about");
-  }
-  std::vector<ValidatorKeyIndex> out;
-  for (const Json& validator : *data) {
-    std::optional<uint64_t> index = Uint64(Member(validator, "index"));
-    std::optional<std::string> key = Pubkey(Path(validator, {"validator", "pubkey"}));
-    if (!index.has_value() || !key.has_value()) {
-      return BadAnswer(kEndpoint, "a validator without index and validator.pubkey");
+  // One form of the `id` array, read and checked.
+  auto read = [&](absl::string_view query) -> absl::StatusOr<std::vector<ValidatorKeyIndex>> {
+    absl::StatusOr<std::string> body = Get(absl::StrCat(kEndpoint, "?", query));
+    if (!body.ok()) return body.status();
+    const Json json = ParseJson(*body);
+    const Json* data = Member(json, "data");
+    if (data == nullptr || !data->is_array() || data->size() > asked.size()) {
+      return BadAnswer(kEndpoint, "no data array of at most the validators asked about");
     }
-    if (std::find(asked.begin(), asked.end(), *key) == asked.end()) {
-      return BadAnswer(kEndpoint, absl::StrCat("validator ", *key, " was not asked about"));
+    std::vector<ValidatorKeyIndex> out;
+    for (const Json& validator : *data) {
+      std::optional<uint64_t> index = Uint64(Member(validator, "index"));
+      std::optional<std::string> key = Pubkey(Path(validator, {"validator", "pubkey"}));
+      if (!index.has_value() || !key.has_value()) {
+        return BadAnswer(kEndpoint, "a validator without index and validator.pubkey");
+      }
+      if (std::find(asked.begin(), asked.end(), *key) == asked.end()) {
+        return BadAnswer(kEndpoint, absl::StrCat("validator ", *key, " was not asked about"));
+      }
+      out.push_back(ValidatorKeyIndex{*std::move(key), *index});
     }
-    out.push_back(ValidatorKeyIndex{*std::move(key), *index});
+    return out;
+  };
+  // The array as repeated keys (OpenAPI's default form, which Lodestar reads), and, when that
+  // finds fewer than asked, comma-joined too (which other clients read): a node that takes the
+  // other form finds nothing rather than refusing, so both are asked, and their answers joined.
+  absl::StatusOr<std::vector<ValidatorKeyIndex>> repeated =
+      read(absl::StrCat("id=", absl::StrJoin(asked, "&id=")));
+  if (asked.size() == 1 || (repeated.ok() && repeated->size() == asked.size())) return repeated;
+  absl::StatusOr<std::vector<ValidatorKeyIndex>> joined =
+      read(absl::StrCat("id=", absl::StrJoin(asked, ",")));
+  if (!repeated.ok()) return joined;
+  if (!joined.ok()) return repeated;
+  for (ValidatorKeyIndex& found : *joined) {
+    const bool known =
+        std::any_of(repeated->begin(), repeated->end(),
+                    [&](const ValidatorKeyIndex& k) { return k.pubkey == found.pubkey; });
+    if (!known) repeated->push_back(std::move(found));
   }
-  return out;
+  return repeated;
 }
 
 absl::StatusOr<std::vector<ProposerDuty>> BeaconApi::GetProposerDuties(core::Epoch epoch,

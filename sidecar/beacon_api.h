@@ -132,8 +132,10 @@ class BeaconApi {
   absl::StatusOr<core::BuilderIndex> GetBlockBidBuilder(const core::BlockRoot& root);
   // The indices of those of `pubkeys` (0x and 96 hex digits each, at most
   // kMaxValidatorIdsPerRead: INVALID_ARGUMENT otherwise) the node knows
-  // (/eth/v1/beacon/states/head/validators?id=...): a key not yet deposited is absent. Entries
-  // for keys not asked about are refused (DATA_LOSS).
+  // (/eth/v1/beacon/states/head/validators?id=...): a key not yet deposited is absent. The
+  // keys go as repeated `id` keys, and comma-joined too when that finds fewer than asked
+  // (clients read one form or the other). Entries for keys not asked about are refused
+  // (DATA_LOSS).
   absl::StatusOr<std::vector<ValidatorKeyIndex>> GetValidatorIndices(
       const std::vector<std::string>& pubkeys);
   // The proposers of `epoch`'s slots (/eth/v1/validator/duties/proposer/{epoch}): DATA_LOSS

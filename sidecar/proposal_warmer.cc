@@ -272,6 +272,10 @@ bool ProposalWarmer::ResolveIndices(core::Epoch epoch) {
   if (learned) {
     MutexLock lock(&mu_);
     duties_stale_ = true;
+    const size_t indexed = static_cast<size_t>(std::count_if(
+        keys_.begin(), keys_.end(), [](const auto& key) { return key.second.index.has_value(); }));
+    LOG(INFO) << indexed << " of the " << keys_.size()
+              << " validator keys registered through the sidecar have an index";
   }
   return true;
 }

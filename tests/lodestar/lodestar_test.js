@@ -17,7 +17,9 @@
 //       breakerd's missed-slot breaker puts the fleet in SELF_BUILD, in which the node's
 //       getHeader calls are again answered 204 and the node keeps publishing its own blocks,
 //       until an operator's reset;
-//   (d) the block root the sidecar computes for a block (sidecar/ssz) is the node's own.
+//   (d) the block root the sidecar computes for a block (sidecar/ssz) is the node's own;
+//   (e) the sidecar warms the relay before the node's proposals, from the node's own
+//       registrations and duties, and the node's getHeader takes the warmed connection.
 //
 // Every process listens on 127.0.0.1 at ports picked at run time; each child's pid is appended
 // to --pids so that the calling script can kill what this one leaves behind. Logs go to
@@ -360,7 +362,7 @@ function breakerdConfig(genesisTime, extra) {
 // breakerd on the node's chain, then the sidecar: the node's Beacon API, breakerd, and the
 // relay behind the port the node's builder URL names. Resolves with the sidecar's entry and
 // breakerd's configuration file.
-async function startFleet(genesisTime, sidecarPort, relayUrl) {
+async function startFleet(genesisTime, sidecarPort, relayUrl, metricsPort) {
   const configPath = path.join(args.tmp, 'breakerd.textproto');
   fs.writeFileSync(configPath, breakerdConfig(genesisTime, []));
   const stateDir = path.join(args.tmp, 'breakerd-state');
@@ -383,6 +385,7 @@ async function startFleet(genesisTime, sidecarPort, relayUrl) {
       `network: "${kNetwork}"`,
       `fallback_config_file: "${configPath}"`,
       'upstream_timeout_ms: 5000',
+      `metrics_listen: "127.0.0.1:${metricsPort}"`,
       `upstreams { listen_port: ${sidecarPort} url: "${relayUrl}" }`,
       '',
     ].join('\n'),
@@ -420,6 +423,41 @@ async function expectForwarded(sidecar, relay) {
   );
   await expectBlockAt(first.slot, 'built locally, the relay had no bid');
   check(refusedHeaders(sidecar).length === 0, 'the sidecar refused a getHeader of a good relay');
+}
+
+// The sum of a metric's samples on the sidecar's /metrics, over its labels: `filter` selects
+// the label sets (their text between the braces).
+async function sidecarMetric(metricsPort, name, filter = () => true) {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  let sum = 0;
+  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, 'gm'))) {
+    if (filter(m[1] || '')) sum += Number(m[2]);
+  }
+  return sum;
+}
+
+// (e) The warm-up at the proposal, driven by the node's own registrations (Lodestar's
+// validator client registers through the sidecar) and its proposer duties: the sidecar warms
+// the relay in the slot before a proposal of the node's validators (the relay sees the
+// status request), and the node's getHeader at the proposal takes the warmed connection.
+async function expectWarmedForProposals(relay, metricsPort) {
+  const used = await until(
+    "a getHeader of the node on a connection the sidecar warmed for its proposal",
+    60000,
+    async () => {
+      const n = await sidecarMetric(metricsPort, 'breaker_sidecar_upstream_warmed_used_total');
+      return n >= 1 ? n : null;
+    },
+  );
+  const keys = await sidecarMetric(metricsPort, 'breaker_sidecar_validator_keys_indexed');
+  const warmed = await sidecarMetric(metricsPort, 'breaker_sidecar_proposal_warmups_total', (l) =>
+    l.includes('outcome="warmed"'),
+  );
+  const statuses = relay.requests.filter((r) => r.path === '/eth/v1/builder/status').length;
+  check(keys >= 1, 'the sidecar indexed none of the keys the node registered');
+  check(statuses >= 1, 'the relay saw no warming status request');
+  note(`(e) warmed: ${keys} keys indexed, ${warmed} warm-ups, ${statuses} status requests at ` +
+       `the relay, ${used} getHeader calls on a warmed connection`);
 }
 
 // (b) An operator bans the relay: 204 from the sidecar, nothing reaches the relay, blocks go
@@ -576,9 +614,12 @@ async function run() {
     // needs breakerd, which needs the chain's genesis time, which the node gives.
     const sidecarPort = await freePort();
     const { genesisTime, enginePort } = await startChain(sidecarPort);
-    const { sidecar, configPath } = await startFleet(genesisTime, sidecarPort, relayUrl);
+    const metricsPort = await freePort();
+    const { sidecar, configPath } = await startFleet(genesisTime, sidecarPort, relayUrl,
+                                                     metricsPort);
 
     await expectForwarded(sidecar, relay);
+    await expectWarmedForProposals(relay, metricsPort);
     await expectBanEnforced(sidecar, relay, relayUrl);
     await expectBlocksReported();
     await expectBlockRootsAgree();
