@@ -1,8 +1,6 @@
-// Tests of the node service (Breaker: Connect, Report): a real Server (SQLite state in a temporary directory,
-// port 0) driven over gRPC by node clients and an operator, with time moved by a fake clock (the
-// fixture is in server_test_support.h).
-
-#include "service/rpc/server.h"
+// Tests of the node service (Breaker: Connect, Report): a real Server (SQLite state in a temporary
+// directory, port 0) driven over gRPC by node clients and an operator, with time moved by a fake
+// clock (the fixture is in server_test_support.h).
 
 #include <chrono>
 #include <cstdint>
@@ -32,6 +30,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "service/rpc/server.h"
 #include "service/rpc/server_test_support.h"
 #include "service/storage/sqlite_state_store.h"
 #include "tests/support/status_matchers.h"
@@ -323,6 +322,54 @@ TEST_F(ServerTest, ReplayedSequenceIsAcknowledgedAndIgnored) {
   EXPECT_EQ(GetPolicy().version(), version);
   EXPECT_FALSE(GetBuilder(5)->has_ban());
   EXPECT_EQ(GetNode("bn-1").last_sequence(), 2u);
+}
+
+// The node that used 2^62 is refused, not silently replayed, until the operator's reset,
+// which ends its stream (and no other) and holds across a restart (journaled).
+TEST_F(ServerTest, ResetNodeEndsTheStreamOfANodeAtItsLastNumberAndLetsItNumberAgain) {
+  StartServer();
+  constexpr uint64_t kLast = uint64_t{1} << 62;
+  std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
+  std::unique_ptr<NodeClient> other = ConnectedNode("bn-2");
+  ASSERT_TRUE(node->ObserveAndAwaitAck({Bid(kLast, 7, "")}).has_value());
+  ASSERT_TRUE(other->ObserveAndAwaitAck({Bid(4, 7, "")}).has_value());
+  // Unary, for an acknowledgement of these observations alone.
+  std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(channel_);
+  absl::StatusOr<v1::ReportResponse> report = Report(*stub, "bn-1", {Missing(3, 5, 'a')});
+  ASSERT_THAT(report, IsOk());
+  ASSERT_EQ(report->ack().refused_size(), 1);
+  EXPECT_EQ(report->ack().refused(0).code(),
+            static_cast<int32_t>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(report->ack().replayed(), 0u);
+  EXPECT_EQ(GetNode("bn-1").observations_refused(), 1u);
+  report = Report(*stub, "bn-2", {Bid(4, 7, "")});
+  ASSERT_THAT(report, IsOk());
+  EXPECT_EQ(report->ack().replayed(), 1u);
+  EXPECT_THAT(report->ack().refused(), IsEmpty());
+  EXPECT_EQ(GetNode("bn-2").observations_replayed(), 1u);
+  EXPECT_EQ(GetNode("bn-2").observations_refused(), 0u);
+
+  v1::ResetNodeRequest reset;
+  reset.set_node_id("bn-1");
+  ASSERT_THAT(Call(&v1::Admin::Stub::async::ResetNode, reset), IsOk());
+  const grpc::Status ended = node->AwaitEnd();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::ABORTED);
+  EXPECT_THAT(ended.error_message(), HasSubstr("reset this node's sequence numbers"));
+  // Another node's stream goes on.
+  ASSERT_TRUE(other->ObserveAndAwaitAck({Bid(5, 7, "")}).has_value());
+
+  Restart();
+  node = ConnectedNode("bn-1");
+  ASSERT_TRUE(node->node_state().has_value());
+  EXPECT_EQ(node->node_state()->last_sequence(), 0u);
+  std::optional<v1::ObservationAck> ack = node->ObserveAndAwaitAck({Missing(3, 5, 'a')});
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_THAT(ack->refused(), IsEmpty());
+  EXPECT_TRUE(GetBuilder(5)->has_ban());
+
+  reset.set_node_id("bn-none");
+  EXPECT_THAT(Call(&v1::Admin::Stub::async::ResetNode, reset),
+              StatusIs(absl::StatusCode::kNotFound));
 }
 
 TEST_F(ServerTest, ReconnectWithTheCurrentVersionGetsNoPolicy) {
