@@ -193,8 +193,10 @@ absl::Status Proxy::Start() {
   }
   // cpp-httplib's stop() does nothing to a server whose loop has not started yet, which would
   // then serve forever: Stop() may come right after Start() (a later part of the start failed).
+  // Bounded: a loop that ended at once (an accept error) never shows as running.
+  const absl::Time give_up = absl::Now() + absl::Seconds(1);
   for (auto& server : servers_) {
-    while (!server->is_running()) absl::SleepFor(absl::Milliseconds(1));
+    while (!server->is_running() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
   }
   maintenance_ = std::make_unique<Maintenance>(pools_);
   return absl::OkStatus();
