@@ -27,12 +27,16 @@ int main(int argc, char** argv) {
       "upstream, while breakerd's policy refuses that upstream (banned relay, SELF_BUILD, or\n"
       "TRUSTED_ONLY and the upstream untrusted); a Gloas bid of a banned builder is answered\n"
       "204 too; everything else is forwarded unchanged, within the request's X-Timeout-Ms.\n"
-      "Bids seen and failed reveals of headers the upstream signed are reported to breakerd.\n\n"
+      "Bids seen and failed reveals of headers the upstream signed are reported to breakerd.\n"
+      "Each upstream is reached over a pool of kept-alive HTTP/1.1 connections, TLS verified\n"
+      "against the system's trust store or the upstream's tls_ca_file.\n\n"
       "With beacon_node_url set, it also observes the beacon node over its Beacon API: at start\n"
       "it refuses a node whose genesis, slot or epoch length, or Gloas fork epoch differs from\n"
       "the chain of `network` (or of fallback_config_file); then it reports the node's blocks\n"
       "(canonical or not), the slots it judged empty, its finality and Gloas bids and payloads\n"
-      "to breakerd, nothing while the node syncs (docs/sidecar-observer.md).\n\n"
+      "to breakerd, nothing while the node syncs (docs/sidecar-observer.md); and it warms the\n"
+      "connections to the allowed upstreams one slot before each proposal of the validators\n"
+      "registered through it.\n\n"
       "Prometheus metrics at /metrics on metrics_listen, when set. Stops at SIGTERM or SIGINT.\n"
       "Prints 'sidecar ready' on stdout once every port listens.");
   absl::FlagsUsageConfig usage;
