@@ -12,12 +12,5 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 dir="${BREAKER_TSA_DIR:-$HOME/.cache/breaker-tsa}"
-# Every package of the project, named directory by directory rather than as //...: the bazel-*
-# links of the gcc builds point into another output base, which this build would walk into.
-targets=(//:all)
-for package in */; do
-  package="${package%/}"
-  case "$package" in bazel-*) continue ;; esac
-  if [ -f "$package/BUILD.bazel" ]; then targets+=("//$package/..."); fi
-done
+source tools/project_targets.sh
 exec bazel --output_base="$dir/output_base" build --config=tsa "$@" -- "${targets[@]}"
