@@ -602,11 +602,7 @@ absl::Status RunSimulate(const CommandContext& context) {
   if (context.options.json) {
     context.out.JsonText(TimelineToJson(*result));
   } else {
-    // The scenario's and configuration's strings are in it: each line escaped.
-    const std::string timeline = FormatTimeline(*result);
-    for (absl::string_view line : absl::StrSplit(absl::StripSuffix(timeline, "\n"), '\n')) {
-      context.out.Line(line);
-    }
+    PrintTimeline(*result, context.out);
   }
   if (!result->failures.empty()) {
     return ExpectationsFailed(absl::StrCat(

@@ -220,12 +220,14 @@ std::string HexBytes(const std::string& bytes) {
   return absl::StrCat("0x", absl::BytesToHexString(bytes));
 }
 
+std::string OrDash(absl::string_view text) { return text.empty() ? "-" : std::string(text); }
+
 std::string JoinOrDash(const google::protobuf::RepeatedPtrField<std::string>& items) {
-  return items.empty() ? "-" : absl::StrJoin(items, ", ");
+  return OrDash(absl::StrJoin(items, ", "));
 }
 
 std::string JoinOrDash(const google::protobuf::RepeatedField<uint64_t>& items) {
-  return items.empty() ? "-" : absl::StrJoin(items, ", ");
+  return OrDash(absl::StrJoin(items, ", "));
 }
 
 std::string Count(uint64_t n, const std::string& singular, const std::string& plural) {

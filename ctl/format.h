@@ -101,6 +101,8 @@ std::string BanKindName(breaker::v1::BanKind kind);
 std::string BanUntil(const breaker::v1::Ban& ban);
 // "0x" and the bytes in hex; "-" when empty.
 std::string HexBytes(const std::string& bytes);
+// `text`, or "-" when it is empty (a table's empty cell).
+std::string OrDash(absl::string_view text);
 // The items joined by ", "; "-" when there are none.
 std::string JoinOrDash(const google::protobuf::RepeatedPtrField<std::string>& items);
 std::string JoinOrDash(const google::protobuf::RepeatedField<uint64_t>& items);

@@ -19,6 +19,7 @@
 #include "core/chain_time.h"
 #include "core/engine.h"
 #include "core/relay_id.h"
+#include "ctl/format.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/codec/engine_codec.h"
 #include "proto/codec/journal_apply.h"
@@ -283,21 +284,6 @@ TimelineEntry EntryFor(int step, std::string step_name, const core::Engine& engi
 
 // --- Output ---
 
-// A table cell on one line: a line break or tab in a name would break the columns.
-std::string Cell(absl::string_view text) {
-  std::string cell(text);
-  for (char& c : cell) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  }
-  return cell.empty() ? "-" : cell;
-}
-
-std::string ModeText(v1::Mode mode) {
-  std::string name = v1::Mode_Name(mode);
-  constexpr absl::string_view kPrefix = "MODE_";
-  return absl::StartsWith(name, kPrefix) ? name.substr(kPrefix.size()) : name;
-}
-
 // `text` with every byte that is not part of a well-formed UTF-8 sequence replaced by U+FFFD.
 // The protobuf JSON printer silently drops such bytes (and logs an error); the text format
 // parser lets them into names, so a step name typed in another encoding would lose letters.
@@ -452,10 +438,10 @@ absl::StatusOr<SimulationResult> SimulateJournal(
   return result;
 }
 
-std::string FormatTimeline(const SimulationResult& result) {
-  std::vector<std::vector<std::string>> rows;
-  rows.push_back({"step", "name", "slot", "epoch", "version", "mode", "banned builders",
-                  "banned relays", "reason"});
+void PrintTimeline(const SimulationResult& result, Output& out) {
+  if (!result.description.empty()) out.Line(result.description);
+  Table table({"step", "name", "slot", "epoch", "version", "mode", "banned builders",
+               "banned relays", "reason"});
   for (const TimelineEntry& entry : result.timeline) {
     const v1::Policy& policy = entry.policy;
     std::vector<std::string> builders;
@@ -464,34 +450,16 @@ std::string FormatTimeline(const SimulationResult& result) {
     }
     std::vector<std::string> relays;
     for (const v1::RelayBan& ban : policy.banned_relays()) relays.push_back(ban.relay());
-    rows.push_back({absl::StrCat(entry.step), Cell(entry.step_name), absl::StrCat(entry.slot),
-                    absl::StrCat(entry.epoch), absl::StrCat(policy.version()),
-                    ModeText(policy.mode()), Cell(absl::StrJoin(builders, ",")),
-                    Cell(absl::StrJoin(relays, ",")), Cell(policy.reason())});
+    table.AddRow({absl::StrCat(entry.step), OrDash(entry.step_name), absl::StrCat(entry.slot),
+                  absl::StrCat(entry.epoch), absl::StrCat(policy.version()),
+                  ModeName(policy.mode()), OrDash(absl::StrJoin(builders, ",")),
+                  OrDash(absl::StrJoin(relays, ",")), OrDash(policy.reason())});
   }
-
-  // Every column but the last (the reason, free text) is padded to its widest cell.
-  const size_t columns = rows.front().size();
-  std::vector<size_t> widths(columns, 0);
-  for (const auto& row : rows) {
-    for (size_t c = 0; c + 1 < columns; ++c) widths[c] = std::max(widths[c], row[c].size());
-  }
-
-  std::string out;
-  if (!result.description.empty()) absl::StrAppend(&out, Cell(result.description), "\n");
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < columns; ++c) {
-      absl::StrAppend(&line, row[c]);
-      if (c + 1 < columns) line.append(widths[c] - row[c].size() + 2, ' ');
-    }
-    absl::StrAppend(&out, line, "\n");
-  }
+  out.Print(table);
   for (const ExpectationFailure& failure : result.failures) {
-    absl::StrAppend(&out, "FAILED step ", failure.step, " (", Cell(failure.step_name),
-                    "): ", Cell(failure.message), "\n");
+    out.Line(absl::StrCat("FAILED step ", failure.step, " (", failure.step_name,
+                          "): ", failure.message));
   }
-  return out;
 }
 
 std::string TimelineToJson(const SimulationResult& result) {

@@ -14,6 +14,7 @@
 #include "breaker/v1/scenario.pb.h"
 #include "core/config.h"
 #include "core/types.h"
+#include "ctl/format.h"
 
 namespace breaker::ctl {
 
@@ -68,9 +69,11 @@ absl::StatusOr<SimulationResult> SimulateJournal(
     const core::Config& config, core::Slot start_slot,
     const std::vector<breaker::state::v1::JournalEntry>& journal);
 
-// The timeline as a table for people: one line per version (step, slot, epoch, version, mode,
-// banned builders and relays, reason), then one line per failed expectation.
-std::string FormatTimeline(const SimulationResult& result);
+// The timeline for people, to `out`: the scenario's description, a table with one line per
+// version (step, slot, epoch, version, mode, banned builders and relays, reason), then one line
+// per failed expectation. Every string from the scenario or the configuration is escaped (as
+// Output escapes), and the columns are aligned on the escaped text.
+void PrintTimeline(const SimulationResult& result, Output& out);
 
 // The timeline as JSON for scripts: a breaker.v1.SimulationReport in proto JSON, every field
 // present, one line. Fields print in their declared order, so the same result gives the same

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -38,8 +39,24 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 using ::testing::StartsWith;
+
+// The timeline as breakerctl shows it.
+std::string FormatTimeline(const SimulationResult& result) {
+  std::ostringstream stream;
+  Output out(stream);
+  PrintTimeline(result, out);
+  return stream.str();
+}
+
+// How many UTF-8 characters `line` has before its byte `byte`.
+int CharactersBefore(const std::string& line, size_t byte) {
+  return static_cast<int>(std::count_if(line.begin(), line.begin() + byte, [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
 
 constexpr char kScenarioDir[] = "examples/scenarios";
 
@@ -804,14 +821,38 @@ TEST(FormatTimelineTest, IsAnAlignedTableWithTheDescriptionFirst) {
   }
 }
 
-TEST(FormatTimelineTest, KeepsEachRowOnOneLine) {
+TEST(FormatTimelineTest, KeepsEachRowOnOneLineWithControlBytesEscaped) {
   SimulationResult result;
+  result.description = "clears\x1b[2J the screen";
   result.timeline.emplace_back();
   result.timeline.back().step_name = "two\nlines";
   result.failures.push_back(ExpectationFailure{1, "a\tb", "x\ny"});
   const std::string table = FormatTimeline(result);
-  EXPECT_THAT(table, HasSubstr("two lines"));
-  EXPECT_THAT(table, HasSubstr("FAILED step 1 (a b): x y\n"));
+  EXPECT_THAT(table, Not(HasSubstr("\x1b")));
+  EXPECT_THAT(table, HasSubstr("clears\\x1b[2J the screen\n"));
+  EXPECT_THAT(table, HasSubstr("two\\nlines"));
+  EXPECT_THAT(table, HasSubstr("FAILED step 1 (a\\tb): x\\ny\n"));
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 4) << table;
+}
+
+TEST(FormatTimelineTest, AlignsColumnsOnTheTextShown) {
+  SimulationResult result;
+  for (const std::string name : {"\xc3\x9c" "berpr\xc3\xbc" "fung", "esc\x1b", "plain"}) {
+    result.timeline.emplace_back();
+    result.timeline.back().step_name = name;
+    result.timeline.back().policy.set_version(7);
+  }
+  const std::vector<std::string> lines =
+      absl::StrSplit(FormatTimeline(result), '\n', absl::SkipEmpty());
+  ASSERT_THAT(lines, SizeIs(4));
+  // The slot column starts at the same character (not byte) on every line.
+  auto slot_column = [](const std::string& line) {
+    const size_t at = line.find("  0  ");
+    return at == std::string::npos ? -1 : CharactersBefore(line, at);
+  };
+  const int expected = slot_column(lines[1]);
+  ASSERT_GT(expected, 0) << lines[1];
+  for (size_t i = 2; i < lines.size(); ++i) EXPECT_EQ(slot_column(lines[i]), expected) << lines[i];
 }
 
 // The JSON output, parsed back as a script would, against the schema it follows.
