@@ -22,7 +22,9 @@
 #include "absl/time/time.h"
 #include "client/channel_security.h"
 #include "client/client.h"
+#include "client/policy_snapshot.h"
 #include "core/config.h"
+#include "core/input_bounds.h"
 #include "core/observation.h"
 #include "core/policy.h"
 #include "core/types.h"
@@ -39,6 +41,16 @@ struct breaker_client {
   std::unique_ptr<breaker::client::BreakerClient> impl;
 };
 
+// A held snapshot, with its lists sorted once so that bindings read them by index.
+struct breaker_policy {
+  std::shared_ptr<const breaker::client::PolicySnapshot> snapshot;
+  std::vector<uint64_t> banned_builders;
+  std::vector<uint64_t> trusted_builders;
+  // Point into `snapshot`, which this holds.
+  std::vector<const std::string*> banned_relays;
+  std::vector<const std::string*> trusted_relays;
+};
+
 namespace {
 
 using breaker::client::BreakerClient;
@@ -47,19 +59,46 @@ using breaker::client::PolicySource;
 
 int Code(absl::StatusCode code) { return static_cast<int>(code); }
 
-constexpr int kInvalidArgument = BREAKER_INVALID_ARGUMENT;
+// Copies `message` into `out`, truncated to fit, NUL-terminated.
+template <size_t N>
+void CopyTruncated(absl::string_view message, char (&out)[N]) {
+  const size_t n = std::min(message.size(), N - 1);
+  if (n > 0) std::memcpy(out, message.data(), n);
+  out[n] = '\0';
+}
 
-// Fills `err` (when not null) with `status`, truncating the message to fit; returns its code.
-int SetError(const absl::Status& status, breaker_error* err) {
+// The result of this thread's last call that returns a code, for breaker_last_error: kept per
+// thread so that concurrent callers never see each other's errors.
+thread_local breaker_error last_error = {BREAKER_OK, ""};
+
+// Records `status` as this thread's last result, fills `err` (when not null) with it, and
+// returns its code.
+int SetError(const absl::Status& status, breaker_error* err = nullptr) {
   const int code = Code(status.code());
-  if (err != nullptr) {
-    err->code = code;
-    const absl::string_view message = status.message();
-    const size_t n = std::min(message.size(), sizeof(err->message) - 1);
-    if (n > 0) std::memcpy(err->message, message.data(), n);
-    err->message[n] = '\0';
-  }
+  last_error.code = code;
+  CopyTruncated(status.message(), last_error.message);
+  if (err != nullptr) *err = last_error;
   return code;
+}
+
+int Ok() { return SetError(absl::OkStatus()); }
+
+// Records an INVALID_ARGUMENT of `function` saying `what`; returns its code.
+int Invalid(absl::string_view function, absl::string_view what) {
+  return SetError(absl::InvalidArgumentError(absl::StrCat(function, ": ", what)));
+}
+
+// Records `status`, a refusal of `function`, when it is not OK; returns its code.
+int Check(absl::string_view function, const absl::Status& status) {
+  if (status.ok()) return Ok();
+  return SetError(absl::Status(status.code(), absl::StrCat(function, ": ", status.message())));
+}
+
+// A relay identifier within breakerd's bound (an absent one is P2P, within it too).
+absl::Status CheckRelay(const char* relay) {
+  if (relay == nullptr) return absl::OkStatus();
+  return breaker::core::bounds::CheckMaxBytes("relay", relay,
+                                              breaker::core::bounds::kMaxRelayIdBytes);
 }
 
 int ModeNumber(breaker::core::Mode mode) {
@@ -97,12 +136,55 @@ absl::string_view OrEmpty(const char* s) { return s == nullptr ? absl::string_vi
 // Queues `event`; the caller has checked its arguments.
 int Report(breaker_client* client, uint64_t slot, breaker::core::Event event) {
   client->impl->Report(slot, std::move(event));
-  return BREAKER_OK;
+  return Ok();
+}
+
+constexpr char kClientIsNull[] = "client is NULL";
+constexpr char kRootIsNull[] = "root is NULL (a block root is 32 bytes)";
+
+template <typename Map>
+std::vector<const std::string*> SortedKeys(const Map& map) {
+  std::vector<const std::string*> keys;
+  keys.reserve(map.size());
+  for (const auto& entry : map) keys.push_back(&entry.first);
+  std::sort(keys.begin(), keys.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+  return keys;
+}
+
+std::vector<const std::string*> SortedStrings(const absl::flat_hash_set<std::string>& set) {
+  std::vector<const std::string*> strings;
+  strings.reserve(set.size());
+  for (const std::string& s : set) strings.push_back(&s);
+  std::sort(strings.begin(), strings.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+  return strings;
+}
+
+std::vector<uint64_t> SortedBuilders(const absl::flat_hash_map<uint64_t, breaker::core::Ban>& bans) {
+  std::vector<uint64_t> builders;
+  builders.reserve(bans.size());
+  for (const auto& entry : bans) builders.push_back(entry.first);
+  std::sort(builders.begin(), builders.end());
+  return builders;
+}
+
+// Copies the first `cap` of `values` to `out`; returns how many there are.
+size_t CopyPrefix(const std::vector<uint64_t>& values, uint64_t* out, size_t cap) {
+  if (out != nullptr) std::copy_n(values.begin(), std::min(cap, values.size()), out);
+  return values.size();
+}
+
+const char* At(const std::vector<const std::string*>& strings, size_t index) {
+  return index < strings.size() ? strings[index]->c_str() : nullptr;
 }
 
 }  // namespace
 
 extern "C" {
+
+int breaker_last_error(breaker_error* out) {
+  if (out != nullptr) *out = last_error;
+  return last_error.code;
+}
 
 // --- Options ---
 
@@ -110,62 +192,76 @@ breaker_options* breaker_options_new(void) { return new (std::nothrow) breaker_o
 
 void breaker_options_free(breaker_options* opts) { delete opts; }
 
+// Each setter below checks the same two pointers first.
+#define BREAKER_CHECK_SETTER(function, opts, value)                          \
+  do {                                                                       \
+    if ((opts) == nullptr) return Invalid(function, "options is NULL");      \
+    if ((value) == nullptr) return Invalid(function, #value " is NULL");     \
+  } while (0)
+
 int breaker_options_add_address(breaker_options* opts, const char* address) {
-  if (opts == nullptr || address == nullptr) return kInvalidArgument;
+  BREAKER_CHECK_SETTER("breaker_options_add_address", opts, address);
   opts->options.addresses.emplace_back(address);
-  return BREAKER_OK;
+  return Ok();
 }
 
 int breaker_options_set_node_id(breaker_options* opts, const char* node_id) {
-  if (opts == nullptr || node_id == nullptr) return kInvalidArgument;
+  BREAKER_CHECK_SETTER("breaker_options_set_node_id", opts, node_id);
   opts->options.node_id = node_id;
-  return BREAKER_OK;
+  return Ok();
 }
 
 int breaker_options_set_network(breaker_options* opts, const char* network) {
-  if (opts == nullptr || network == nullptr) return kInvalidArgument;
+  BREAKER_CHECK_SETTER("breaker_options_set_network", opts, network);
   opts->options.network = network;
-  return BREAKER_OK;
+  return Ok();
 }
 
 int breaker_options_set_client_version(breaker_options* opts, const char* client_version) {
-  if (opts == nullptr || client_version == nullptr) return kInvalidArgument;
+  BREAKER_CHECK_SETTER("breaker_options_set_client_version", opts, client_version);
   opts->options.client_version = client_version;
-  return BREAKER_OK;
+  return Ok();
 }
 
 int breaker_options_set_max_buffered_observations(breaker_options* opts, size_t max) {
-  if (opts == nullptr) return kInvalidArgument;
+  if (opts == nullptr) return Invalid("breaker_options_set_max_buffered_observations", "options is NULL");
   opts->options.max_buffered_observations = max;
-  return BREAKER_OK;
+  return Ok();
 }
 
 int breaker_options_set_staleness_limit_seconds(breaker_options* opts, double seconds) {
-  if (opts == nullptr || !std::isfinite(seconds) || seconds < 0) return kInvalidArgument;
+  constexpr char kFunction[] = "breaker_options_set_staleness_limit_seconds";
+  if (opts == nullptr) return Invalid(kFunction, "options is NULL");
+  if (!std::isfinite(seconds) || seconds < 0) {
+    return Invalid(kFunction, absl::StrCat("seconds is ", seconds,
+                                           "; give a finite, positive number of seconds"));
+  }
   opts->options.staleness_limit = absl::Seconds(seconds);
-  return BREAKER_OK;
+  return Ok();
 }
 
 int breaker_options_set_fallback_config_file(breaker_options* opts, const char* path) {
-  if (opts == nullptr || path == nullptr) return kInvalidArgument;
+  BREAKER_CHECK_SETTER("breaker_options_set_fallback_config_file", opts, path);
   opts->fallback_config_file = path;
-  return BREAKER_OK;
+  return Ok();
 }
 
 int breaker_options_set_tls(breaker_options* opts, const char* ca_file, const char* cert_file,
                             const char* key_file) {
-  if (opts == nullptr || ca_file == nullptr) return kInvalidArgument;
+  BREAKER_CHECK_SETTER("breaker_options_set_tls", opts, ca_file);
   opts->security_files.tls_ca_file = ca_file;
   opts->security_files.tls_cert_file = cert_file == nullptr ? "" : cert_file;
   opts->security_files.tls_key_file = key_file == nullptr ? "" : key_file;
-  return BREAKER_OK;
+  return Ok();
 }
 
 int breaker_options_set_bearer_token(breaker_options* opts, const char* token) {
-  if (opts == nullptr || token == nullptr) return kInvalidArgument;
+  BREAKER_CHECK_SETTER("breaker_options_set_bearer_token", opts, token);
   opts->options.bearer_token = token;
-  return BREAKER_OK;
+  return Ok();
 }
+
+#undef BREAKER_CHECK_SETTER
 
 // --- The client ---
 
@@ -211,7 +307,18 @@ void breaker_client_free(breaker_client* client) {
 
 int breaker_report_bid(breaker_client* client, uint64_t slot, uint64_t builder,
                        const char* relay_or_null, const uint8_t* pubkey, size_t pubkey_len) {
-  if (client == nullptr || (pubkey == nullptr && pubkey_len != 0)) return kInvalidArgument;
+  constexpr char kFunction[] = "breaker_report_bid";
+  if (client == nullptr) return Invalid(kFunction, kClientIsNull);
+  if (pubkey == nullptr && pubkey_len != 0) {
+    return Invalid(kFunction, absl::StrCat("pubkey is NULL with pubkey_len ", pubkey_len,
+                                           "; pass NULL with 0 when the key is not known"));
+  }
+  if (pubkey_len != 0 && pubkey_len != breaker::core::bounds::kPubkeyBytes) {
+    return Invalid(kFunction, absl::StrCat("pubkey is ", pubkey_len, " bytes; a builder's key is ",
+                                           breaker::core::bounds::kPubkeyBytes,
+                                           " bytes, or none (NULL, 0)"));
+  }
+  if (int code = Check(kFunction, CheckRelay(relay_or_null)); code != BREAKER_OK) return code;
   breaker::core::BidSeen bid;
   bid.builder = builder;
   bid.relay = std::string(OrEmpty(relay_or_null));
@@ -221,9 +328,13 @@ int breaker_report_bid(breaker_client* client, uint64_t slot, uint64_t builder,
 
 int breaker_report_payload_missing(breaker_client* client, uint64_t slot, uint64_t builder,
                                    const uint8_t root[32], double attested_fraction) {
+  constexpr char kFunction[] = "breaker_report_payload_missing";
+  if (client == nullptr) return Invalid(kFunction, kClientIsNull);
+  if (root == nullptr) return Invalid(kFunction, kRootIsNull);
   // Written so that NaN is refused too.
-  if (client == nullptr || root == nullptr || !(attested_fraction >= 0 && attested_fraction <= 1)) {
-    return kInvalidArgument;
+  if (!(attested_fraction >= 0 && attested_fraction <= 1)) {
+    return Invalid(kFunction, absl::StrCat("attested_fraction is ", attested_fraction,
+                                           "; it is a fraction of the committee's weight, 0..1"));
   }
   breaker::core::PayloadMissing missing;
   missing.builder = builder;
@@ -234,7 +345,9 @@ int breaker_report_payload_missing(breaker_client* client, uint64_t slot, uint64
 
 int breaker_report_payload_delivered(breaker_client* client, uint64_t slot, uint64_t builder,
                                      const uint8_t root[32]) {
-  if (client == nullptr || root == nullptr) return kInvalidArgument;
+  constexpr char kFunction[] = "breaker_report_payload_delivered";
+  if (client == nullptr) return Invalid(kFunction, kClientIsNull);
+  if (root == nullptr) return Invalid(kFunction, kRootIsNull);
   breaker::core::PayloadDelivered delivered;
   delivered.builder = builder;
   delivered.root = Root(root);
@@ -243,10 +356,18 @@ int breaker_report_payload_delivered(breaker_client* client, uint64_t slot, uint
 
 int breaker_report_blocks_seen(breaker_client* client, uint64_t slot, const uint8_t* roots,
                                size_t n_roots) {
-  constexpr size_t kRootSize = sizeof(breaker::core::BlockRoot::bytes);
-  if (client == nullptr || (roots == nullptr && n_roots != 0) || n_roots > SIZE_MAX / kRootSize) {
-    return kInvalidArgument;
+  constexpr char kFunction[] = "breaker_report_blocks_seen";
+  if (client == nullptr) return Invalid(kFunction, kClientIsNull);
+  if (roots == nullptr && n_roots != 0) {
+    return Invalid(kFunction, absl::StrCat("roots is NULL with n_roots ", n_roots));
   }
+  if (int code = Check(kFunction, breaker::core::bounds::CheckMaxCount(
+                                      "n_roots", n_roots,
+                                      breaker::core::bounds::kMaxBlockRootsPerSlot));
+      code != BREAKER_OK) {
+    return code;
+  }
+  constexpr size_t kRootSize = sizeof(breaker::core::BlockRoot::bytes);
   breaker::core::BlocksSeen seen;
   seen.roots.reserve(n_roots);
   for (size_t i = 0; i < n_roots; ++i) seen.roots.push_back(Root(roots + i * kRootSize));
@@ -254,14 +375,14 @@ int breaker_report_blocks_seen(breaker_client* client, uint64_t slot, const uint
 }
 
 int breaker_report_finalized(breaker_client* client, uint64_t slot, uint64_t epoch) {
-  if (client == nullptr) return kInvalidArgument;
+  if (client == nullptr) return Invalid("breaker_report_finalized", kClientIsNull);
   breaker::core::Finalized finalized;
   finalized.epoch = epoch;
   return Report(client, slot, finalized);
 }
 
 int breaker_report_builder_exited(breaker_client* client, uint64_t slot, uint64_t builder) {
-  if (client == nullptr) return kInvalidArgument;
+  if (client == nullptr) return Invalid("breaker_report_builder_exited", kClientIsNull);
   breaker::core::BuilderExited exited;
   exited.builder = builder;
   return Report(client, slot, exited);
@@ -269,7 +390,13 @@ int breaker_report_builder_exited(breaker_client* client, uint64_t slot, uint64_
 
 int breaker_report_relay_reveal_missing(breaker_client* client, uint64_t slot, const char* relay,
                                         const uint8_t root[32]) {
-  if (client == nullptr || relay == nullptr || root == nullptr) return kInvalidArgument;
+  constexpr char kFunction[] = "breaker_report_relay_reveal_missing";
+  if (client == nullptr) return Invalid(kFunction, kClientIsNull);
+  if (relay == nullptr || relay[0] == '\0') {
+    return Invalid(kFunction, "relay is empty; name the relay that signed the header");
+  }
+  if (root == nullptr) return Invalid(kFunction, kRootIsNull);
+  if (int code = Check(kFunction, CheckRelay(relay)); code != BREAKER_OK) return code;
   breaker::core::RelayRevealMissing missing;
   missing.relay = relay;
   missing.root = Root(root);
@@ -300,27 +427,76 @@ uint64_t breaker_policy_version(const breaker_client* client) {
 
 size_t breaker_banned_builders(const breaker_client* client, uint64_t* out, size_t cap) {
   if (client == nullptr) return 0;
-  const std::shared_ptr<const PolicySnapshot> snapshot = client->impl->policy();
-  std::vector<uint64_t> banned;
-  banned.reserve(snapshot->policy.banned_builders.size());
-  for (const auto& entry : snapshot->policy.banned_builders) banned.push_back(entry.first);
-  std::sort(banned.begin(), banned.end());
-  if (out != nullptr) std::copy_n(banned.begin(), std::min(cap, banned.size()), out);
-  return banned.size();
+  return CopyPrefix(SortedBuilders(client->impl->policy()->policy.banned_builders), out, cap);
+}
+
+breaker_policy* breaker_policy_get(const breaker_client* client) {
+  if (client == nullptr) return nullptr;
+  auto* held = new breaker_policy();
+  held->snapshot = client->impl->policy();
+  const breaker::core::Policy& policy = held->snapshot->policy;
+  held->banned_builders = SortedBuilders(policy.banned_builders);
+  held->trusted_builders.assign(policy.trusted_builders.begin(), policy.trusted_builders.end());
+  std::sort(held->trusted_builders.begin(), held->trusted_builders.end());
+  held->banned_relays = SortedKeys(policy.banned_relays);
+  held->trusted_relays = SortedStrings(policy.trusted_relays);
+  return held;
+}
+
+void breaker_policy_free(breaker_policy* policy) { delete policy; }
+
+bool breaker_policy_is_current(const breaker_client* client, const breaker_policy* policy) {
+  if (client == nullptr || policy == nullptr) return false;
+  // `policy` holds its snapshot, so no other snapshot can have its address meanwhile.
+  return client->impl->policy() == policy->snapshot;
+}
+
+int breaker_policy_read(const breaker_policy* policy, breaker_policy_info* out) {
+  if (policy == nullptr) return Invalid("breaker_policy_read", "policy is NULL");
+  if (out == nullptr) return Invalid("breaker_policy_read", "out is NULL");
+  out->fleet_version = policy->snapshot->fleet_version;
+  out->mode = ModeNumber(policy->snapshot->policy.mode);
+  out->source = SourceNumber(policy->snapshot->source);
+  out->n_banned_builders = policy->banned_builders.size();
+  out->n_trusted_builders = policy->trusted_builders.size();
+  out->n_banned_relays = policy->banned_relays.size();
+  out->n_trusted_relays = policy->trusted_relays.size();
+  return Ok();
+}
+
+size_t breaker_policy_banned_builders(const breaker_policy* policy, uint64_t* out, size_t cap) {
+  return policy == nullptr ? 0 : CopyPrefix(policy->banned_builders, out, cap);
+}
+
+size_t breaker_policy_trusted_builders(const breaker_policy* policy, uint64_t* out, size_t cap) {
+  return policy == nullptr ? 0 : CopyPrefix(policy->trusted_builders, out, cap);
+}
+
+const char* breaker_policy_banned_relay(const breaker_policy* policy, size_t index) {
+  return policy == nullptr ? nullptr : At(policy->banned_relays, index);
+}
+
+const char* breaker_policy_trusted_relay(const breaker_policy* policy, size_t index) {
+  return policy == nullptr ? nullptr : At(policy->trusted_relays, index);
+}
+
+const char* breaker_policy_mode_reason(const breaker_policy* policy) {
+  return policy == nullptr ? "" : policy->snapshot->policy.mode_reason.c_str();
 }
 
 // --- Subscriptions ---
 
 int breaker_subscribe(breaker_client* client, breaker_policy_callback callback, void* user_data,
                       int* subscription_id) {
-  if (client == nullptr || callback == nullptr || subscription_id == nullptr) {
-    return kInvalidArgument;
-  }
+  constexpr char kFunction[] = "breaker_subscribe";
+  if (client == nullptr) return Invalid(kFunction, kClientIsNull);
+  if (callback == nullptr) return Invalid(kFunction, "callback is NULL");
+  if (subscription_id == nullptr) return Invalid(kFunction, "subscription_id is NULL");
   *subscription_id =
       client->impl->Subscribe([callback, user_data](std::shared_ptr<const PolicySnapshot> s) {
         callback(user_data, s->fleet_version, ModeNumber(s->policy.mode), SourceNumber(s->source));
       });
-  return BREAKER_OK;
+  return Ok();
 }
 
 void breaker_unsubscribe(breaker_client* client, int subscription_id) {
@@ -347,6 +523,9 @@ void breaker_get_stats(const breaker_client* client, breaker_stats* out) {
   out->fleet_policy_version = stats.fleet_policy_version;
   out->source = SourceNumber(stats.source);
   out->fallback_active = stats.fallback_active;
+  out->replayed = stats.replayed;
+  out->sequence_exhausted = stats.sequence_exhausted;
+  CopyTruncated(stats.address, out->address);
 }
 
 }  // extern "C"

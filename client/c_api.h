@@ -16,16 +16,27 @@
  * Before any fleet policy has arrived, the local one applies. Reconnects back off from 1 s,
  * x1.6, to 30 s, with jitter.
  *
- * Conventions of every function below:
+ * Conventions of every function below (each function's comment ends with a line naming its
+ * thread safety, whether it blocks, and who owns what it takes and returns):
  *   - Errors: a function that can fail returns an int code: 0 (BREAKER_OK) on success,
- *     otherwise the canonical gRPC/absl status code (e.g. 3, BREAKER_INVALID_ARGUMENT).
- *     breaker_client_new also fills an optional caller-provided breaker_error.
+ *     otherwise the canonical gRPC/absl status code (e.g. 3, BREAKER_INVALID_ARGUMENT). Each
+ *     such function also records its code and a message saying what was wrong, for the calling
+ *     thread, which breaker_last_error copies; breaker_client_new also fills an optional
+ *     caller-provided breaker_error.
  *   - Strings and byte arrays passed in are copied before the function returns; the caller
- *     keeps ownership of them.
- *   - Handles: every object this API allocates is freed by its matching _free function.
+ *     keeps ownership of them. Strings handed out belong to the object named in the function's
+ *     comment and stay valid until that object is freed; the caller never frees them.
+ *   - Handles: every object this API allocates is freed by its matching _free function, and
+ *     only by it.
  *   - Thread safety: every function may be called from any thread, concurrently, except the
  *     _free functions, which must not race with any other call on the same object. A
- *     breaker_options is not shared state: do not modify one from two threads at once.
+ *     breaker_options is not shared state: do not modify one from two threads at once. No
+ *     function keeps a pointer the caller passed past its return, except `user_data` of
+ *     breaker_subscribe.
+ *   - Blocking: only breaker_client_free (which ends the library's threads) and
+ *     breaker_unsubscribe (which waits for a running callback) wait; every other function
+ *     returns without waiting for the network, a lock held across I/O, or another thread's
+ *     callback.
  *   - Nothing is thrown across this boundary: the C++ side reports errors as status values.
  *     Running out of memory (other than in breaker_options_new) ends the process.
  */
@@ -56,6 +67,13 @@ typedef struct breaker_error {
   char message[256];
 } breaker_error;
 
+/* Copies to `*out` (when not NULL) the code and message of the last call on this thread of a
+ * function of this API that returns an int code, and returns that code: 0 with an empty
+ * message when that call succeeded, or when there was none. A binding whose language moves
+ * its tasks between threads calls it in the same native call as the function that failed.
+ * Thread-safe (per thread); does not block; the caller owns `*out`. */
+int breaker_last_error(breaker_error* out);
+
 /* ------------------------------------------------------------------------------------------
  * Options. */
 
@@ -64,15 +82,17 @@ typedef struct breaker_options breaker_options;
 
 /* Returns new options with the library's defaults and no address nor node id (both required
  * by breaker_client_new). Free with breaker_options_free. Returns NULL only when out of
- * memory. */
+ * memory. Thread-safe; does not block; the caller owns the result. */
 breaker_options* breaker_options_new(void);
 
-/* Frees `opts`. NULL is allowed. A client created from them does not need them any more. */
+/* Frees `opts`. NULL is allowed. A client created from them does not need them any more.
+ * Must not race with another call on `opts`; does not block. */
 void breaker_options_free(breaker_options* opts);
 
 /* Each setter returns 0, or BREAKER_INVALID_ARGUMENT for a NULL `opts` or string, or a value
  * named below as refused; values out of range otherwise are refused by breaker_client_new,
- * which names them. Strings are copied. */
+ * which names them. Strings are copied. Not thread-safe on one `opts` (see above); none
+ * blocks. */
 
 /* Adds a breakerd address ("host:port"); addresses are tried in turn, the next at once when
  * one fails, the backoff waiting once each has failed (give every replica's). At least one is
@@ -130,22 +150,30 @@ typedef struct breaker_client breaker_client;
  *     of range, an invalid fallback configuration file, or a TLS certificate without its key
  *     (the message names what is wrong);
  *   BREAKER_NOT_FOUND when the fallback configuration file or a TLS file does not exist;
- *   BREAKER_FAILED_PRECONDITION when one cannot be read. */
+ *   BREAKER_FAILED_PRECONDITION when one cannot be read.
+ * Thread-safe (`opts` is only read); reads the files named in `opts` but does not wait for the
+ * network; the caller owns the client and frees it with breaker_client_free. */
 int breaker_client_new(const breaker_options* opts, breaker_client** out, breaker_error* err);
 
 /* Stops the client's threads and frees it. Buffered observations not yet acknowledged are
- * lost (a restarted node reports anew). NULL is allowed.
+ * lost (a restarted node reports anew). NULL is allowed. Blocks until the library's threads
+ * have ended: the stream to breakerd is cancelled, not drained, so this takes milliseconds
+ * whatever breakerd does (docs/bindings.md has the figures). Snapshots from breaker_policy_get
+ * stay valid.
  * REQUIRES: no other call on `client` is running or will start; not called from a policy
  * callback. */
 void breaker_client_free(breaker_client* client);
 
 /* ------------------------------------------------------------------------------------------
  * Reports: what this node saw about `slot`. Each queues one observation and returns at once,
- * never waiting for the network. Each returns 0, or BREAKER_INVALID_ARGUMENT (nothing queued)
- * for a NULL client or a NULL pointer where one is required. Roots are 32 bytes. Builder
- * indices are the chain's (UINT64_MAX is the proposer's own payload). Relays are endpoint
- * identifiers in any spelling ("host:port", URLs with credentials, ...): the library
- * normalizes them. */
+ * never waiting for the network. Each returns 0, or BREAKER_INVALID_ARGUMENT (nothing queued,
+ * breaker_last_error says why) for a NULL client, a NULL pointer where one is required, or an
+ * input past breakerd's bounds: a relay identifier longer than 512 bytes, a public key that is
+ * not 48 bytes, more than 64 roots. Roots are 32 bytes. Builder indices are the chain's
+ * (UINT64_MAX is the proposer's own payload). Relays are endpoint identifiers in any spelling
+ * ("host:port", URLs with credentials, ...): the library normalizes them, and breakerd refuses
+ * (counted in breaker_stats.refused) one that is not an endpoint.
+ * Each is thread-safe, does not block, and copies what it is given. */
 
 /* A bid for `builder` reached the node, through `relay_or_null` (NULL or "" for a bid received
  * over P2P). `pubkey` (`pubkey_len` bytes) is the builder's public key when the node could
@@ -180,7 +208,9 @@ int breaker_report_relay_reveal_missing(breaker_client* client, uint64_t slot, c
 
 /* ------------------------------------------------------------------------------------------
  * The policy in force. Each function reads one immutable snapshot without blocking; two calls
- * may see two different policies if a new one arrives in between. */
+ * may see two different policies if a new one arrives in between (breaker_policy_get holds one
+ * snapshot for several reads). Each is thread-safe and wait-free in the common case: it takes
+ * no lock the network side holds. */
 
 /* The fleet's fallback mode; the numbers are the proto's (breaker.v1.Mode). */
 enum breaker_mode {
@@ -224,28 +254,88 @@ uint64_t breaker_policy_version(const breaker_client* client);
  * NULL client. */
 size_t breaker_banned_builders(const breaker_client* client, uint64_t* out, size_t cap);
 
+/* One policy in force, held: every read of it answers from the same policy. Opaque; take one
+ * with breaker_policy_get, free it with breaker_policy_free. Immutable, so that any number of
+ * threads may read one at once; it does not refer to its client and may outlive it. */
+typedef struct breaker_policy breaker_policy;
+
+/* Returns the policy in force now, which the caller owns and frees with breaker_policy_free;
+ * NULL for a NULL client. Thread-safe; does not block (it copies the policy's lists, sorted,
+ * once: read cost grows with the number of bans and trusted entries). */
+breaker_policy* breaker_policy_get(const breaker_client* client);
+
+/* Frees `policy`, and with it every string read from it. NULL is allowed. Must not race with
+ * another call on `policy`; does not block. */
+void breaker_policy_free(breaker_policy* policy);
+
+/* Returns whether `policy` is still the client's policy in force: a binding keeps its own
+ * copy of a policy and refreshes it only when this turns false. False for a NULL argument.
+ * Thread-safe; does not block; keeps neither pointer. */
+bool breaker_policy_is_current(const breaker_client* client, const breaker_policy* policy);
+
+/* The scalar fields of a held policy. */
+typedef struct breaker_policy_info {
+  /* As breaker_policy_version: 0 when no fleet policy has arrived. */
+  uint64_t fleet_version;
+  /* A breaker_mode. */
+  int mode;
+  /* A breaker_source. */
+  int source;
+  /* The lengths of the lists below. */
+  size_t n_banned_builders;
+  size_t n_trusted_builders;
+  size_t n_banned_relays;
+  size_t n_trusted_relays;
+} breaker_policy_info;
+
+/* Fills `*out` from `policy`. Returns 0, or BREAKER_INVALID_ARGUMENT for a NULL argument.
+ * Thread-safe; does not block; the caller owns `*out`. */
+int breaker_policy_read(const breaker_policy* policy, breaker_policy_info* out);
+
+/* Copy the first `cap` builder indices the policy bans, or trusts, in increasing order, to
+ * `out` (which may be NULL when `cap` is 0), and return how many there are (0 for a NULL
+ * policy). Thread-safe; do not block; the caller owns `out`. */
+size_t breaker_policy_banned_builders(const breaker_policy* policy, uint64_t* out, size_t cap);
+size_t breaker_policy_trusted_builders(const breaker_policy* policy, uint64_t* out, size_t cap);
+
+/* Return the `index`th relay the policy bans, or trusts, in increasing byte order of the
+ * normalized identifiers, NUL-terminated; NULL when `index` is past the end or `policy` is
+ * NULL. The string belongs to `policy` and stays valid until breaker_policy_free(policy).
+ * Thread-safe; do not block. */
+const char* breaker_policy_banned_relay(const breaker_policy* policy, size_t index);
+const char* breaker_policy_trusted_relay(const breaker_policy* policy, size_t index);
+
+/* Returns why the mode is what it is (empty for BREAKER_MODE_ALL_BUILDERS), NUL-terminated;
+ * "" for a NULL policy. The string belongs to `policy` and stays valid until
+ * breaker_policy_free(policy). Thread-safe; does not block. */
+const char* breaker_policy_mode_reason(const breaker_policy* policy);
+
 /* ------------------------------------------------------------------------------------------
  * Subscriptions. */
 
 /* Called with every new policy in force (a new fleet version or a change of source), with its
  * fleet version (as breaker_policy_version), mode (a breaker_mode) and source (a
  * breaker_source). Runs on a library thread, never on the thread that subscribed, one call at
- * a time; it should return quickly. It may call any function of this API on the client
- * (including breaker_subscribe and breaker_unsubscribe) except breaker_client_free, which it
- * must not call. */
+ * a time; it should return quickly (it delays the next callbacks, and breaker_unsubscribe waits
+ * for it). It may call any function of this API on the client (including breaker_subscribe and
+ * breaker_unsubscribe) except breaker_client_free, which it must not call. The library's
+ * thread is not one the caller created: a runtime that needs to know its threads (Go's, the
+ * JVM) attaches it the way it attaches any foreign thread. */
 typedef void (*breaker_policy_callback)(void* user_data, uint64_t fleet_version, int mode,
                                         int source);
 
 /* Subscribes `callback`, which is passed `user_data` as is, and stores the subscription's id
  * in `*subscription_id`. Returns 0, or BREAKER_INVALID_ARGUMENT for a NULL client, callback or
  * subscription_id. `user_data` must stay valid until breaker_unsubscribe (or
- * breaker_client_free) has returned. */
+ * breaker_client_free) has returned: the library keeps it, without reading it, and the caller
+ * still owns it. Thread-safe; does not block. */
 int breaker_subscribe(breaker_client* client, breaker_policy_callback callback, void* user_data,
                       int* subscription_id);
 
 /* Ends a subscription: once this returns, the callback is not running and is not called any
  * more. Called from a policy callback, it does not wait (the running callback returns
- * normally). An unknown id or a NULL client is ignored. */
+ * normally). An unknown id or a NULL client is ignored. Thread-safe; blocks while the callback
+ * runs on the library's thread, and only then (a callback that returns quickly bounds it). */
 void breaker_unsubscribe(breaker_client* client, int subscription_id);
 
 /* ------------------------------------------------------------------------------------------
@@ -272,10 +362,20 @@ typedef struct breaker_stats {
    * BREAKER_SOURCE_FLEET): breakerd unreachable past the staleness limit, not caught up with
    * the node yet, or never reached. Export it from the node's metrics to alert on it. */
   bool fallback_active;
+  /* Observations breakerd acknowledged as replays (numbers it had handled already: sent again
+   * after a reconnect). */
+  uint64_t replayed;
+  /* breakerd has handled this node's last sequence number (2^62): observations stay buffered,
+   * unsent, until an operator runs `breakerctl reset --node=ID`. Alert on it. */
+  bool sequence_exhausted;
+  /* The breakerd address of the current (or last) connection, NUL-terminated (truncated to
+   * fit); empty before the first. */
+  char address[256];
 } breaker_stats;
 
 /* Fills `*out` with the client's counters. A NULL client fills zeros; a NULL `out` is
- * ignored. */
+ * ignored. Thread-safe; does not block (it takes the library's counters' locks, which no
+ * thread holds across I/O); the caller owns `*out`. */
 void breaker_get_stats(const breaker_client* client, breaker_stats* out);
 
 #ifdef __cplusplus

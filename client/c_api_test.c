@@ -285,7 +285,141 @@ static void test_client(void) {
   breaker_client_free(NULL);
 }
 
+/* Every refusal says what was wrong, per thread, through breaker_last_error. */
+static void test_last_error(void) {
+  breaker_error err;
+  memset(&err, 0x7f, sizeof(err));
+  CHECK(breaker_options_add_address(NULL, kAddress) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(err.code == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "breaker_options_add_address: options is NULL") != NULL);
+  CHECK(breaker_last_error(NULL) == BREAKER_INVALID_ARGUMENT);
+
+  breaker_options* opts = breaker_options_new();
+  CHECK(breaker_options_set_staleness_limit_seconds(opts, -2.0) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "seconds is -2") != NULL);
+  /* A success clears it. */
+  CHECK(breaker_options_add_address(opts, kAddress) == BREAKER_OK);
+  CHECK(breaker_last_error(&err) == BREAKER_OK);
+  CHECK(err.message[0] == '\0');
+  CHECK(breaker_options_set_node_id(opts, "c-node") == BREAKER_OK);
+
+  breaker_client* client = NULL;
+  CHECK(breaker_client_new(opts, &client, NULL) == BREAKER_OK);
+  breaker_options_free(opts);
+  if (client == NULL) return;
+
+  /* Inputs past breakerd's bounds are refused here, naming the bound, and queue nothing. */
+  char relay[600];
+  memset(relay, 'r', sizeof(relay) - 1);
+  relay[sizeof(relay) - 1] = '\0';
+  uint8_t root[32];
+  fill_root(root, 9);
+  CHECK(breaker_report_bid(client, 10, 1, relay, NULL, 0) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "breaker_report_bid: relay is 599 bytes") != NULL);
+  CHECK(strstr(err.message, "512") != NULL);
+  CHECK(breaker_report_relay_reveal_missing(client, 10, relay, root) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_relay_reveal_missing(client, 10, "", root) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "relay is empty") != NULL);
+  const uint8_t short_key[47] = {0};
+  CHECK(breaker_report_bid(client, 10, 1, NULL, short_key, sizeof(short_key)) ==
+        BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "pubkey is 47 bytes") != NULL);
+  uint8_t roots[65 * 32];
+  memset(roots, 1, sizeof(roots));
+  CHECK(breaker_report_blocks_seen(client, 10, roots, 65) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "n_roots") != NULL);
+  CHECK(breaker_report_blocks_seen(client, 10, roots, 64) == BREAKER_OK);
+  CHECK(breaker_report_payload_missing(client, 10, 1, root, 2.0) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "attested_fraction is 2") != NULL);
+  CHECK(breaker_report_finalized(NULL, 10, 1) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "breaker_report_finalized: client is NULL") != NULL);
+  CHECK(breaker_subscribe(client, NULL, NULL, NULL) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "callback is NULL") != NULL);
+
+  breaker_stats stats;
+  breaker_get_stats(client, &stats);
+  CHECK_EQ_U64(stats.reported, 1); /* Only the 64 roots. */
+  CHECK_EQ_U64(stats.replayed, 0);
+  CHECK(!stats.sequence_exhausted);
+  CHECK(strlen(stats.address) < sizeof(stats.address));
+  breaker_client_free(client);
+}
+
+/* A held policy: one snapshot for several reads, strings owned by it, alive past its client. */
+static void test_policy_handle(void) {
+  CHECK(breaker_policy_get(NULL) == NULL);
+  breaker_policy_info info;
+  CHECK(breaker_policy_read(NULL, &info) == BREAKER_INVALID_ARGUMENT);
+  CHECK_EQ_U64(breaker_policy_banned_builders(NULL, NULL, 0), 0);
+  CHECK(breaker_policy_banned_relay(NULL, 0) == NULL);
+  CHECK(strcmp(breaker_policy_mode_reason(NULL), "") == 0);
+  breaker_policy_free(NULL);
+
+  char path[4096];
+  /* The local engine's configuration trusts two builders and a relay. */
+  CHECK(write_temp_file("trusting.textproto",
+                        "trusted_builders: 40\ntrusted_builders: 3\n"
+                        "relays { identifier: \"https://trusted.example\" trusted: true }\n",
+                        path, sizeof(path)));
+  breaker_options* opts = breaker_options_new();
+  CHECK(breaker_options_add_address(opts, kAddress) == BREAKER_OK);
+  CHECK(breaker_options_set_node_id(opts, "c-node") == BREAKER_OK);
+  CHECK(breaker_options_set_fallback_config_file(opts, path) == BREAKER_OK);
+  breaker_client* client = NULL;
+  breaker_error err;
+  CHECK(breaker_client_new(opts, &client, &err) == BREAKER_OK);
+  breaker_options_free(opts);
+  if (client == NULL) {
+    fprintf(stderr, "  breaker_client_new: %s\n", err.message);
+    return;
+  }
+  breaker_policy* policy = breaker_policy_get(client);
+  CHECK(policy != NULL);
+  CHECK(breaker_policy_is_current(client, policy));
+  CHECK(!breaker_policy_is_current(client, NULL));
+  CHECK(!breaker_policy_is_current(NULL, policy));
+  memset(&info, 0x7f, sizeof(info));
+  CHECK(breaker_policy_read(policy, &info) == BREAKER_OK);
+  CHECK(breaker_policy_read(policy, NULL) == BREAKER_INVALID_ARGUMENT);
+  CHECK_EQ_U64(info.fleet_version, 0);
+  CHECK(info.mode == BREAKER_MODE_ALL_BUILDERS);
+  CHECK(info.source == BREAKER_SOURCE_LOCAL);
+  CHECK_EQ_U64(info.n_banned_builders, 0);
+  CHECK_EQ_U64(info.n_banned_relays, 0);
+  CHECK_EQ_U64(info.n_trusted_builders, 2);
+  CHECK_EQ_U64(info.n_trusted_relays, 1);
+  uint64_t trusted[3] = {0, 0, 99};
+  CHECK_EQ_U64(breaker_policy_trusted_builders(policy, trusted, 3), 2);
+  CHECK_EQ_U64(trusted[0], 3); /* Sorted. */
+  CHECK_EQ_U64(trusted[1], 40);
+  CHECK_EQ_U64(trusted[2], 99); /* Past the count: untouched. */
+  CHECK_EQ_U64(breaker_policy_trusted_builders(policy, trusted, 1), 2);
+  const char* relay = breaker_policy_trusted_relay(policy, 0);
+  CHECK(relay != NULL && strstr(relay, "trusted.example") != NULL);
+  CHECK(breaker_policy_trusted_relay(policy, 1) == NULL);
+  CHECK(breaker_policy_banned_relay(policy, 0) == NULL);
+  CHECK(strcmp(breaker_policy_mode_reason(policy), "") == 0);
+
+  /* Freed client: the policy and its strings are the caller's until breaker_policy_free. */
+  breaker_client_free(client);
+  CHECK(relay != NULL && strstr(relay, "trusted.example") != NULL);
+  CHECK(breaker_policy_read(policy, &info) == BREAKER_OK);
+  CHECK_EQ_U64(info.n_trusted_builders, 2);
+  breaker_policy_free(policy);
+}
+
 int main(void) {
+  test_last_error();
+  test_policy_handle();
   test_option_setters();
   test_options_errors();
   test_fallback_config_file();
