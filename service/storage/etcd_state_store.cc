@@ -314,6 +314,21 @@ void EtcdStateStore::MoveOn(const Endpoint& failed) const {
   }
 }
 
+template <typename Call>
+EtcdStateStore::Tried EtcdStateStore::TryEndpoints(Call call) const {
+  Tried tried;
+  for (size_t attempt = 0; attempt < Attempts(); ++attempt) {
+    Endpoint& endpoint = Current();
+    grpc::ClientContext context;
+    SetDeadline(context, options_.call_timeout);
+    tried.status = call(endpoint, context);
+    tried.address = endpoint.address;
+    if (!IsTransportFailure(tried.status)) break;
+    MoveOn(endpoint);
+  }
+  return tried;
+}
+
 std::string EtcdStateStore::Key(absl::string_view suffix) const {
   return absl::StrCat(options_.prefix, "/", suffix);
 }
@@ -328,34 +343,32 @@ std::string EtcdStateStore::ChunkKey(uint64_t generation, uint64_t chunk) const 
 
 absl::Status EtcdStateStore::Campaign() {
   const absl::Duration ttl = absl::Ceil(options_.lease_ttl, absl::Seconds(1));
-  // Granting: tried on each endpoint in turn until one answers.
-  absl::Status failure;
-  for (size_t attempt = 0; attempt < endpoints_.size(); ++attempt) {
-    Endpoint& endpoint = Current();
-    const absl::Duration sent_at = options_.clock->Monotonic();
-    grpc::ClientContext context;
-    SetDeadline(context, options_.call_timeout);
-    etcdserverpb::LeaseGrantRequest request;
-    request.set_ttl(absl::ToInt64Seconds(ttl));
-    etcdserverpb::LeaseGrantResponse response;
-    const grpc::Status status = endpoint.lease->LeaseGrant(&context, request, &response);
-    if (status.ok() && response.error().empty()) {
-      lease_id_ = response.id();
-      // etcd may grant more than asked (its minimum TTL), never less; count what was asked.
-      granted_ttl_ = std::min(ttl, absl::Seconds(response.ttl()));
-      MutexLock lock(&lease_mu_);
-      renewed_at_ = sent_at;
-      failure = absl::OkStatus();
-      break;
+  etcdserverpb::LeaseGrantRequest grant;
+  grant.set_ttl(absl::ToInt64Seconds(ttl));
+  etcdserverpb::LeaseGrantResponse granted;
+  absl::Duration sent_at;
+  const Tried granting = TryEndpoints([&](Endpoint& endpoint, grpc::ClientContext& context) {
+    sent_at = options_.clock->Monotonic();
+    granted.Clear();
+    const grpc::Status status = endpoint.lease->LeaseGrant(&context, grant, &granted);
+    // A member that answers with an error may be alone in it: the next is asked.
+    if (status.ok() && !granted.error().empty()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          absl::StrCat("refused a lease (", granted.error(), ")"));
     }
-    failure = status.ok() ? absl::UnavailableError(absl::StrCat(
-                                "etcd at ", endpoint.address, " refused a lease: ",
-                                response.error(), "; check etcd's log"))
-                          : EtcdError(status, endpoint.address, "granting a lease",
-                                      options_.call_timeout);
-    MoveOn(endpoint);
+    return status;
+  });
+  if (!granting.status.ok()) {
+    return EtcdError(granting.status, granting.address, "granting a lease",
+                     options_.call_timeout);
   }
-  if (!failure.ok()) return failure;
+  lease_id_ = granted.id();
+  // etcd may grant more than asked (its minimum TTL), never less; count what was asked.
+  granted_ttl_ = std::min(ttl, absl::Seconds(granted.ttl()));
+  {
+    MutexLock lock(&lease_mu_);
+    renewed_at_ = sent_at;
+  }
   keepalive_ = std::thread([this] { KeepAliveLoop(); });
 
   // Known to operators (breakerctl status) for as long as the lease lives. Not fenced: it
@@ -364,18 +377,13 @@ absl::Status EtcdStateStore::Campaign() {
   registration.set_key(Key(absl::StrCat("replicas/", options_.name)));
   registration.set_value(options_.name);
   registration.set_lease(lease_id_);
-  for (size_t attempt = 0;; ++attempt) {
-    Endpoint& endpoint = Current();
-    grpc::ClientContext context;
-    SetDeadline(context, options_.call_timeout);
+  const Tried registering = TryEndpoints([&](Endpoint& endpoint, grpc::ClientContext& context) {
     etcdserverpb::PutResponse response;
-    const grpc::Status status = endpoint.kv->Put(&context, registration, &response);
-    if (status.ok()) break;
-    if (IsTransportFailure(status)) MoveOn(endpoint);
-    if (attempt + 1 >= Attempts()) {
-      return EtcdError(status, endpoint.address, "registering this replica",
-                       options_.call_timeout);
-    }
+    return endpoint.kv->Put(&context, registration, &response);
+  });
+  if (!registering.status.ok()) {
+    return EtcdError(registering.status, registering.address, "registering this replica",
+                     options_.call_timeout);
   }
   return TakeLeaderKey();
 }
@@ -467,27 +475,28 @@ absl::StatusOr<EtcdStateStore::Replicas> EtcdStateStore::ReadReplicas() const {
   replicas->set_key(Key("replicas/"));
   replicas->set_range_end(PrefixEnd(Key("replicas/")));
   replicas->set_limit(kMaxReplicasListed);
-  absl::Status error;
-  for (size_t attempt = 0; attempt < Attempts(); ++attempt) {
-    Endpoint& endpoint = Current();
-    grpc::ClientContext context;
-    SetDeadline(context, options_.call_timeout);
-    TxnResponse response;
-    const grpc::Status status = endpoint.kv->Txn(&context, request, &response);
-    if (status.ok() && response.responses_size() == 2) {
-      Replicas result;
-      const RangeResponse& leader = response.responses(0).response_range();
-      if (leader.kvs_size() > 0) result.leader = leader.kvs(0).value();
-      for (const mvccpb::KeyValue& kv : response.responses(1).response_range().kvs()) {
-        result.names.push_back(kv.value());
-      }
-      return result;
-    }
-    error = EtcdError(status, endpoint.address, "reading the replicas", options_.call_timeout);
-    if (!IsTransportFailure(status)) return error;
-    MoveOn(endpoint);
+  TxnResponse response;
+  const Tried reading = TryEndpoints([&](Endpoint& endpoint, grpc::ClientContext& context) {
+    response.Clear();
+    return endpoint.kv->Txn(&context, request, &response);
+  });
+  if (!reading.status.ok()) {
+    return EtcdError(reading.status, reading.address, "reading the replicas",
+                     options_.call_timeout);
   }
-  return error;
+  if (response.responses_size() != 2) {
+    return absl::UnavailableError(absl::StrCat(
+        "etcd at ", reading.address, " answered the read of the replicas with ",
+        response.responses_size(), " results instead of 2; check that --etcd_endpoints name "
+        "etcd v3 members"));
+  }
+  Replicas result;
+  const RangeResponse& leader = response.responses(0).response_range();
+  if (leader.kvs_size() > 0) result.leader = leader.kvs(0).value();
+  for (const mvccpb::KeyValue& kv : response.responses(1).response_range().kvs()) {
+    result.names.push_back(kv.value());
+  }
+  return result;
 }
 
 absl::Duration EtcdStateStore::LeaseLeftLocked() const {
@@ -619,43 +628,40 @@ absl::StatusOr<TxnResponse> EtcdStateStore::LeaderTxn(TxnRequest& request,
                                                        absl::string_view what) {
   // On failure, the leader key shows whether this store still leads.
   request.add_failure()->mutable_request_range()->set_key(Key("leader"));
-  absl::Status error;
-  for (size_t attempt = 0; attempt < Attempts(); ++attempt) {
-    if (absl::Status leading = CheckLeading(); !leading.ok()) return leading;
-    Endpoint& endpoint = Current();
-    grpc::ClientContext context;
-    SetDeadline(context, options_.call_timeout);
-    TxnResponse response;
-    grpc::Status status;
-    {
-      Cancellable cancellable(*this, context);
-      status = endpoint.kv->Txn(&context, request, &response);
-    }
-    if (!status.ok()) {
-      // Cancelled as the store was deposed: that is why.
-      if (absl::Status leading = leadership(); !leading.ok()) return leading;
-      error = EtcdError(status, endpoint.address, what, options_.call_timeout);
-      if (!IsTransportFailure(status)) return error;
-      MoveOn(endpoint);
-      continue;
-    }
-    if (response.succeeded()) return response;
-    const RangeResponse& leader =
-        response.responses(response.responses_size() - 1).response_range();
-    if (leader.kvs_size() == 0 || leader.kvs(0).create_revision() != leader_revision_) {
-      Depose(absl::UnavailableError(absl::StrCat(
-          "this breakerd no longer leads ", options_.prefix, ": its leader key ", Key("leader"),
-          leader.kvs_size() == 0
-              ? std::string(" is gone (its lease ended)")
-              : absl::StrCat(" is now held by '", leader.kvs(0).value(), "'"),
-          ", so etcd refused ", what, "; nothing more is written. breakerd steps down and "
-          "campaigns again")));
-      return leadership();
-    }
-    return response;
+  absl::Status leading;
+  TxnResponse response;
+  const Tried sending = TryEndpoints([&](Endpoint& endpoint, grpc::ClientContext& context) {
+    // Checked before each try: a store whose lease ran out by its clock writes nothing more.
+    leading = CheckLeading();
+    if (!leading.ok()) return grpc::Status(grpc::StatusCode::ABORTED, "not leading");
+    Cancellable cancellable(*this, context);
+    response.Clear();
+    return endpoint.kv->Txn(&context, request, &response);
+  });
+  if (!leading.ok()) return leading;
+  if (!sending.status.ok()) {
+    // Cancelled as the store was deposed: that is why.
+    if (absl::Status deposed = leadership(); !deposed.ok()) return deposed;
+    const absl::Status error =
+        EtcdError(sending.status, sending.address, what, options_.call_timeout);
+    if (!IsTransportFailure(sending.status)) return error;
+    return absl::UnavailableError(
+        absl::StrCat(error.message(), ". The write may have been committed all the same"));
   }
-  return absl::UnavailableError(
-      absl::StrCat(error.message(), ". The write may have been committed all the same"));
+  if (response.succeeded()) return response;
+  const RangeResponse& leader =
+      response.responses(response.responses_size() - 1).response_range();
+  if (leader.kvs_size() == 0 || leader.kvs(0).create_revision() != leader_revision_) {
+    Depose(absl::UnavailableError(absl::StrCat(
+        "this breakerd no longer leads ", options_.prefix, ": its leader key ", Key("leader"),
+        leader.kvs_size() == 0
+            ? std::string(" is gone (its lease ended)")
+            : absl::StrCat(" is now held by '", leader.kvs(0).value(), "'"),
+        ", so etcd refused ", what, "; nothing more is written. breakerd steps down and "
+        "campaigns again")));
+    return leadership();
+  }
+  return response;
 }
 
 absl::Status EtcdStateStore::ReadSequences() {

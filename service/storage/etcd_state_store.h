@@ -64,6 +64,7 @@
 #include "common/mutex.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/support/status.h"
 #include "service/storage/state_store.h"
 
 namespace etcdserverpb {
@@ -229,6 +230,18 @@ class EtcdStateStore : public StateStore {
 
   // How often a call is tried, on one endpoint after another, when one does not answer.
   size_t Attempts() const { return std::max<size_t>(2, endpoints_.size()); }
+  // What the last try of TryEndpoints got, and the endpoint it asked.
+  struct Tried {
+    grpc::Status status;
+    std::string address;
+  };
+  // Runs `call` (grpc::Status(Endpoint&, grpc::ClientContext&)) with a fresh context whose
+  // deadline is the call timeout: on the current endpoint, and after a transport failure
+  // (UNAVAILABLE, DEADLINE_EXCEEDED) on the next, until a try ends otherwise or Attempts()
+  // tries are spent. So `call` must be safe to run twice, a second run finding what the first
+  // did.
+  template <typename Call>
+  Tried TryEndpoints(Call call) const;
   // The endpoint calls go to now, and moving on from it after it failed.
   Endpoint& Current() const;
   void MoveOn(const Endpoint& failed) const;
@@ -245,6 +258,8 @@ class EtcdStateStore : public StateStore {
   absl::Time leading_since_;
   absl::Duration granted_ttl_;
 
+  // Lock order: mu_ (a write, a load), then lease_mu_ (the lease checked or a call registered
+  // as Cancellable during it); never mu_ while holding lease_mu_.
   Mutex mu_;
   // What the store holds, as far as this store knows; nullopt after a write whose outcome is
   // unknown, until read again.
