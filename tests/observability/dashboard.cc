@@ -106,12 +106,19 @@ absl::StatusOr<std::string> Substitute(absl::string_view text, const Variables& 
   return out;
 }
 
-// Grafana's regex escaping of a value for a multi-valued Prometheus variable.
+// Grafana's regex escaping of a value for a multi-valued Prometheus variable: the value goes
+// into a PromQL string literal, so each regex escape's backslash is itself escaped ("\\.").
 std::string RegexEscape(absl::string_view value) {
   std::string out;
   for (char c : value) {
-    if (absl::string_view("\\^$.|?*+()[]{}").find(c) != absl::string_view::npos) out.push_back('\\');
-    out.push_back(c);
+    if (c == '\\') {
+      out += "\\\\\\\\";
+    } else if (absl::string_view("^$.|?*+()[]{}'").find(c) != absl::string_view::npos) {
+      out += "\\\\";
+      out.push_back(c);
+    } else {
+      out.push_back(c);
+    }
   }
   return out;
 }

@@ -70,9 +70,10 @@ TEST_F(DashboardQueriesTest, SubstitutesTheVariablesOfEveryVisibleTargetInRowsAn
   ASSERT_EQ(queries->size(), 3u);
   EXPECT_EQ((*queries)[0].panel, "The fleet / Mode");
   EXPECT_TRUE((*queries)[0].instant);
-  // A single-valued variable takes its first value; a multi-valued one all, regex-escaped.
+  // A single-valued variable takes its first value; a multi-valued one all, regex-escaped
+  // within a PromQL string (the backslash doubled).
   EXPECT_EQ((*queries)[0].expr,
-            R"js(max by (mode) (breakerd_mode{job="breakerd", instance=~"(127\.0\.0\.1:1|127\.0\.0\.1:2)"}))js");
+            R"js(max by (mode) (breakerd_mode{job="breakerd", instance=~"(127\\.0\\.0\\.1:1|127\\.0\\.0\\.1:2)"}))js");
   EXPECT_EQ((*queries)[1].panel, "breakerd / Journal latency");
   EXPECT_FALSE((*queries)[1].instant);
   // max(1 s + 1 s, 4 x 1 s).
