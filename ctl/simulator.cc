@@ -5,6 +5,7 @@
 #include <iterator>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -460,6 +461,13 @@ void PrintTimeline(const SimulationResult& result, Output& out) {
     out.Line(absl::StrCat("FAILED step ", failure.step, " (", failure.step_name,
                           "): ", failure.message));
   }
+}
+
+std::string FormatTimeline(const SimulationResult& result) {
+  std::ostringstream stream;
+  Output out(stream);
+  PrintTimeline(result, out);
+  return stream.str();
 }
 
 std::string TimelineToJson(const SimulationResult& result) {

@@ -74,6 +74,8 @@ absl::StatusOr<SimulationResult> SimulateJournal(
 // per failed expectation. Every string from the scenario or the configuration is escaped (as
 // Output escapes), and the columns are aligned on the escaped text.
 void PrintTimeline(const SimulationResult& result, Output& out);
+// What PrintTimeline writes, as a string.
+std::string FormatTimeline(const SimulationResult& result);
 
 // The timeline as JSON for scripts: a breaker.v1.SimulationReport in proto JSON, every field
 // present, one line. Fields print in their declared order, so the same result gives the same

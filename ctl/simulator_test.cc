@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -42,14 +41,6 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 using ::testing::StartsWith;
-
-// The timeline as breakerctl shows it.
-std::string FormatTimeline(const SimulationResult& result) {
-  std::ostringstream stream;
-  Output out(stream);
-  PrintTimeline(result, out);
-  return stream.str();
-}
 
 // How many UTF-8 characters `line` has before its byte `byte`.
 int CharactersBefore(const std::string& line, size_t byte) {
