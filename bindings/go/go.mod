@@ -1,0 +1,3 @@
+module breaker/bindings/go
+
+go 1.19
