@@ -1,0 +1,28 @@
+"""The project's GoogleTest tests."""
+
+# What every test links: its main (glog, and the sanitizers' settings for the prebuilt
+# libraries), the absl::Status matchers, Abseil and GoogleTest.
+_COMMON_DEPS = [
+    "//tests/support:test_main",
+    "//tests/support:status_matchers",
+    "//third_party:absl",
+    "//third_party:gtest",
+]
+
+def breaker_cc_test(name, srcs = None, deps = [], size = "small", **kwargs):
+    """A cc_test of `name`.cc (unless `srcs` says otherwise) with the project's test main.
+
+    Args:
+      name: the test's name.
+      srcs: its sources; default [name + ".cc"].
+      deps: what it tests and uses besides _COMMON_DEPS.
+      size: Bazel's test size.
+      **kwargs: any other cc_test attribute (data, args, tags, ...).
+    """
+    native.cc_test(
+        name = name,
+        srcs = srcs if srcs != None else [name + ".cc"],
+        size = size,
+        deps = deps + [dep for dep in _COMMON_DEPS if dep not in deps],
+        **kwargs
+    )
