@@ -4,7 +4,7 @@
 // processes, and a real Prometheus scraping the replicas and the sidecars every second, all
 // on loopback. The fleet plays a script: bids, a builder's failure, a failed reveal that bans
 // a relay, missed slots that trip SELF_BUILD, an operator's reset, the leader killed and
-// restarted. After each step the test asks Prometheus's HTTP API what an operator would ask,
+// restarted, a node stopped. After each step the test asks Prometheus's HTTP API what an operator would ask,
 // and at the end the whole story over time, then runs every query of the Grafana dashboard.
 //
 // Every wait polls Prometheus (or the fleet) for what it waits for, with a deadline; nothing
@@ -417,8 +417,10 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   AwaitValue("sum(breaker_sidecar_mode{mode=\"self_build\"})", 2, "both sidecars in SELF_BUILD");
   ASSERT_TRUE(EverySidecarAnswers(kHonest, 204));
   AwaitRequestCounts("SELF_BUILD refuses every relay");
-  const std::map<std::pair<size_t, size_t>, int> refused_when_tripped = {
-      {{0, kHonest}, Answered(0, kHonest, 204)}, {{1, kHonest}, Answered(1, kHonest, 204)}};
+  std::vector<int> honest_refused_when_tripped;
+  for (size_t i = 0; i < sidecars_.size(); ++i) {
+    honest_refused_when_tripped.push_back(Answered(i, kHonest, 204));
+  }
 
   // 5. Blocks again, and an operator's reset: the failures' bans and the breaker lifted.
   SetProducing(true);
@@ -465,7 +467,16 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   }
   AwaitRequestCounts("forwarded under the new leader");
 
-  // 8. The story over time, as an operator's graphs show it.
+  // 8. A node stops: breakerd still knows it, without a stream.
+  node(1).process().Kill(SIGTERM);
+  ExpectCleanExit(node(1).process());
+  AwaitByLabel("breakerd_node_connected", "node_id",
+               {{"bn-1", 1}, {"bn-2", 0}, {"sidecar-0", 1}, {"sidecar-1", 1}},
+               "bn-2 without a stream");
+  AwaitValue("sum(breakerd_known_nodes) - sum(breakerd_connected_nodes)", 1,
+             "one node known and not connected");
+
+  // 9. The story over time, as an operator's graphs show it.
   const std::string range = absl::StrCat(
       static_cast<int64_t>(absl::ToDoubleSeconds(absl::Now() - begin_)) + 1, "s");
   // The mode in force: forwarding, tripped, forwarding again.
@@ -507,7 +518,7 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
     absl::StatusOr<std::vector<Series>> after = prometheus_->Query(selector, reset_done);
     ASSERT_THAT(after, IsOk());
     ASSERT_EQ(after->size(), 1u);
-    EXPECT_EQ((*after)[0].value(), refused_when_tripped.at({i, kHonest}));
+    EXPECT_EQ((*after)[0].value(), honest_refused_when_tripped[i]);
   }
   // Reveal failures over the run: one, of the withholding relay, seen by sidecar 0.
   // (increase() extrapolates, so its value is about 1, not exactly.)
@@ -518,7 +529,7 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
         },
         "reveal failures over the run");
 
-  // 9. Every panel of the dashboard answers series, while the fleet runs.
+  // 10. Every panel of the dashboard answers series, while the fleet runs.
   ASSERT_NO_FATAL_FAILURE(ExpectEveryPanelAnswers());
 }
 
