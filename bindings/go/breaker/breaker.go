@@ -339,7 +339,7 @@ func (c *Client) Close() error {
 // converts it only when it changed since the last call.
 func (c *Client) Policy() Policy {
 	c.mu.RLock()
-	if c.c == nil || C.breaker_policy_is_current(c.c, c.held) {
+	if c.c == nil || c.heldIsCurrent() {
 		p := c.policy
 		c.mu.RUnlock()
 		return p
@@ -347,12 +347,18 @@ func (c *Client) Policy() Policy {
 	c.mu.RUnlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.c != nil && !C.breaker_policy_is_current(c.c, c.held) {
+	if c.c != nil && !c.heldIsCurrent() {
 		C.breaker_policy_free(c.held)
 		c.held = C.breaker_policy_get(c.c)
 		c.policy = convertPolicy(c.held)
 	}
 	return c.policy
+}
+
+// heldIsCurrent reports whether c.held is the library's policy in force.
+// REQUIRES: c.mu held, c.c not nil.
+func (c *Client) heldIsCurrent() bool {
+	return bool(C.go_policy_is_current(C.uintptr_t(uintptr(unsafe.Pointer(c.c))), C.uintptr_t(uintptr(unsafe.Pointer(c.held)))))
 }
 
 // convertPolicy copies a held C policy into Go values.
@@ -407,7 +413,7 @@ func (c *Client) IsAllowed(builder uint64, relay string) bool {
 	if c.c == nil {
 		return false
 	}
-	return bool(C.breaker_is_allowed(c.c, C.uint64_t(builder), r))
+	return bool(C.go_is_allowed(C.uintptr_t(uintptr(unsafe.Pointer(c.c))), C.uint64_t(builder), C.uintptr_t(uintptr(unsafe.Pointer(r)))))
 }
 
 // Stats returns the client's counters (zeros after Close).

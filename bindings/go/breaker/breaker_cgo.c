@@ -52,3 +52,13 @@ static void policy_trampoline(void* user_data, uint64_t version, int mode, int s
 int go_subscribe(breaker_client* c, uintptr_t handle, int* id, breaker_error* err) {
   return with_error(breaker_subscribe(c, policy_trampoline, (void*)handle, id), err);
 }
+
+// The hot reads take the handles as integers: cgo then checks no pointer, and allocates
+// nothing, at each call (both point to C memory, which Go's collector never moves).
+bool go_policy_is_current(uintptr_t client, uintptr_t policy) {
+  return breaker_policy_is_current((const breaker_client*)client, (const breaker_policy*)policy);
+}
+
+bool go_is_allowed(uintptr_t client, uint64_t builder, uintptr_t relay_or_null) {
+  return breaker_is_allowed((const breaker_client*)client, builder, (const char*)relay_or_null);
+}

@@ -4,6 +4,7 @@
 // The helpers package breaker's Go files call (breaker_cgo.c): each is the C API function of
 // the same name after "go_", and fills `err` from breaker_last_error when it fails.
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,5 +26,8 @@ int go_report_relay_reveal_missing(breaker_client* c, uint64_t slot, const char*
 // Subscribes the Client whose cgo.Handle is `handle`: the library calls goPolicyChanged with
 // it, on the library's thread, at every new policy in force.
 int go_subscribe(breaker_client* c, uintptr_t handle, int* id, breaker_error* err);
+// breaker_policy_is_current and breaker_is_allowed, over handles passed as integers.
+bool go_policy_is_current(uintptr_t client, uintptr_t policy);
+bool go_is_allowed(uintptr_t client, uint64_t builder, uintptr_t relay_or_null);
 
 #endif  // BINDINGS_GO_BREAKER_BREAKER_CGO_H_

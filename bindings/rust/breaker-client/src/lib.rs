@@ -1,0 +1,554 @@
+//! A beacon node's link to breakerd, the staking pool's shared builder circuit breaker, over
+//! the C API of the breaker client library (`client/c_api.h`, `libbreaker_client.so`).
+//!
+//! A node starts one [`Client`], reports what it sees with the `observe_*` methods, asks
+//! [`Client::is_allowed`] (or reads [`Client::policy`]) before it takes a builder's bid, and
+//! may [`Client::subscribe`] to policy changes. None of these waits for the network:
+//! observations are buffered and streamed by the library's own threads, and the policy is
+//! read from an immutable snapshot. When breakerd is unreachable the last fleet policy stays
+//! in force (fail-static); the library reconnects by itself.
+//!
+//! Memory is the crate's: C strings and snapshots are freed by it, and C keeps no pointer
+//! into Rust memory except a subscription's callback, which [`Subscription`] owns.
+
+mod ffi;
+
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::os::raw::{c_char, c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+/// The builder index of the proposer's own payload: always allowed.
+pub const SELF_BUILDER: u64 = u64::MAX;
+
+/// A beacon block root.
+pub type Root = [u8; 32];
+
+/// A refusal of the library: the canonical gRPC/absl status code, and a message naming what
+/// was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub code: Code,
+    pub message: String,
+}
+
+/// The codes the C API returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+    InvalidArgument,
+    NotFound,
+    FailedPrecondition,
+    /// The client's state is not what the call needs (e.g. not in sync in time).
+    DeadlineExceeded,
+    Other(i32),
+}
+
+impl Code {
+    fn from_c(code: c_int) -> Code {
+        match code {
+            3 => Code::InvalidArgument,
+            4 => Code::DeadlineExceeded,
+            5 => Code::NotFound,
+            9 => Code::FailedPrecondition,
+            other => Code::Other(other),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "breaker: {:?}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Error {
+    fn invalid(message: String) -> Error {
+        Error { code: Code::InvalidArgument, message }
+    }
+
+    fn from_c(code: c_int, err: &ffi::breaker_error) -> Error {
+        // SAFETY: the library NUL-terminates `message` (truncated to fit).
+        let message = unsafe { CStr::from_ptr(err.message.as_ptr()) };
+        Error { code: Code::from_c(code), message: message.to_string_lossy().into_owned() }
+    }
+
+    /// The error the calling thread's last C call recorded.
+    fn last(code: c_int) -> Error {
+        let mut err = ffi::breaker_error { code: 0, message: [0; 256] };
+        // SAFETY: `err` is ours for the call.
+        unsafe { ffi::breaker_last_error(&mut err) };
+        Error::from_c(code, &err)
+    }
+}
+
+/// Turns a code into a Result, reading the message on this thread, which made the call.
+fn check(code: c_int) -> Result<(), Error> {
+    if code == ffi::BREAKER_OK {
+        Ok(())
+    } else {
+        Err(Error::last(code))
+    }
+}
+
+fn c_string(what: &str, s: &str) -> Result<CString, Error> {
+    CString::new(s).map_err(|_| Error::invalid(format!("{what} contains a NUL byte; remove it")))
+}
+
+/// `s` for C, None for "" (C's NULL).
+fn optional_c_string(what: &str, s: &str) -> Result<Option<CString>, Error> {
+    if s.is_empty() {
+        Ok(None)
+    } else {
+        c_string(what, s).map(Some)
+    }
+}
+
+fn ptr_or_null(s: &Option<CString>) -> *const c_char {
+    s.as_ref().map_or(ptr::null(), |s| s.as_ptr())
+}
+
+/// The PEM files of a TLS connection to breakerd.
+#[derive(Clone, Debug, Default)]
+pub struct Tls {
+    /// The CA certificates breakerd's certificate must chain to; "" for the system's roots.
+    pub ca_file: String,
+    /// This node's certificate and key for mutual TLS; both "" for none.
+    pub cert_file: String,
+    pub key_file: String,
+}
+
+/// How to reach breakerd and who this node is.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// breakerd's addresses, "host:port", every replica's; tried in turn. Required.
+    pub addresses: Vec<String>,
+    /// This node's stable id in the fleet: 1..128 printable ASCII characters. Required.
+    pub node_id: String,
+    /// The network the node follows; breakerd refuses a node of another. "": not checked.
+    pub network: String,
+    /// Reported to breakerd; "": the library's.
+    pub client_version: String,
+    /// Sent as `authorization: Bearer <token>`; "": none.
+    pub bearer_token: String,
+    /// None: plaintext (loopback or a private network only).
+    pub tls: Option<Tls>,
+    /// Observations kept until breakerd acknowledges them; None: the library's (65536).
+    pub max_buffered_observations: Option<usize>,
+    /// How long breakerd may be unreachable before the local engine's policy applies too;
+    /// None: two epochs of the chain.
+    pub staleness_limit: Option<Duration>,
+    /// A breakerd configuration file for the local engine until breakerd sends its own.
+    pub fallback_config_file: String,
+}
+
+/// Owns a breaker_options for the duration of Client::new.
+struct COptions(*mut ffi::breaker_options);
+
+impl Drop for COptions {
+    fn drop(&mut self) {
+        // SAFETY: allocated by breaker_options_new, used by this thread only.
+        unsafe { ffi::breaker_options_free(self.0) }
+    }
+}
+
+impl Options {
+    fn to_c(&self) -> Result<COptions, Error> {
+        // SAFETY: breaker_options_new has no precondition; NULL only when out of memory.
+        let o = COptions(unsafe { ffi::breaker_options_new() });
+        if o.0.is_null() {
+            return Err(Error { code: Code::Other(8), message: "out of memory allocating options".into() });
+        }
+        let set_string = |what: &str, s: &str, f: unsafe extern "C" fn(*mut ffi::breaker_options, *const c_char) -> c_int| {
+            let s = c_string(what, s)?;
+            // SAFETY: `o` is live; C copies `s` before returning.
+            check(unsafe { f(o.0, s.as_ptr()) })
+        };
+        for address in &self.addresses {
+            set_string("address", address, ffi::breaker_options_add_address)?;
+        }
+        set_string("node_id", &self.node_id, ffi::breaker_options_set_node_id)?;
+        set_string("network", &self.network, ffi::breaker_options_set_network)?;
+        if !self.client_version.is_empty() {
+            set_string("client_version", &self.client_version, ffi::breaker_options_set_client_version)?;
+        }
+        set_string("bearer_token", &self.bearer_token, ffi::breaker_options_set_bearer_token)?;
+        set_string("fallback_config_file", &self.fallback_config_file, ffi::breaker_options_set_fallback_config_file)?;
+        if let Some(tls) = &self.tls {
+            let (ca, cert, key) = (c_string("ca_file", &tls.ca_file)?, c_string("cert_file", &tls.cert_file)?, c_string("key_file", &tls.key_file)?);
+            // SAFETY: as above.
+            check(unsafe { ffi::breaker_options_set_tls(o.0, ca.as_ptr(), cert.as_ptr(), key.as_ptr()) })?;
+        }
+        if let Some(max) = self.max_buffered_observations {
+            // SAFETY: as above.
+            check(unsafe { ffi::breaker_options_set_max_buffered_observations(o.0, max) })?;
+        }
+        if let Some(limit) = self.staleness_limit {
+            // SAFETY: as above.
+            check(unsafe { ffi::breaker_options_set_staleness_limit_seconds(o.0, limit.as_secs_f64()) })?;
+        }
+        Ok(o)
+    }
+}
+
+/// The fleet's fallback mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Bids from every builder that is not banned.
+    AllBuilders,
+    /// Only bids from trusted builders or through trusted relays.
+    TrustedOnly,
+    /// No bid: the proposer builds its own payload.
+    SelfBuild,
+}
+
+impl Mode {
+    fn from_c(mode: c_int) -> Mode {
+        match mode {
+            2 => Mode::TrustedOnly,
+            3 => Mode::SelfBuild,
+            _ => Mode::AllBuilders,
+        }
+    }
+}
+
+/// Where the policy in force comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The fleet's policy, from breakerd.
+    Fleet,
+    /// The stricter of the last fleet policy and the local engine's.
+    FleetAndLocal,
+    /// No fleet policy yet: the local engine's.
+    Local,
+}
+
+impl Source {
+    fn from_c(source: c_int) -> Source {
+        match source {
+            1 => Source::Fleet,
+            2 => Source::FleetAndLocal,
+            _ => Source::Local,
+        }
+    }
+}
+
+/// One policy in force, as plain values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// The fleet policy's version; 0 before any arrived. It goes up with every change.
+    pub version: u64,
+    pub mode: Mode,
+    /// Why the mode is what it is; empty for AllBuilders.
+    pub mode_reason: String,
+    pub source: Source,
+    /// Builder indices banned, and trusted, in increasing order.
+    pub banned_builders: Vec<u64>,
+    pub trusted_builders: Vec<u64>,
+    /// Normalized relay identifiers banned, and trusted, in increasing byte order.
+    pub banned_relays: Vec<String>,
+    pub trusted_relays: Vec<String>,
+}
+
+impl Policy {
+    /// Whether the policy bans `builder`.
+    pub fn bans(&self, builder: u64) -> bool {
+        self.banned_builders.binary_search(&builder).is_ok()
+    }
+}
+
+/// The client's counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stats {
+    /// A stream to breakerd is up, at `address` (the current or last one).
+    pub connected: bool,
+    pub address: String,
+    pub reconnects: u64,
+    pub reported: u64,
+    pub acknowledged: u64,
+    pub buffered: u64,
+    pub dropped_bids: u64,
+    pub dropped_other: u64,
+    pub dropped_failures: u64,
+    pub refused: u64,
+    /// Acknowledged as replays: sent again after a reconnect.
+    pub replayed: u64,
+    /// breakerd handled the node's last sequence number: run `breakerctl reset --node=ID`.
+    pub sequence_exhausted: bool,
+    pub fleet_policy_version: u64,
+    pub source: Source,
+    /// The local engine takes part in the policy in force: alert on it.
+    pub fallback_active: bool,
+}
+
+/// A held C snapshot and its conversion. The snapshot is immutable and refers to no client,
+/// so it may be read and freed from any thread.
+struct Held {
+    snapshot: *mut ffi::breaker_policy,
+    policy: Arc<Policy>,
+}
+
+// SAFETY: see Held: every function of the C API may read a breaker_policy from any thread.
+unsafe impl Send for Held {}
+unsafe impl Sync for Held {}
+
+impl Held {
+    fn read(client: *const ffi::breaker_client) -> Held {
+        // SAFETY: `client` is live (the caller's borrow of Client).
+        let snapshot = unsafe { ffi::breaker_policy_get(client) };
+        let mut info = ffi::breaker_policy_info::default();
+        // SAFETY: `snapshot` is live until Held drops; the lists are copied out.
+        unsafe {
+            ffi::breaker_policy_read(snapshot, &mut info);
+            let builders = |n: usize, f: unsafe extern "C" fn(*const ffi::breaker_policy, *mut u64, usize) -> usize| {
+                let mut out = vec![0u64; n];
+                f(snapshot, out.as_mut_ptr(), n);
+                out
+            };
+            let relays = |n: usize, f: unsafe extern "C" fn(*const ffi::breaker_policy, usize) -> *const c_char| {
+                (0..n).map(|i| CStr::from_ptr(f(snapshot, i)).to_string_lossy().into_owned()).collect()
+            };
+            let policy = Policy {
+                version: info.fleet_version,
+                mode: Mode::from_c(info.mode),
+                mode_reason: CStr::from_ptr(ffi::breaker_policy_mode_reason(snapshot)).to_string_lossy().into_owned(),
+                source: Source::from_c(info.source),
+                banned_builders: builders(info.n_banned_builders, ffi::breaker_policy_banned_builders),
+                trusted_builders: builders(info.n_trusted_builders, ffi::breaker_policy_trusted_builders),
+                banned_relays: relays(info.n_banned_relays, ffi::breaker_policy_banned_relay),
+                trusted_relays: relays(info.n_trusted_relays, ffi::breaker_policy_trusted_relay),
+            };
+            Held { snapshot, policy: Arc::new(policy) }
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: allocated by breaker_policy_get; nobody else holds it.
+        unsafe { ffi::breaker_policy_free(self.snapshot) }
+    }
+}
+
+/// A running client of breakerd.
+///
+/// `Client` is `Send` and `Sync`: every function of the C API may be called from any thread
+/// concurrently, except `breaker_client_free`, which `Drop` calls with the exclusive access
+/// ownership gives (no borrow, hence no other call and no [`Subscription`], is left).
+pub struct Client {
+    raw: *mut ffi::breaker_client,
+    held: RwLock<Held>,
+}
+
+// SAFETY: see Client.
+unsafe impl Send for Client {}
+unsafe impl Sync for Client {}
+
+impl Client {
+    /// Starts a client. It does not wait for breakerd: the library connects in the background
+    /// and keeps reconnecting until the client drops ([`Client::wait_synced`] waits). Returns
+    /// an [`Error`] naming a missing or invalid option, or an unreadable file.
+    pub fn new(options: &Options) -> Result<Client, Error> {
+        if options.addresses.is_empty() {
+            return Err(Error::invalid("Options.addresses is empty; give breakerd's address, host:port".into()));
+        }
+        let o = options.to_c()?;
+        let mut raw = ptr::null_mut();
+        let mut err = ffi::breaker_error { code: 0, message: [0; 256] };
+        // SAFETY: `o` is live; `raw` and `err` are ours.
+        let code = unsafe { ffi::breaker_client_new(o.0, &mut raw, &mut err) };
+        if code != ffi::BREAKER_OK {
+            return Err(Error::from_c(code, &err));
+        }
+        let held = RwLock::new(Held::read(raw));
+        Ok(Client { raw, held })
+    }
+
+    /// The policy in force, converted once per new policy and shared afterwards. Does not
+    /// block on the network; readers wait for each other only while a new policy is converted.
+    pub fn policy(&self) -> Arc<Policy> {
+        {
+            let held = self.held.read().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: both live for the call.
+            if unsafe { ffi::breaker_policy_is_current(self.raw, held.snapshot) } {
+                return Arc::clone(&held.policy);
+            }
+        }
+        let mut held = self.held.write().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: as above.
+        if !unsafe { ffi::breaker_policy_is_current(self.raw, held.snapshot) } {
+            *held = Held::read(self.raw);
+        }
+        Arc::clone(&held.policy)
+    }
+
+    /// Whether the node may take a bid of `builder` received through `relay` (any spelling;
+    /// "" for P2P). False for a relay that is no endpoint.
+    pub fn is_allowed(&self, builder: u64, relay: &str) -> bool {
+        let relay = match optional_c_string("relay", relay) {
+            Ok(relay) => relay,
+            Err(_) => return false,
+        };
+        // SAFETY: live client; C copies `relay`.
+        unsafe { ffi::breaker_is_allowed(self.raw, builder, ptr_or_null(&relay)) }
+    }
+
+    /// The client's counters.
+    pub fn stats(&self) -> Stats {
+        // SAFETY: breaker_stats is plain data; C fills all of it.
+        let mut s: ffi::breaker_stats = unsafe { std::mem::zeroed() };
+        // SAFETY: live client, `s` is ours.
+        unsafe { ffi::breaker_get_stats(self.raw, &mut s) };
+        Stats {
+            connected: s.connected,
+            // SAFETY: NUL-terminated by C.
+            address: unsafe { CStr::from_ptr(s.address.as_ptr()) }.to_string_lossy().into_owned(),
+            reconnects: s.reconnects,
+            reported: s.reported,
+            acknowledged: s.acknowledged,
+            buffered: s.buffered,
+            dropped_bids: s.dropped_bids,
+            dropped_other: s.dropped_other,
+            dropped_failures: s.dropped_failures,
+            refused: s.refused,
+            replayed: s.replayed,
+            sequence_exhausted: s.sequence_exhausted,
+            fleet_policy_version: s.fleet_policy_version,
+            source: Source::from_c(s.source),
+            fallback_active: s.fallback_active,
+        }
+    }
+
+    /// Waits at most `timeout` until the client is connected, breakerd has acknowledged every
+    /// observation reported so far, and the policy in force is the fleet's. Otherwise returns
+    /// a DeadlineExceeded error with the client's state.
+    pub fn wait_synced(&self, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let s = self.stats();
+            if s.connected && s.buffered == 0 && s.source == Source::Fleet {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Error {
+                    code: Code::DeadlineExceeded,
+                    message: format!(
+                        "not in sync with breakerd within {timeout:?}: connected {} to {:?}, {} observations unacknowledged, policy from {:?}",
+                        s.connected, s.address, s.buffered, s.source
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Reports that a bid of `builder` for `slot` reached the node through `relay` ("" for
+    /// P2P); `pubkey` is the builder's 48-byte key, or empty when not known.
+    pub fn observe_bid(&self, slot: u64, builder: u64, relay: &str, pubkey: &[u8]) -> Result<(), Error> {
+        let relay = optional_c_string("relay", relay)?;
+        let key = if pubkey.is_empty() { ptr::null() } else { pubkey.as_ptr() };
+        // SAFETY: live client; C copies what it reads.
+        check(unsafe { ffi::breaker_report_bid(self.raw, slot, builder, ptr_or_null(&relay), key, pubkey.len()) })
+    }
+
+    /// Reports that block `root`, whose bid names `builder`, got no payload though
+    /// `attested_fraction` (0..=1) of the committee's weight attested it: the failed reveal
+    /// that bans a builder.
+    pub fn observe_payload_missing(&self, slot: u64, builder: u64, root: &Root, attested_fraction: f64) -> Result<(), Error> {
+        // SAFETY: as above; `root` is 32 bytes.
+        check(unsafe { ffi::breaker_report_payload_missing(self.raw, slot, builder, root.as_ptr(), attested_fraction) })
+    }
+
+    /// Reports that `builder` revealed the payload of block `root`.
+    pub fn observe_payload_delivered(&self, slot: u64, builder: u64, root: &Root) -> Result<(), Error> {
+        // SAFETY: as above.
+        check(unsafe { ffi::breaker_report_payload_delivered(self.raw, slot, builder, root.as_ptr()) })
+    }
+
+    /// Reports the blocks the node has for `slot` (at most 64), canonical or not.
+    pub fn observe_blocks_seen(&self, slot: u64, roots: &[Root]) -> Result<(), Error> {
+        let first = if roots.is_empty() { ptr::null() } else { roots.as_ptr() as *const u8 };
+        // SAFETY: `roots` is contiguous 32-byte arrays, as C reads them.
+        check(unsafe { ffi::breaker_report_blocks_seen(self.raw, slot, first, roots.len()) })
+    }
+
+    /// Reports the node's latest finalized epoch, as of `slot`.
+    pub fn observe_finalized(&self, slot: u64, epoch: u64) -> Result<(), Error> {
+        // SAFETY: live client.
+        check(unsafe { ffi::breaker_report_finalized(self.raw, slot, epoch) })
+    }
+
+    /// Reports that `builder` exited.
+    pub fn observe_builder_exited(&self, slot: u64, builder: u64) -> Result<(), Error> {
+        // SAFETY: live client.
+        check(unsafe { ffi::breaker_report_builder_exited(self.raw, slot, builder) })
+    }
+
+    /// Reports (before Gloas) that `relay` signed the header of block `root` and did not
+    /// reveal its payload: the failed reveal that bans a relay.
+    pub fn observe_relay_reveal_missing(&self, slot: u64, relay: &str, root: &Root) -> Result<(), Error> {
+        let relay = c_string("relay", relay)?;
+        // SAFETY: as above.
+        check(unsafe { ffi::breaker_report_relay_reveal_missing(self.raw, slot, relay.as_ptr(), root.as_ptr()) })
+    }
+
+    /// Calls `callback` with every new policy in force (its fleet version, mode and source)
+    /// until the returned [`Subscription`] drops. The callback runs on a library thread, one
+    /// call at a time, and should return quickly; it may read the client (policy, is_allowed)
+    /// through its own handle. A panic in it is caught and printed, never unwound into C.
+    pub fn subscribe<F>(&self, callback: F) -> Result<Subscription<'_>, Error>
+    where
+        F: Fn(u64, Mode, Source) + Send + Sync + 'static,
+    {
+        let boxed: Box<Callback> = Box::new(Box::new(callback));
+        let user_data = Box::into_raw(boxed);
+        let mut id: c_int = 0;
+        // SAFETY: live client; `user_data` lives until Subscription's drop has unsubscribed.
+        let code = unsafe { ffi::breaker_subscribe(self.raw, trampoline, user_data as *mut c_void, &mut id) };
+        if let Err(e) = check(code) {
+            // SAFETY: not subscribed: nobody else has it.
+            drop(unsafe { Box::from_raw(user_data) });
+            return Err(e);
+        }
+        Ok(Subscription { client: self, id, user_data })
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no other call is running and none can start.
+        unsafe { ffi::breaker_client_free(self.raw) }
+    }
+}
+
+type Callback = Box<dyn Fn(u64, Mode, Source) + Send + Sync>;
+
+unsafe extern "C" fn trampoline(user_data: *mut c_void, version: u64, mode: c_int, source: c_int) {
+    // SAFETY: user_data is the Box of subscribe, alive until unsubscribed.
+    let callback = &*(user_data as *const Callback);
+    if catch_unwind(AssertUnwindSafe(|| callback(version, Mode::from_c(mode), Source::from_c(source)))).is_err() {
+        eprintln!("breaker-client: a policy callback panicked; the panic stops at the library's thread");
+    }
+}
+
+/// A policy subscription; dropping it unsubscribes (waiting for a running callback).
+pub struct Subscription<'a> {
+    client: &'a Client,
+    id: c_int,
+    user_data: *mut Callback,
+}
+
+impl Drop for Subscription<'_> {
+    fn drop(&mut self) {
+        // SAFETY: once breaker_unsubscribe returns, the callback is neither running nor called
+        // again, so the box is ours to free.
+        unsafe {
+            ffi::breaker_unsubscribe(self.client.raw, self.id);
+            drop(Box::from_raw(self.user_data));
+        }
+    }
+}
