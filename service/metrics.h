@@ -7,6 +7,8 @@
 // are read from the fleet at each scrape, so they can never drift from what the Admin API says.
 // README.md ("Operations") lists every metric.
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +21,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
+#include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "service/fleet.h"
@@ -41,6 +44,18 @@ class Metrics final : public MetricsSink {
   // Reports the state of `fleet` from now on; null stops (before the fleet goes away). Until
   // then the state's gauges are absent.
   void SetFleet(const Fleet* fleet);
+
+  // A replica on etcd, leader or standby: from now on exports breakerd_etcd_reachable and
+  // breakerd_leader (both 0 until told otherwise) and breakerd_leadership_changes_total, which
+  // starts from `leadership_changes` (those of the replicas this process ran before this one)
+  // and adds to it. Without this call (SQLite) the three are absent.
+  // REQUIRES: called once, before EtcdAnswered and LeadershipChanged; `leadership_changes` is
+  // not null.
+  void ReportReplica(std::shared_ptr<std::atomic<uint64_t>> leadership_changes);
+  // Whether etcd answered this replica's last call to it (EtcdStateStore::Options::on_answered).
+  void EtcdAnswered(bool answered);
+  // This replica took (true) or lost (false) the lead; the same twice in a row is one change.
+  void LeadershipChanged(bool leading);
 
   // MetricsSink.
   void ObservationHandled(absl::string_view kind, ObservationOutcome outcome) override;
@@ -71,6 +86,13 @@ class Metrics final : public MetricsSink {
   absl::flat_hash_map<FailureTarget, prometheus::Counter*> failures_;
   absl::flat_hash_map<StoreOperation, prometheus::Histogram*> store_writes_;
   prometheus::Histogram* fan_out_ = nullptr;
+
+  // Set by ReportReplica before the replica's threads report to them.
+  prometheus::Gauge* etcd_reachable_ = nullptr;
+  prometheus::Gauge* leader_ = nullptr;
+  prometheus::Counter* leadership_changes_ = nullptr;
+  std::shared_ptr<std::atomic<uint64_t>> leadership_tally_;
+  std::atomic<bool> leading_{false};
 
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;

@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "service/rpc/server.h"
 #include "service/rpc/server_test_support.h"
+#include "tests/support/etcd_cluster.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
 
@@ -33,6 +34,7 @@ namespace {
 
 namespace v1 = ::breaker::v1;
 
+using ::breaker::testing::EtcdCluster;
 using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
 using ::breaker::testing::WaitFor;
@@ -152,6 +154,9 @@ TEST_F(MetricsTest, StateGaugesMatchTheAdminApi) {
       << text;
   // The first snapshot of a fresh state directory was written.
   EXPECT_GE(Sample(text, "breakerd_store_write_seconds_count{operation=\"snapshot\"}"), 1) << text;
+  // On SQLite there is no etcd to reach and nothing to lead.
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("breakerd_etcd_reachable"))) << text;
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("breakerd_leader"))) << text;
 }
 
 TEST_F(MetricsTest, CountsWhatNodesAndOperatorsDo) {
@@ -260,6 +265,93 @@ TEST_F(MetricsTest, ShutdownStopsServing) {
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_NE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
   close(fd);
+}
+
+// Replicas on one real etcd member: the leader and a standby each export whether etcd answers
+// them and whether they lead.
+class ReplicaMetricsTest : public MetricsTest {
+ protected:
+  void SetUp() override {
+    EtcdCluster::Options options;
+    options.members = 1;
+    options.directory = dir_ + "/etcd";
+    absl::StatusOr<std::unique_ptr<EtcdCluster>> cluster = EtcdCluster::Start(options);
+    ASSERT_THAT(cluster, IsOk());
+    cluster_ = *std::move(cluster);
+  }
+
+  // With metrics, on etcd; the lease counts on the fixture's fake clock. A short TTL lets etcd
+  // free the key of a deposed leader soon.
+  ServerOptions ReplicaOptions(int lease_ttl_seconds = 60) {
+    ServerOptions options = MetricsOptions();
+    options.store = "etcd";
+    options.etcd.endpoints = cluster_->endpoint(0);
+    options.etcd.prefix = "/breaker/metrics";
+    options.etcd.lease_ttl_seconds = lease_ttl_seconds;
+    return options;
+  }
+
+  std::unique_ptr<EtcdCluster> cluster_;
+};
+
+TEST_F(ReplicaMetricsTest, LeaderAndStandbyEachSayWhetherTheyLeadAndReachEtcd) {
+  const ServerOptions leader_options = ReplicaOptions();
+  ASSERT_NO_FATAL_FAILURE(StartServerWith(leader_options));
+  ASSERT_TRUE(server_->WaitUntilLeading(absl::Seconds(60)));
+  const int leader_port = server_->metrics_port();
+  std::string text = ::breaker::service::Scrape(leader_port);
+  EXPECT_EQ(Sample(text, "breakerd_leader"), 1) << text;
+  EXPECT_EQ(Sample(text, "breakerd_etcd_reachable"), 1) << text;
+  EXPECT_EQ(Sample(text, "breakerd_leadership_changes_total"), 1) << text;
+
+  // A standby has no fleet, and still says what it sees of etcd.
+  absl::StatusOr<std::unique_ptr<Server>> standby = Server::Start(ReplicaOptions());
+  ASSERT_THAT(standby, IsOk());
+  const int standby_port = (*standby)->metrics_port();
+  ASSERT_GT(standby_port, 0);
+  EXPECT_TRUE(WaitFor(
+      [&] { return Sample(::breaker::service::Scrape(standby_port), "breakerd_etcd_reachable") == 1; },
+      absl::Seconds(30)));
+  text = ::breaker::service::Scrape(standby_port);
+  EXPECT_EQ(Sample(text, "breakerd_leader"), 0) << text;
+  EXPECT_EQ(Sample(text, "breakerd_leadership_changes_total"), 0) << text;
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("breakerd_policy_version"))) << text;
+
+  // etcd goes: the standby's next campaign try, and the leader's next write, go unanswered.
+  cluster_->Kill(0);
+  EXPECT_TRUE(WaitFor(
+      [&] { return Sample(::breaker::service::Scrape(standby_port), "breakerd_etcd_reachable") == 0; },
+      absl::Seconds(30)));
+  EXPECT_THAT(BanBuilder(10, "during the outage"), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_TRUE(WaitForSample("breakerd_etcd_reachable", 0)) << Scrape();
+  // Not deposed yet by its clock: it still holds the key.
+  EXPECT_EQ(Sample(Scrape(), "breakerd_leader"), 1);
+
+  // etcd back, the standby's campaign is answered again.
+  ASSERT_THAT(cluster_->Restart(0), IsOk());
+  EXPECT_TRUE(WaitFor(
+      [&] { return Sample(::breaker::service::Scrape(standby_port), "breakerd_etcd_reachable") == 1; },
+      absl::Seconds(60)));
+  standby->reset();
+}
+
+TEST_F(ReplicaMetricsTest, LeadershipChangesCountOnAcrossTheServersOfOneProcess) {
+  const ServerOptions options = ReplicaOptions(/*lease_ttl_seconds=*/2);
+  ASSERT_NO_FATAL_FAILURE(StartServerWith(options));
+  ASSERT_TRUE(server_->WaitUntilLeading(absl::Seconds(60)));
+  // No keepalive answered for longer than the TTL, on its clock: deposed.
+  clock_.Advance(absl::Seconds(2));
+  EXPECT_THAT(BanBuilder(10, "too late"), StatusIs(absl::StatusCode::kUnavailable));
+  ASSERT_TRUE(WaitForSample("breakerd_leader", 0)) << Scrape();
+  EXPECT_EQ(Sample(Scrape(), "breakerd_leadership_changes_total"), 2);
+
+  // The next server of the process (RunBreakerd's, after the step-down) goes on from there.
+  StopServer();
+  ASSERT_NO_FATAL_FAILURE(StartServerWith(options));
+  ASSERT_TRUE(server_->WaitUntilLeading(absl::Seconds(60)));
+  const std::string text = Scrape();
+  EXPECT_EQ(Sample(text, "breakerd_leader"), 1) << text;
+  EXPECT_EQ(Sample(text, "breakerd_leadership_changes_total"), 3) << text;
 }
 
 }  // namespace

@@ -181,6 +181,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
               << "), /metrics";
   }
   if (options.store == "etcd") {
+    if (server->metrics_ != nullptr) server->metrics_->ReportReplica(options.leadership_changes);
     server->gate_->Refuse(absl::UnavailableError(
         absl::StrCat("this breakerd is a standby for ", options.etcd.prefix,
                      " in etcd and is campaigning; no leader is known yet: retry")));
@@ -271,10 +272,16 @@ void Server::RunReplica(const ServerOptions& options, const ServiceConfig& confi
       // At once, from the thread that learned it (the lease's keepalive, or a write etcd
       // refused): not once the step-down gets to it, and never by asking etcd.
       SetServing(*server_, false);
+      ReportLeading(false);
       MutexLock lock(&replica_mu_);
       deposed_ = why;
       replica_changed_.SignalAll();
     };
+    if (metrics_ != nullptr) {
+      hooks.on_answered = [metrics = metrics_.get()](bool answered) {
+        metrics->EtcdAnswered(answered);
+      };
+    }
     store = OpenEtcdStore(Selection(options), options.clock, std::move(hooks));
     if (store.ok() || absl::IsCancelled(store.status())) break;
     // What waiting cures: etcd out of reach, or no quorum. Anything else (what is stored is
@@ -296,9 +303,12 @@ void Server::RunReplica(const ServerOptions& options, const ServiceConfig& confi
   }
   if (!store.ok()) return;  // shutting down
   EtcdStateStore* etcd = store->get();
+  ReportLeading(true);
   // It leads: calls wait for the state again, as at any restore.
   gate_->HoldCalls();
   if (absl::Status restored = Restore(options, config, *std::move(store), etcd); !restored.ok()) {
+    // The store went with the fleet that could not open, and its lease with it.
+    ReportLeading(false);
     LOG(ERROR) << "breakerd leads " << prefix << " but cannot restore its state: " << restored;
     gate_->Fail(absl::UnavailableError(
         "breakerd could not restore its state and steps down; its log says why"));
@@ -338,6 +348,10 @@ void Server::StoppedLeading(const ServerOptions& options, const absl::Status& wh
     replica_changed_.SignalAll();
   }
   if (options.on_stepped_down) options.on_stepped_down(why);
+}
+
+void Server::ReportLeading(bool leading) {
+  if (metrics_ != nullptr) metrics_->LeadershipChanged(leading);
 }
 
 bool Server::WaitForShutdown(absl::Duration timeout) {

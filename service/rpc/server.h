@@ -4,6 +4,8 @@
 // breakerd assembled: the fleet state over a SQLite or etcd store, the node and admin services, health
 // and reflection, on one gRPC server.
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -55,6 +57,11 @@ struct ServerOptions {
   // destroys the server and, when `why` is UNAVAILABLE, starts another one, which campaigns
   // again (see RunBreakerd). Must not block nor destroy the server itself.
   std::function<void(const absl::Status& why)> on_stepped_down;
+  // With store "etcd": how often the servers started with copies of these options took or
+  // lost the lead. Copies share it, so that breakerd_leadership_changes_total counts on across
+  // the servers one process starts one after another (RunBreakerd, after each step-down).
+  std::shared_ptr<std::atomic<uint64_t>> leadership_changes =
+      std::make_shared<std::atomic<uint64_t>>(0);
   // Text-format breaker.v1.Config; empty: the defaults (mainnet), and no reload.
   std::string config_path;
   // Address to serve Prometheus metrics on (HTTP, /metrics), "host:port"; port 0 picks a free
@@ -179,6 +186,8 @@ class Server {
   void StepDown(const ServerOptions& options, const absl::Status& why);
   // Marks the replica stepped down and tells the owner why.
   void StoppedLeading(const ServerOptions& options, const absl::Status& why);
+  // Tells the metrics, if any, that this replica took (true) or lost (false) the lead.
+  void ReportLeading(bool leading);
   // Waits up to `timeout` for Shutdown; true when it began.
   bool WaitForShutdown(absl::Duration timeout);
   absl::StatusOr<breaker::v1::Replication> ReadReplication() const;

@@ -326,7 +326,13 @@ EtcdStateStore::Tried EtcdStateStore::TryEndpoints(Call call) const {
     if (!IsTransportFailure(tried.status)) break;
     MoveOn(endpoint);
   }
+  ReportAnswered(tried.status);
   return tried;
+}
+
+void EtcdStateStore::ReportAnswered(const grpc::Status& status) const {
+  if (!options_.on_answered || status.error_code() == grpc::StatusCode::CANCELLED) return;
+  options_.on_answered(!IsTransportFailure(status));
 }
 
 std::string EtcdStateStore::Key(absl::string_view suffix) const {
@@ -419,6 +425,7 @@ absl::Status EtcdStateStore::TakeLeaderKey() {
     SetDeadline(context, options_.call_timeout);
     TxnResponse response;
     const grpc::Status status = endpoint.kv->Txn(&context, request, &response);
+    ReportAnswered(status);
     ++attempts;
     const mvccpb::KeyValue* holder_kv =
         status.ok() && !response.succeeded() && response.responses_size() > 0 &&
@@ -558,10 +565,13 @@ absl::Status EtcdStateStore::KeepAliveOnce() {
         return absl::CancelledError("the store is deposed or stopping: no more keepalives");
       }
     }
+    // A stream etcd ended without an answer counts as unanswered, whatever its status.
+    ReportAnswered(status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "") : status);
     if (IsTransportFailure(status) || status.ok()) MoveOn(endpoint);
     return EtcdError(status, endpoint.address,
                      absl::StrCat("renewing lease ", absl::StrFormat("%x", lease_id_)), timeout);
   }
+  ReportAnswered(grpc::Status::OK);
   if (response.ttl() <= 0) {
     Depose(absl::UnavailableError(absl::StrCat(
         "this breakerd no longer leads ", options_.prefix, ": etcd reports its lease ",
@@ -633,7 +643,8 @@ absl::StatusOr<TxnResponse> EtcdStateStore::LeaderTxn(TxnRequest& request,
   const Tried sending = TryEndpoints([&](Endpoint& endpoint, grpc::ClientContext& context) {
     // Checked before each try: a store whose lease ran out by its clock writes nothing more.
     leading = CheckLeading();
-    if (!leading.ok()) return grpc::Status(grpc::StatusCode::ABORTED, "not leading");
+    // CANCELLED: no call was made, which says nothing of etcd (see ReportAnswered).
+    if (!leading.ok()) return grpc::Status(grpc::StatusCode::CANCELLED, "not leading");
     Cancellable cancellable(*this, context);
     response.Clear();
     return endpoint.kv->Txn(&context, request, &response);
@@ -688,6 +699,7 @@ absl::Status EtcdStateStore::ReadSequencesOnce() {
   SetDeadline(context, options_.call_timeout);
   TxnResponse response;
   const grpc::Status status = endpoint.kv->Txn(&context, request, &response);
+  ReportAnswered(status);
   if (!status.ok()) {
     if (IsTransportFailure(status)) MoveOn(endpoint);
     return EtcdError(status, endpoint.address,
@@ -750,6 +762,7 @@ absl::StatusOr<StoredState> EtcdStateStore::LoadOnce() {
     grpc::ClientContext context;
     SetDeadline(context, options_.call_timeout);
     const grpc::Status status = endpoint.kv->Range(&context, request, &response);
+    ReportAnswered(status);
     if (status.ok()) {
       if (revision == 0) revision = response.header().revision();
       return absl::OkStatus();
@@ -962,6 +975,7 @@ absl::Status EtcdStateStore::WriteSnapshot(absl::string_view snapshot,
   compaction.set_revision(flipped->header().revision());
   etcdserverpb::CompactionResponse compacted;
   const grpc::Status status = endpoint.kv->Compact(&context, compaction, &compacted);
+  ReportAnswered(status);
   if (!status.ok() && status.error_code() != grpc::StatusCode::OUT_OF_RANGE) {
     LOG(WARNING) << "compacting etcd's history to revision " << compaction.revision()
                  << " failed: " << status.error_message()

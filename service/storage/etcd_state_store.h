@@ -136,6 +136,13 @@ class EtcdStateStore : public StateStore {
     // may call leadership() (still OK then) but not Load, Append or WriteSnapshot, and must
     // not block for long: writes wait for it.
     std::function<void(const absl::Status&)> on_deposed;
+    // After each call to etcd (lease grant and keepalive, registration, campaign, reads,
+    // writes, compaction): true when a member answered it, even with a refusal; false when
+    // none did in time (UNAVAILABLE, DEADLINE_EXCEEDED), after trying the next endpoints where
+    // the call does. Not called for a call this store cancelled (deposed or stopping): that
+    // says nothing of etcd. From the thread that made the call, possibly holding the store's
+    // locks: must not block nor call the store.
+    std::function<void(bool answered)> on_answered;
   };
 
   // INVALID_ARGUMENT, naming the flag breakerd takes it from, for a bad option.
@@ -227,6 +234,9 @@ class EtcdStateStore : public StateStore {
   // One keepalive, bounded by the lease left; OK when etcd renewed the lease, CANCELLED when
   // the store was deposed or is stopping meanwhile.
   absl::Status KeepAliveOnce();
+
+  // Tells Options::on_answered whether etcd answered a call that ended with `status`.
+  void ReportAnswered(const grpc::Status& status) const;
 
   // How often a call is tried, on one endpoint after another, when one does not answer.
   size_t Attempts() const { return std::max<size_t>(2, endpoints_.size()); }

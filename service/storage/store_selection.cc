@@ -100,6 +100,7 @@ absl::StatusOr<std::unique_ptr<EtcdStateStore>> OpenEtcdStore(const StoreSelecti
   options->on_follow = std::move(hooks.on_follow);
   options->cancelled = std::move(hooks.cancelled);
   options->on_deposed = std::move(hooks.on_deposed);
+  options->on_answered = std::move(hooks.on_answered);
   return EtcdStateStore::Open(*std::move(options));
 }
 

@@ -56,6 +56,7 @@ struct EtcdReplicaHooks {
   std::function<void(absl::string_view leader)> on_follow;
   std::function<bool()> cancelled;
   std::function<void(const absl::Status&)> on_deposed;
+  std::function<void(bool answered)> on_answered;
 };
 
 // Opens the etcd store that `etcd` selects (CheckStoreSelection first), counting its lease on
