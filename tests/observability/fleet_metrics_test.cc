@@ -5,7 +5,8 @@
 // on loopback. The fleet plays a script: bids, a builder's failure, a failed reveal that bans
 // a relay, missed slots that trip SELF_BUILD, an operator's reset, the leader killed and
 // restarted, a node stopped. After each step the test asks Prometheus's HTTP API what an operator would ask,
-// and at the end the whole story over time, then runs every query of the Grafana dashboard.
+// and at the end the whole story over time; the example alert rules are loaded and seen to
+// fire; and every query of the Grafana dashboard is run.
 //
 // Every wait polls Prometheus (or the fleet) for what it waits for, with a deadline; nothing
 // asserts how long anything took.
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -49,6 +51,11 @@ namespace {
 constexpr char kSidecar[] = "sidecar/breaker-sidecar";
 // The dashboard an operator loads (examples/grafana/), from the test's data.
 constexpr char kDashboard[] = "examples/grafana/breaker-fleet.json";
+// The alert rules an operator loads (examples/prometheus/), and the job names their example
+// prometheus.yml gives the replicas and the sidecars, which the rules name.
+constexpr char kAlerts[] = "examples/prometheus/alerts.yml";
+constexpr char kReplicasJob[] = "breakerd_replicas";
+constexpr char kSidecarsJob[] = "breaker_sidecar";
 
 // A relay's or builder's ban for failures lasts 10 epochs (over 10 minutes on the fast
 // chain), so no epoch boundary lifts it mid-test; more than 2 missed slots in a row trip
@@ -158,14 +165,15 @@ class FleetMetricsTest : public ReplicaFleetTest {
   }
 
   void StartPrometheus() {
-    Prometheus::ScrapeJob breakerd{"breakerd", {}};
+    Prometheus::ScrapeJob breakerd{kReplicasJob, {}};
     for (size_t i = 0; i < replicas_.size(); ++i) {
       breakerd.targets.push_back(ReplicaMetricsAddress(i));
     }
-    Prometheus::ScrapeJob sidecars{"breaker-sidecar", {}};
+    Prometheus::ScrapeJob sidecars{kSidecarsJob, {}};
     for (const Sidecar& sidecar : sidecars_) sidecars.targets.push_back(sidecar.metrics_address());
     absl::StatusOr<std::unique_ptr<Prometheus>> started =
-        Prometheus::Start(dir_ + "/prometheus", {breakerd, sidecars});
+        Prometheus::Start(dir_ + "/prometheus", {breakerd, sidecars},
+                          {std::filesystem::absolute(kAlerts).string()});
     ASSERT_THAT(started, IsOk());
     prometheus_ = *std::move(started);
   }
@@ -304,6 +312,32 @@ class FleetMetricsTest : public ReplicaFleetTest {
     return succession;
   }
 
+  // Waits until Prometheus has evaluated every alert rule, and expects each to evaluate
+  // without error against the live fleet.
+  void ExpectEveryRuleHealthy() {
+    absl::StatusOr<std::vector<Prometheus::Rule>> rules;
+    ASSERT_TRUE(PollUntil([&] {
+      rules = prometheus_->Rules();
+      return rules.ok() && std::none_of(rules->begin(), rules->end(), [](const auto& rule) {
+               return rule.health == "unknown";
+             });
+    })) << "the rules were not all evaluated: " << rules.status();
+    EXPECT_FALSE(rules->empty()) << kAlerts << " has no rule";
+    for (const Prometheus::Rule& rule : *rules) {
+      EXPECT_EQ(rule.health, "ok") << rule.group << "/" << rule.name << ": " << rule.last_error;
+    }
+    std::cerr << "alerts: " << rules->size() << " rules evaluated" << std::endl;
+  }
+
+  // Waits until the alert `name` is in `state` ("firing", "pending"), or has been at any time
+  // in the last five minutes when `state` is empty.
+  void AwaitAlert(const std::string& name, const std::string& state, const std::string& what) {
+    const std::string selector =
+        state.empty() ? absl::StrCat("max_over_time(ALERTS{alertname=\"", name, "\"}[5m])")
+                      : absl::StrCat("ALERTS{alertname=\"", name, "\",alertstate=\"", state, "\"}");
+    Await(selector, [](const std::vector<Series>& answer) { return !answer.empty(); }, what);
+  }
+
   // Runs every query of the dashboard over the test's time range and expects each to answer
   // series.
   void ExpectEveryPanelAnswers() {
@@ -415,6 +449,7 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   AwaitByLabel("breakerd_mode", "mode", {{"all_builders", 0}, {"trusted_only", 0}, {"self_build", 1}},
                "breakerd in SELF_BUILD");
   AwaitValue("sum(breaker_sidecar_mode{mode=\"self_build\"})", 2, "both sidecars in SELF_BUILD");
+  AwaitAlert("BreakerdModeNotAllBuilders", "firing", "the operator is told of SELF_BUILD");
   ASSERT_TRUE(EverySidecarAnswers(kHonest, 204));
   AwaitRequestCounts("SELF_BUILD refuses every relay");
   std::vector<int> honest_refused_when_tripped;
@@ -430,6 +465,8 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   AwaitByLabel("breakerd_mode", "mode", {{"all_builders", 1}, {"trusted_only", 0}, {"self_build", 0}},
                "breakerd back to ALL_BUILDERS");
   AwaitValue("sum(breakerd_banned_relays) + sum(breakerd_banned_builders)", 0, "bans lifted");
+  AwaitValue("absent(ALERTS{alertname=\"BreakerdModeNotAllBuilders\",alertstate=\"firing\"})", 1,
+             "the mode alert resolved");
   ASSERT_TRUE(EverySidecarAnswers(kWithholding, 200));
   ASSERT_TRUE(EverySidecarAnswers(kHonest, 200));
   AwaitValue("sum(breaker_sidecar_mode{mode=\"all_builders\"})", 2, "both sidecars forward");
@@ -447,6 +484,8 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
         "the killed leader's target down");
   AwaitByLabel("count by (instance) (breakerd_mode)", "instance", {{standby, 3}},
                "the standby states the mode");
+  // Whether the gap outlasts the alert's `for:` is the machine's pace; that it was seen is not.
+  AwaitAlert("BreakerdNoLeader", "", "the alert rule saw no leader during the failover");
   AwaitValue("sum(breakerd_connected_nodes)", 4, "the nodes reconnected to the new leader");
   AwaitByLabel(
       "max by (instance) (max_over_time(breaker_sidecar_policy_source{source=\"fleet+local\"}[5m]))",
@@ -529,7 +568,9 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
         },
         "reveal failures over the run");
 
-  // 10. Every panel of the dashboard answers series, while the fleet runs.
+  // 10. Every alert rule evaluates against the live fleet, and every panel of the dashboard
+  //     answers series.
+  ASSERT_NO_FATAL_FAILURE(ExpectEveryRuleHealthy());
   ASSERT_NO_FATAL_FAILURE(ExpectEveryPanelAnswers());
 }
 

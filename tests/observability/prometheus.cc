@@ -85,7 +85,8 @@ std::string Series::label(const std::string& name) const {
 }
 
 absl::StatusOr<std::unique_ptr<Prometheus>> Prometheus::Start(
-    const std::string& directory, const std::vector<ScrapeJob>& jobs) {
+    const std::string& directory, const std::vector<ScrapeJob>& jobs,
+    const std::vector<std::string>& rule_files) {
   if (access(kBinary, X_OK) != 0) {
     return absl::NotFoundError(absl::StrCat(kBinary, " is missing: install Debian's prometheus "
                                             "package (bash tools/setup.sh does)"));
@@ -99,8 +100,11 @@ absl::StatusOr<std::unique_ptr<Prometheus>> Prometheus::Start(
     config << "global:\n"
            << "  scrape_interval: " << interval << "\n"
            << "  scrape_timeout: " << interval << "\n"
-           << "  evaluation_interval: " << interval << "\n"
-           << "scrape_configs:\n";
+           << "  evaluation_interval: " << interval << "\n";
+    if (!rule_files.empty()) {
+      config << "rule_files: ['" << absl::StrJoin(rule_files, "', '") << "']\n";
+    }
+    config << "scrape_configs:\n";
     for (const ScrapeJob& job : jobs) {
       config << "  - job_name: " << job.name << "\n"
              << "    static_configs:\n"
@@ -213,6 +217,24 @@ absl::StatusOr<std::vector<std::string>> Prometheus::LabelValues(absl::string_vi
   std::vector<std::string> values;
   for (const Json& value : *data) values.push_back(value.get<std::string>());
   return values;
+}
+
+absl::StatusOr<std::vector<Prometheus::Rule>> Prometheus::Rules() const {
+  httplib::Client client("127.0.0.1", port_);
+  client.set_connection_timeout(5);
+  client.set_read_timeout(30);
+  absl::StatusOr<Json> data = Data(client.Get("/api/v1/rules"), "/api/v1/rules");
+  if (!data.ok()) return data.status();
+  std::vector<Rule> rules;
+  if (!data->contains("groups") || !(*data)["groups"].is_array()) return rules;
+  for (const Json& group : (*data)["groups"]) {
+    if (!group.contains("rules") || !group["rules"].is_array()) continue;
+    for (const Json& rule : group["rules"]) {
+      rules.push_back(Rule{group.value("name", ""), rule.value("name", ""),
+                           rule.value("health", ""), rule.value("lastError", "")});
+    }
+  }
+  return rules;
 }
 
 absl::StatusOr<std::vector<Series>> Prometheus::AwaitQuery(

@@ -47,13 +47,15 @@ class Prometheus {
   // The scrape interval: an operator's 15 s would make a test wait minutes for its answers.
   static constexpr absl::Duration kScrapeInterval = absl::Seconds(1);
 
-  // Writes prometheus.yml under `directory` (created when missing) and starts Prometheus on a
-  // free loopback port with its storage there, then waits until it says it is ready.
+  // Writes prometheus.yml under `directory` (created when missing), loading the rule files
+  // `rule_files` (absolute paths), and starts Prometheus on a free loopback port with its
+  // storage there, then waits until it says it is ready.
   // Returns NOT_FOUND when /usr/bin/prometheus is missing (install Debian's prometheus, as
   // tools/setup.sh does), UNAVAILABLE when it exits or is not ready in time (its log, echoed
   // above, says why).
-  static absl::StatusOr<std::unique_ptr<Prometheus>> Start(const std::string& directory,
-                                                           const std::vector<ScrapeJob>& jobs);
+  static absl::StatusOr<std::unique_ptr<Prometheus>> Start(
+      const std::string& directory, const std::vector<ScrapeJob>& jobs,
+      const std::vector<std::string>& rule_files = {});
 
   // Stops the server (SIGTERM, then SIGKILL with the Subprocess).
   ~Prometheus();
@@ -83,6 +85,19 @@ class Prometheus {
       absl::string_view expression,
       const std::function<bool(const std::vector<Series>&)>& condition,
       absl::Duration timeout) const;
+
+  // One rule of the rule files, as Prometheus last evaluated it (/api/v1/rules).
+  struct Rule {
+    std::string group;
+    // The alert's or recording rule's name.
+    std::string name;
+    // "ok", "err" (last_error says why), or "unknown" before its first evaluation.
+    std::string health;
+    std::string last_error;
+  };
+
+  // Every rule loaded, in the files' order. Errors as Query's.
+  absl::StatusOr<std::vector<Rule>> Rules() const;
 
   // "{instance="127.0.0.1:1",job="breakerd"} 1; ..." of an answer, for messages.
   static std::string Describe(const std::vector<Series>& answer);
