@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "sqlite3.h"
+#include "service/storage/sqlite_state_store.h"
 
 namespace breaker::bench {
 namespace {
@@ -15,22 +15,12 @@ constexpr absl::Duration kStartTimeout = absl::Seconds(60);
 // breakerd's default --max_concurrent_streams, kept unless the harness needs more.
 constexpr int kDefaultMaxConcurrentStreams = 100;
 
-// An empty SQLite database with `page_size`, where breakerd keeps its state ("breakerd.db").
-// The page size of a database is fixed once its first table exists.
+// Creates breakerd's empty state in `state_dir` with `page_size`, through the store breakerd
+// opens: the page size of a database is fixed once its first table exists. The store (and its
+// directory lock) is closed again before breakerd starts.
 absl::Status CreateDatabase(const std::string& state_dir, int page_size) {
   std::filesystem::create_directories(state_dir);
-  const std::string path = state_dir + "/breakerd.db";
-  sqlite3* db = nullptr;
-  int code =
-      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  const std::string sql = absl::StrCat("PRAGMA page_size = ", page_size, "; VACUUM;");
-  if (code == SQLITE_OK) code = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
-  const std::string message = sqlite3_errmsg(db);
-  sqlite3_close(db);
-  if (code != SQLITE_OK) {
-    return absl::InternalError(absl::StrCat("cannot create ", path, ": ", message));
-  }
-  return absl::OkStatus();
+  return service::SqliteStateStore::Open(state_dir, page_size).status();
 }
 
 }  // namespace

@@ -278,8 +278,13 @@ void SqliteStateStore::ConnectionCloser::operator()(sqlite3* db) const {
 }
 
 absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
-    const std::string& directory) {
+    const std::string& directory, int page_size) {
   if (directory.empty()) return absl::InvalidArgumentError("the state directory is empty");
+  if (page_size != 0 && (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SQLite page size ", page_size, " refused: pass a power of two from 512 to 65536, or 0 "
+        "for SQLite's default"));
+  }
   if (absl::Status status = CheckDirectory(directory); !status.ok()) return status;
   std::string base = directory;
   if (base.back() != '/') base += '/';
@@ -310,6 +315,14 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
   // not breakerd's. The first read of the file, so also where a file that is no database fails.
   absl::StatusOr<int64_t> version = CheckSchema(db.get(), path);
   if (!version.ok()) return version.status();
+  // Before WAL mode and the first table, the only time a page size takes; later, a no-op.
+  if (page_size != 0) {
+    if (absl::Status status =
+            Exec(db.get(), absl::StrCat("PRAGMA page_size = ", page_size).c_str(), "opening", path);
+        !status.ok()) {
+      return status;
+    }
+  }
 
   // WAL: a commit appends to the -wal file and syncs it once, instead of syncing a rollback
   // journal and the database; readers (an operator's backup) do not block the writer.

@@ -54,7 +54,12 @@ class SqliteStateStore : public StateStore {
   //   UNAVAILABLE          an I/O error, or another process holds the database locked;
   //   INTERNAL             an unexpected SQLite error.
   // Every message names the file or directory and says what to do.
-  static absl::StatusOr<std::unique_ptr<SqliteStateStore>> Open(const std::string& directory);
+  //
+  // `page_size`: the page size in bytes of a database this call creates (a power of two from
+  // 512 to 65536; INVALID_ARGUMENT otherwise), 0 for SQLite's default. An existing database
+  // keeps the page size it was created with.
+  static absl::StatusOr<std::unique_ptr<SqliteStateStore>> Open(const std::string& directory,
+                                                                int page_size = 0);
 
   ~SqliteStateStore() override;
   SqliteStateStore(const SqliteStateStore&) = delete;

@@ -534,6 +534,34 @@ TEST(SqliteStateStoreTest, UsesWriteAheadLogging) {
             absl::StrCat(SqliteStateStore::kSchemaVersion));
 }
 
+TEST(SqliteStateStoreTest, CreatesADatabaseWithThePageSizeAskedAndKeepsAnExistingOnes) {
+  const std::string directory = NewTempDirectory();
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStateStore>> store =
+        SqliteStateStore::Open(directory, 65536);
+    ASSERT_THAT(store, IsOk());
+    ASSERT_THAT((*store)->Append({"a"}), IsOk());
+  }
+  EXPECT_EQ(QuerySql(DatabasePath(directory), "PRAGMA page_size"), "65536");
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStateStore>> reopened =
+        SqliteStateStore::Open(directory, 4096);
+    ASSERT_THAT(reopened, IsOk());
+    absl::StatusOr<StoredState> state = (*reopened)->Load();
+    ASSERT_THAT(state, IsOk());
+    EXPECT_EQ(state->journal.size(), 1u);
+  }
+  EXPECT_EQ(QuerySql(DatabasePath(directory), "PRAGMA page_size"), "65536");
+}
+
+TEST(SqliteStateStoreTest, RefusesAPageSizeSqliteCannotUse) {
+  for (int page_size : {-1, 256, 1000, 131072}) {
+    EXPECT_THAT(SqliteStateStore::Open(NewTempDirectory(), page_size),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(absl::StrCat("page size ", page_size, " refused"))));
+  }
+}
+
 TEST(SqliteStateStoreTest, FileThatIsNoDatabaseIsDataLoss) {
   const std::string directory = NewTempDirectory();
   std::string garbage;
