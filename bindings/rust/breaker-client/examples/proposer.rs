@@ -78,5 +78,11 @@ fn main() {
     let proposer = Proposer { breaker: Arc::clone(&client) };
     let header = || SignedHeader { builder: 7, relay: "https://relay.example".into(), block_root: [0xab; 32] };
     println!("slot {slot}: {}", proposer.propose(slot, Some(header()), false));
+    // Only for the demonstration: let breakerd take the report and answer with its policy.
+    if let Err(e) = client.wait_synced(Duration::from_secs(5)) {
+        eprintln!("{e}");
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    println!("relays banned: {:?}", client.policy().banned_relays);
     println!("slot {}: {}", slot + 1, proposer.propose(slot + 1, Some(header()), true));
 }
