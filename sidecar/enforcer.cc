@@ -118,21 +118,51 @@ Route ClassifyRoute(absl::string_view method, absl::string_view path) {
   return route;
 }
 
+absl::string_view RefusalCauseLabel(RefusalCause cause) {
+  switch (cause) {
+    case RefusalCause::kSelfBuild:
+      return "self_build";
+    case RefusalCause::kRelayBanned:
+      return "relay_banned";
+    case RefusalCause::kNotTrusted:
+      return "not_trusted";
+    case RefusalCause::kBuilderBanned:
+      return "builder_banned";
+    case RefusalCause::kUnreadableBid:
+      return "unreadable_bid";
+  }
+  return "unknown";
+}
+
 std::optional<std::string> RefusalReason(const core::Policy& policy,
-                                         const UpstreamIdentity& upstream) {
+                                         const UpstreamIdentity& upstream, RefusalCause* cause) {
+  RefusalCause ignored;
+  if (cause == nullptr) cause = &ignored;
   if (policy.mode == core::Mode::kSelfBuild) {
+    *cause = RefusalCause::kSelfBuild;
     return absl::StrCat("mode SELF_BUILD: ", policy.mode_reason);
   }
   if (auto it = policy.banned_relays.find(upstream.relay_id); it != policy.banned_relays.end()) {
+    *cause = RefusalCause::kRelayBanned;
     return absl::StrCat("relay ", upstream.relay_id, " is banned (",
                         core::BanKindName(it->second.kind), "): ", it->second.reason);
   }
   if (policy.mode == core::Mode::kTrustedOnly && !upstream.trusted &&
       !policy.trusted_relays.contains(upstream.relay_id)) {
+    *cause = RefusalCause::kNotTrusted;
     return absl::StrCat("mode TRUSTED_ONLY and relay ", upstream.relay_id, " is not trusted");
   }
   return std::nullopt;
 }
+
+namespace {
+
+void CountRefusal(Enforcer::Counters& counters, RefusalCause cause) {
+  ++counters.refused;
+  ++counters.refused_by_cause[static_cast<size_t>(cause)];
+}
+
+}  // namespace
 
 bool JsonTooDeep(absl::string_view json, int max_depth) {
   int depth = 0;
@@ -232,10 +262,12 @@ std::optional<std::string> Enforcer::Refuse(size_t index, const Route& route) {
     return std::nullopt;
   }
   const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
-  std::optional<std::string> reason = RefusalReason(snapshot->policy, upstreams_.at(index));
+  RefusalCause cause;
+  std::optional<std::string> reason =
+      RefusalReason(snapshot->policy, upstreams_.at(index), &cause);
   if (reason) {
     MutexLock lock(&mu_);
-    ++state_.at(index).counters.refused;
+    CountRefusal(state_.at(index).counters, cause);
   }
   return reason;
 }
@@ -275,16 +307,18 @@ std::optional<std::string> Enforcer::OnBidAnswered(size_t index, core::Slot slot
     MutexLock lock(&mu_);
     Counters& counters = state_.at(index).counters;
     ++counters.malformed_answers;
-    ++counters.refused;
+    CountRefusal(counters, RefusalCause::kUnreadableBid);
     return std::string("the bid's builder index cannot be read, so the policy cannot be applied");
   }
   client_.Report(slot, core::BidSeen{*builder, identity.relay_id, ""});
   // The policy may have changed while the upstream took its time.
   const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
   const core::Policy& policy = snapshot->policy;
-  std::optional<std::string> reason = RefusalReason(policy, identity);
+  RefusalCause cause;
+  std::optional<std::string> reason = RefusalReason(policy, identity, &cause);
   if (!reason) {
     if (auto it = policy.banned_builders.find(*builder); it != policy.banned_builders.end()) {
+      cause = RefusalCause::kBuilderBanned;
       reason = absl::StrCat("builder ", *builder, " is banned (",
                             core::BanKindName(it->second.kind), "): ", it->second.reason);
     }
@@ -292,7 +326,7 @@ std::optional<std::string> Enforcer::OnBidAnswered(size_t index, core::Slot slot
   MutexLock lock(&mu_);
   Counters& counters = state_.at(index).counters;
   ++counters.bids_seen;
-  if (reason) ++counters.refused;
+  if (reason) CountRefusal(counters, cause);
   return reason;
 }
 

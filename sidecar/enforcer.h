@@ -26,7 +26,9 @@
 //     RelayRevealMissing of the block's root. A 4xx answer is not: the upstream judged the
 //     request invalid. Nor is a block whose root cannot be computed (ParseBlindedBlock).
 
+#include <array>
 #include <cstdint>
+#include <iterator>
 #include <deque>
 #include <optional>
 #include <string>
@@ -71,9 +73,25 @@ struct UpstreamIdentity {
   bool trusted = false;
 };
 
-// Why `policy` refuses headers and bids through `upstream`; nullopt when it allows them.
+// Why a header or bid is answered 204: a small fixed set, for metrics.
+enum class RefusalCause {
+  kSelfBuild,      // the mode is SELF_BUILD
+  kRelayBanned,    // the upstream's relay is banned
+  kNotTrusted,     // the mode is TRUSTED_ONLY and the upstream is not trusted
+  kBuilderBanned,  // a Gloas bid's builder is banned
+  kUnreadableBid,  // a Gloas bid whose builder index cannot be read
+};
+inline constexpr RefusalCause kRefusalCauses[] = {
+    RefusalCause::kSelfBuild, RefusalCause::kRelayBanned, RefusalCause::kNotTrusted,
+    RefusalCause::kBuilderBanned, RefusalCause::kUnreadableBid};
+// "self_build", "relay_banned", "not_trusted", "builder_banned", "unreadable_bid".
+absl::string_view RefusalCauseLabel(RefusalCause cause);
+
+// Why `policy` refuses headers and bids through `upstream`; nullopt when it allows them. When
+// it refuses and `cause` is not null, sets *cause.
 std::optional<std::string> RefusalReason(const core::Policy& policy,
-                                         const UpstreamIdentity& upstream);
+                                         const UpstreamIdentity& upstream,
+                                         RefusalCause* cause = nullptr);
 
 // What the sidecar reads of a signed blinded block (a submitBlindedBlock body).
 struct BlindedBlock {
@@ -125,6 +143,8 @@ class Enforcer {
     uint64_t forwarded = 0;
     // Answered 204 by the policy, before contacting the upstream or after reading its bid.
     uint64_t refused = 0;
+    // The same, by cause (indexed by RefusalCause).
+    std::array<uint64_t, std::size(kRefusalCauses)> refused_by_cause = {};
     // No answer (transport error, timeout, an answer too large) or a 5xx status.
     uint64_t upstream_errors = 0;
     uint64_t headers_seen = 0;

@@ -1,5 +1,6 @@
 #include "sidecar/metrics.h"
 
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,7 +38,66 @@ void AddCounter(prometheus::MetricFamily& family, double value, std::vector<Labe
   family.metric.push_back(std::move(metric));
 }
 
+// Upper bounds, in seconds: a relay is 1 to 500 ms away (a round trip or two for an answer),
+// and a getHeader's deadline is about a second; a reveal may take a few.
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const auto* const buckets = new prometheus::Histogram::BucketBoundaries{
+      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 4};
+  return *buckets;
+}
+
 }  // namespace
+
+UpstreamLatency::UpstreamLatency(std::vector<std::string> upstreams)
+    : upstreams_(std::move(upstreams)) {
+  for (size_t i = 0; i < upstreams_.size() * std::size(kRoutes); ++i) {
+    histograms_.push_back(std::make_unique<prometheus::Histogram>(LatencyBuckets()));
+  }
+}
+
+size_t UpstreamLatency::RouteIndex(Endpoint endpoint) {
+  for (size_t i = 0; i < std::size(kRoutes); ++i) {
+    if (kRoutes[i] == endpoint) return i;
+  }
+  return std::size(kRoutes) - 1;  // other
+}
+
+absl::string_view UpstreamLatency::RouteLabel(Endpoint endpoint) {
+  switch (kRoutes[RouteIndex(endpoint)]) {
+    case Endpoint::kStatus:
+      return "status";
+    case Endpoint::kGetHeader:
+      return "header";
+    case Endpoint::kSubmitBlindedBlock:
+      return "blinded_blocks";
+    case Endpoint::kRegisterValidators:
+      return "register_validators";
+    default:
+      return "other";
+  }
+}
+
+void UpstreamLatency::Observe(size_t index, Endpoint endpoint, absl::Duration answer_time) {
+  histograms_.at(index * std::size(kRoutes) + RouteIndex(endpoint))
+      ->Observe(absl::ToDoubleSeconds(answer_time));
+}
+
+prometheus::MetricFamily UpstreamLatency::Collect() const {
+  auto family = Family("breaker_sidecar_upstream_request_seconds",
+                       "How long an upstream took to answer a forwarded request (any status; "
+                       "no answer counts as an upstream_error instead), by upstream and route: "
+                       "status, header, blinded_blocks, register_validators, other (the Gloas "
+                       "endpoints).",
+                       prometheus::MetricType::Histogram);
+  for (size_t i = 0; i < upstreams_.size(); ++i) {
+    for (size_t r = 0; r < std::size(kRoutes); ++r) {
+      prometheus::ClientMetric metric = histograms_[i * std::size(kRoutes) + r]->Collect();
+      metric.label = {{"upstream", upstreams_[i]}, {"route", std::string(RouteLabel(kRoutes[r]))}};
+      family.metric.push_back(std::move(metric));
+    }
+  }
+  return family;
+}
 
 class Metrics::Collector final : public prometheus::Collectable {
  public:
@@ -47,6 +107,13 @@ class Metrics::Collector final : public prometheus::Collectable {
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     using prometheus::MetricType;
+    auto refusals = Family("breaker_sidecar_refused_total",
+                           "Requests answered 204 by the policy, by upstream and reason: "
+                           "self_build (mode SELF_BUILD), relay_banned (the upstream's relay is "
+                           "banned), not_trusted (mode TRUSTED_ONLY and the upstream is not "
+                           "trusted), builder_banned (a Gloas bid's builder is banned), "
+                           "unreadable_bid (a Gloas bid whose builder cannot be read).",
+                           MetricType::Counter);
     auto requests = Family("breaker_sidecar_requests_total",
                            "Builder API requests by upstream and outcome: forwarded (the "
                            "upstream's answer passed back), refused (204 by the policy), "
@@ -76,6 +143,11 @@ class Metrics::Collector final : public prometheus::Collectable {
                  {{"upstream", upstream}, {"outcome", "refused"}});
       AddCounter(requests, static_cast<double>(counts.upstream_errors),
                  {{"upstream", upstream}, {"outcome", "upstream_error"}});
+      for (RefusalCause cause : kRefusalCauses) {
+        AddCounter(refusals,
+                   static_cast<double>(counts.refused_by_cause[static_cast<size_t>(cause)]),
+                   {{"upstream", upstream}, {"reason", std::string(RefusalCauseLabel(cause))}});
+      }
       AddCounter(headers, static_cast<double>(counts.headers_seen), {{"upstream", upstream}});
       AddCounter(bids, static_cast<double>(counts.bids_seen), {{"upstream", upstream}});
       AddCounter(malformed, static_cast<double>(counts.malformed_answers),
@@ -127,7 +199,7 @@ class Metrics::Collector final : public prometheus::Collectable {
                                             stats.dropped_failures));
 
     std::vector<prometheus::MetricFamily> families;
-    for (auto* family : {&requests, &headers, &bids, &malformed, &reveals, &version, &source, &mode,
+    for (auto* family : {&requests, &refusals, &headers, &bids, &malformed, &reveals, &version, &source, &mode,
                          &connected, &reconnects, &buffered, &dropped}) {
       families.push_back(std::move(*family));
     }
@@ -299,6 +371,22 @@ class Metrics::WarmerCollector final : public prometheus::Collectable {
 void Metrics::AddProposalWarmer(const ProposalWarmer& warmer) {
   warmer_collector_ = std::make_shared<WarmerCollector>(warmer);
   exposer_->RegisterCollectable(warmer_collector_);
+}
+
+// The upstreams' answer times, measured by the proxy.
+class Metrics::LatencyCollector final : public prometheus::Collectable {
+ public:
+  explicit LatencyCollector(const UpstreamLatency& latency) : latency_(latency) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override { return {latency_.Collect()}; }
+
+ private:
+  const UpstreamLatency& latency_;
+};
+
+void Metrics::AddUpstreamLatency(const UpstreamLatency& latency) {
+  latency_collector_ = std::make_shared<LatencyCollector>(latency);
+  exposer_->RegisterCollectable(latency_collector_);
 }
 
 Metrics::~Metrics() {

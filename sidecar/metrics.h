@@ -12,14 +12,47 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "client/client.h"
 #include "prometheus/exposer.h"
+#include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
 #include "sidecar/beacon_watcher.h"
 #include "sidecar/enforcer.h"
 #include "sidecar/proposal_warmer.h"
 #include "sidecar/upstream_pool.h"
 
 namespace breaker::sidecar {
+
+// How long each upstream took to answer, by route: what the proxy measures and /metrics serves
+// as breaker_sidecar_upstream_request_seconds. This class is thread-safe.
+class UpstreamLatency {
+ public:
+  // One histogram per upstream (its relay identifier, in the enforcer's order) and route, each
+  // there from the start.
+  explicit UpstreamLatency(std::vector<std::string> upstreams);
+
+  // Upstream `index` answered a request to `endpoint` after `answer_time`.
+  // REQUIRES: index < the number of upstreams.
+  void Observe(size_t index, Endpoint endpoint, absl::Duration answer_time);
+
+  // The family, labelled by upstream and route.
+  prometheus::MetricFamily Collect() const;
+
+  // The route label of `endpoint`: status, header, blinded_blocks, register_validators, or
+  // other (the Gloas endpoints and anything else forwarded).
+  static absl::string_view RouteLabel(Endpoint endpoint);
+
+ private:
+  static constexpr Endpoint kRoutes[] = {Endpoint::kStatus, Endpoint::kGetHeader,
+                                         Endpoint::kSubmitBlindedBlock,
+                                         Endpoint::kRegisterValidators, Endpoint::kOther};
+  static size_t RouteIndex(Endpoint endpoint);
+
+  const std::vector<std::string> upstreams_;
+  // upstreams_.size() × std::size(kRoutes), upstream-major.
+  std::vector<std::unique_ptr<prometheus::Histogram>> histograms_;
+};
 
 // This class is thread-safe.
 class Metrics {
@@ -47,14 +80,20 @@ class Metrics {
   // outlives this object.
   void AddProposalWarmer(const ProposalWarmer& warmer);
 
+  // Serves the upstreams' answer times too. REQUIRES: called at most once; `latency` outlives
+  // this object.
+  void AddUpstreamLatency(const UpstreamLatency& latency);
+
  private:
   class Collector;
   class WarmerCollector;
+  class LatencyCollector;
 
   Metrics() = default;
 
   std::shared_ptr<Collector> collector_;
   std::shared_ptr<WarmerCollector> warmer_collector_;
+  std::shared_ptr<LatencyCollector> latency_collector_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
 };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/fake_client.h"
 #include "core/policy.h"
@@ -148,6 +149,97 @@ TEST(MetricsTest, ServesTheFormOfTheTopicsQueryInUse) {
   }
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_topics_form{form=\"comma\"} 1"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_topics_form{form=\"repeated\"} 0"));
+}
+
+TEST(MetricsTest, CountsTheRefusalsByReason) {
+  client::FakeClient client;
+  Enforcer enforcer(client, {{kRelay, false}});
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
+      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
+  ASSERT_THAT(metrics, IsOk());
+  const auto refused = [&](const std::string& reason) {
+    return "breaker_sidecar_refused_total{upstream=\"http://relay.example\",reason=\"" + reason +
+           "\"}";
+  };
+  // Every reason has its series from the first scrape, so that rate() works at once.
+  std::string text = Scrape((*metrics)->port());
+  for (const char* reason :
+       {"self_build", "relay_banned", "not_trusted", "builder_banned", "unreadable_bid"}) {
+    EXPECT_THAT(text, HasSubstr(refused(reason) + " 0")) << text;
+  }
+
+  core::Policy policy;
+  policy.mode = core::Mode::kSelfBuild;
+  client.SetPolicy(policy, client::PolicySource::kFleet);
+  EXPECT_TRUE(enforcer.Refuse(0, Route{Endpoint::kGetHeader, 5}).has_value());
+  EXPECT_TRUE(enforcer.Refuse(0, Route{Endpoint::kGetExecutionPayloadBid, 5}).has_value());
+  policy.mode = core::Mode::kTrustedOnly;
+  client.SetPolicy(policy, client::PolicySource::kFleet);
+  EXPECT_TRUE(enforcer.Refuse(0, Route{Endpoint::kGetHeader, 6}).has_value());
+  policy.mode = core::Mode::kAllBuilders;
+  policy.banned_builders[42] = core::Ban{};
+  client.SetPolicy(policy, client::PolicySource::kFleet);
+  const std::string bid =
+      "{\"version\":\"gloas\",\"data\":{\"message\":{\"slot\":\"7\",\"builder_index\":\"42\","
+      "\"value\":\"1\"},\"signature\":\"0x00\"}}";
+  EXPECT_TRUE(enforcer.OnBidAnswered(0, 7, 200, bid, "application/json").has_value());
+  EXPECT_TRUE(enforcer.OnBidAnswered(0, 7, 200, "garbage", "application/json").has_value());
+  policy.banned_relays[kRelay] = core::Ban{};
+  client.SetPolicy(policy, client::PolicySource::kFleet);
+  EXPECT_TRUE(enforcer.Refuse(0, Route{Endpoint::kGetHeader, 8}).has_value());
+  // A status request is never refused.
+  EXPECT_FALSE(enforcer.Refuse(0, Route{Endpoint::kStatus, 0}).has_value());
+
+  text = Scrape((*metrics)->port());
+  EXPECT_THAT(text, HasSubstr(refused("self_build") + " 2")) << text;
+  EXPECT_THAT(text, HasSubstr(refused("not_trusted") + " 1")) << text;
+  EXPECT_THAT(text, HasSubstr(refused("builder_banned") + " 1")) << text;
+  EXPECT_THAT(text, HasSubstr(refused("unreadable_bid") + " 1")) << text;
+  EXPECT_THAT(text, HasSubstr(refused("relay_banned") + " 1")) << text;
+  // The reasons add up to the refused outcome.
+  EXPECT_THAT(text, HasSubstr(
+      "breaker_sidecar_requests_total{upstream=\"http://relay.example\",outcome=\"refused\"} 6"));
+}
+
+TEST(MetricsTest, ServesTheUpstreamsAnswerTimesByRoute) {
+  client::FakeClient client;
+  Enforcer enforcer(client, {{kRelay, false}, {"http://other.example", false}});
+  UpstreamLatency latency({kRelay, "http://other.example"});
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
+      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
+  ASSERT_THAT(metrics, IsOk());
+  (*metrics)->AddUpstreamLatency(latency);
+
+  latency.Observe(0, Endpoint::kGetHeader, absl::Milliseconds(30));
+  latency.Observe(0, Endpoint::kGetHeader, absl::Milliseconds(400));
+  latency.Observe(1, Endpoint::kSubmitBlindedBlock, absl::Milliseconds(1500));
+  latency.Observe(1, Endpoint::kGetExecutionPayloadBid, absl::Milliseconds(2));
+
+  const std::string text = Scrape((*metrics)->port());
+  EXPECT_THAT(text, HasSubstr("# TYPE breaker_sidecar_upstream_request_seconds histogram"));
+  const std::string header =
+      "breaker_sidecar_upstream_request_seconds_bucket{upstream=\"http://relay.example\","
+      "route=\"header\",le=\"";
+  EXPECT_THAT(text, HasSubstr(header + "0.025\"} 0")) << text;
+  EXPECT_THAT(text, HasSubstr(header + "0.05\"} 1")) << text;
+  EXPECT_THAT(text, HasSubstr(header + "0.3\"} 1")) << text;
+  EXPECT_THAT(text, HasSubstr(header + "0.5\"} 2")) << text;
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_upstream_request_seconds_sum{upstream=\"http://"
+                              "relay.example\",route=\"header\"} 0.43"))
+      << text;
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_upstream_request_seconds_count{upstream=\"http://"
+                              "other.example\",route=\"blinded_blocks\"} 1"))
+      << text;
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_upstream_request_seconds_count{upstream=\"http://"
+                              "other.example\",route=\"other\"} 1"))
+      << text;
+  // Every route of every upstream is there from the start.
+  for (const char* route : {"status", "header", "blinded_blocks", "register_validators"}) {
+    EXPECT_THAT(text, HasSubstr(absl::StrCat("breaker_sidecar_upstream_request_seconds_count{"
+                                             "upstream=\"http://other.example\",route=\"",
+                                             route, "\"}")))
+        << route;
+  }
 }
 
 TEST(MetricsTest, ABadAddressNamesTheSetting) {

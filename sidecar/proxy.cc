@@ -126,8 +126,21 @@ class Proxy::Maintenance {
   std::thread thread_;
 };
 
+namespace {
+
+std::vector<std::string> RelayIds(const std::vector<UpstreamSettings>& upstreams) {
+  std::vector<std::string> ids;
+  for (const UpstreamSettings& upstream : upstreams) ids.push_back(upstream.relay_id);
+  return ids;
+}
+
+}  // namespace
+
 Proxy::Proxy(const SidecarSettings& settings, Enforcer& enforcer, const Clock& clock)
-    : settings_(settings), enforcer_(enforcer), clock_(clock) {}
+    : settings_(settings),
+      enforcer_(enforcer),
+      clock_(clock),
+      latency_(RelayIds(settings.upstreams)) {}
 
 Proxy::~Proxy() { Stop(); }
 
@@ -270,6 +283,7 @@ void Proxy::Forward(size_t index, const void* request_ptr, void* response_ptr) {
   UpstreamAnswer answer;
   if (budget > absl::ZeroDuration()) {
     answer = pools_[index]->Send(out, budget);
+    if (answer.ok()) latency_.Observe(index, route.endpoint, absl::Now() - start);
   } else {
     answer.failure = UpstreamAnswer::Failure::kTimeout;
   }

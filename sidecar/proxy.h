@@ -28,6 +28,7 @@
 #include "common/mutex.h"
 #include "sidecar/config.h"
 #include "sidecar/enforcer.h"
+#include "sidecar/metrics.h"
 #include "sidecar/upstream_pool.h"
 
 namespace httplib {
@@ -79,6 +80,9 @@ class Proxy {
   UpstreamPool& pool(size_t index) const { return *pools_.at(index); }
   size_t upstreams() const { return pools_.size(); }
 
+  // How long each upstream took to answer, by route.
+  const UpstreamLatency& latency() const { return latency_; }
+
   // Stops: closes the ports at once, lets the requests in flight finish for up to `grace`,
   // then ends their upstream exchanges, each answered 503; returns once every request is
   // answered. Idempotent.
@@ -98,6 +102,7 @@ class Proxy {
   std::vector<std::thread> threads_;
   std::unique_ptr<Maintenance> maintenance_;
   RegistrationObserver registration_observer_;
+  UpstreamLatency latency_;
 
   Mutex mu_;
   CondVar answered_;

@@ -108,6 +108,7 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
     if (!metrics.ok()) return metrics.status();
     sidecar->metrics_ = *std::move(metrics);
     if (sidecar->warmer_ != nullptr) sidecar->metrics_->AddProposalWarmer(*sidecar->warmer_);
+    sidecar->metrics_->AddUpstreamLatency(sidecar->proxy_->latency());
   }
   return sidecar;
 }
