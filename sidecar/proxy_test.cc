@@ -253,8 +253,14 @@ TEST_F(ProxyTest, AHundredMegabyteRequestIsRefusedWithoutReachingTheUpstream) {
   ASSERT_NO_FATAL_FAILURE(StartProxy(relay.url()));
   httplib::Result result = Client().Post("/eth/v2/builder/blinded_blocks",
                                          std::string(kHundredMegabytes, '{'), "application/json");
-  ASSERT_TRUE(result) << httplib::to_string(result.error());
-  EXPECT_EQ(result->status, 413);
+  // The proxy answers 413 on the request's Content-Length and closes the connection without
+  // reading the body: a client still writing then sees the connection closed instead of the
+  // answer (on a slow machine, or under a sanitizer). Either way nothing was forwarded.
+  if (result) {
+    EXPECT_EQ(result->status, 413);
+  } else {
+    EXPECT_EQ(result.error(), httplib::Error::Write) << httplib::to_string(result.error());
+  }
   EXPECT_EQ(requests, 0);
   // The port still serves.
   result = Client().Post("/eth/v2/builder/blinded_blocks", "{}", "application/json");

@@ -63,6 +63,7 @@ using ::breaker::testing::Deadline;
 using ::breaker::testing::GloasChain;
 using ::breaker::testing::IsOk;
 using ::breaker::testing::kBanEveryFailure;
+using ::breaker::testing::kSanitizerSlowdown;
 using ::breaker::testing::Node;
 using ::breaker::testing::PollUntil;
 using ::breaker::testing::RandomLoad;
@@ -295,7 +296,8 @@ TEST_F(ReplicasTest, ALeaderCutOffFromEtcdPastItsLeaseStepsDownAndLeadsAgainWith
 }
 
 // What a load balancer sees as etcd loses its quorum under the leader: health, asked every
-// 150 ms with a deadline of 1 s, answers every time within it, and says NOT_SERVING within the
+// 150 ms with a deadline of 1 s (times kSanitizerSlowdown, as the bounds below), answers every
+// time within it, and says NOT_SERVING within the
 // lease's TTL and 2 s of the second member's kill, no later than a write is refused, and never
 // SERVING again while the quorum is gone. The leader learns of it from its lease's keepalives,
 // not from a health check that asks etcd.
@@ -306,8 +308,8 @@ TEST_F(ReplicasTest, HealthTurnsNotServingWithinTheLeaseOfALostQuorumAndAnswersT
   ASSERT_TRUE(AcknowledgementsGoOn());
 
   constexpr absl::Duration kPoll = absl::Milliseconds(150);
-  constexpr absl::Duration kHealthDeadline = absl::Seconds(1);
-  const absl::Duration bound = absl::Seconds(lease_ttl_seconds_ + 2);
+  const absl::Duration kHealthDeadline = absl::Seconds(kSanitizerSlowdown);
+  const absl::Duration bound = absl::Seconds(lease_ttl_seconds_ + 2 * kSanitizerSlowdown);
   const size_t mark = ReplicaLogMark(0);
   etcd_->Kill(0);
   etcd_->Kill(1);
@@ -380,7 +382,7 @@ TEST_F(ReplicasTest, HealthTurnsNotServingWithinTheLeaseOfALostQuorumAndAnswersT
   EXPECT_LT(longest_refusal, kHealthDeadline) << "health was refused for too long";
   EXPECT_THAT(ban, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no longer leads")));
   // Health said so no later than the write was refused: within the resolution of the polls.
-  EXPECT_LE(*not_serving, ban_refused - lost + 2 * kPoll)
+  EXPECT_LE(*not_serving, ban_refused - lost + 2 * kPoll * kSanitizerSlowdown)
       << "health said NOT_SERVING after a write was refused";
 }
 

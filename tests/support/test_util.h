@@ -31,6 +31,17 @@
 
 namespace breaker::testing {
 
+// How many times slower than a plain build the code under test runs. A bound that states a
+// goal of the product in real time (health answers within 1 s) is multiplied by it: a build
+// under ThreadSanitizer or AddressSanitizer checks threads and memory, not latency.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr int kSanitizerSlowdown = 5;
+#elif defined(__SANITIZE_ADDRESS__)
+inline constexpr int kSanitizerSlowdown = 2;
+#else
+inline constexpr int kSanitizerSlowdown = 1;
+#endif
+
 // Polls `condition` every `interval` until it holds or `timeout` of real time has passed;
 // returns whether it holds. The timeout is generous: sanitizers slow everything down. (Polling
 // for a condition with a deadline, never a fixed sleep.) The one such loop of the tests.
