@@ -33,6 +33,7 @@ packages=(
   cargo                     # bindings/rust: builds and tests the crate offline
   clang-14                  # the fuzz targets under libFuzzer (tools/fuzz.sh; README: Fuzzing)
   libclang-rt-14-dev        # libFuzzer and the sanitizers' runtimes for clang 14
+  curl                      # the README's tour (tests/docs:readme_tour_test) asks the sidecar with it
   make                      # tests/lodestar: node-gyp builds Lodestar's native modules
   python3                   # tests/lodestar: node-gyp runs on it
 )
