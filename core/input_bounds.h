@@ -6,7 +6,7 @@
 // where the input enters (the node and admin services, the configuration's load and reload),
 // with INVALID_ARGUMENT naming the field, its length and the bound. Together with the caps of
 // the configuration they bound what breakerd keeps and sends: see WorstCasePolicyBytes in
-// core/config.h. README.md (Limits) lists the same table for operators.
+// core/config.h. docs/api.md (Limits) lists the same table for operators.
 
 #include <cstddef>
 #include <cstdint>

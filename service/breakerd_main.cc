@@ -1,4 +1,4 @@
-// breakerd: the fleet's shared builder circuit breaker. See README.md.
+// breakerd: the fleet's shared builder circuit breaker. See README.md and docs/.
 
 #include <signal.h>
 #include <unistd.h>

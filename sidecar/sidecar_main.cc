@@ -1,6 +1,6 @@
 // breaker-sidecar: takes an unmodified beacon node into the fleet's breaker by observing it
 // over its Beacon API and enforcing the fleet's policy at the builder API, one local port per
-// relay (README.md, "Sidecar").
+// relay (docs/sidecar.md).
 
 #include <csignal>
 #include <iostream>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs one of the fuzz targets under libFuzzer (README.md, Fuzzing).
+# Runs one of the fuzz targets under libFuzzer (docs/development.md, Fuzzing).
 #
 #   tools/fuzz.sh TARGET [SECONDS] [LIBFUZZER_FLAG...]   fuzz TARGET for SECONDS (default 60)
 #   tools/fuzz.sh seeds                                  rewrite service/fuzz_corpus/fleet/ and service/rpc/fuzz_corpus/rpc/

@@ -1,5 +1,5 @@
 // A fake beacon node's Beacon API on loopback, producing a block at every slot of its chain:
-// for trying breaker-sidecar by hand (README, "Sidecar"). Stops at SIGTERM or SIGINT.
+// for trying breaker-sidecar by hand (docs/sidecar.md, "Trying the observer by hand"). Stops at SIGTERM or SIGINT.
 
 #include <csignal>
 #include <iostream>

@@ -1,5 +1,5 @@
 // The main() of a fuzz target outside libFuzzer: with it, a target's LLVMFuzzerTestOneInput
-// runs as an ordinary test under any compiler and sanitizer (see README.md, Fuzzing).
+// runs as an ordinary test under any compiler and sanitizer (see docs/development.md, Fuzzing).
 //
 //   fuzz_replay [--runs=N] [--seconds=S] [--seed=N] PATH...
 //
