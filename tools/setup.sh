@@ -26,7 +26,6 @@ packages=(
   libcpp-httplib-dev        # breaker-sidecar: the builder API's HTTP server and client (cpp-httplib 0.11)
   libcurl4-openssl-dev      # breaker-sidecar: its pooled HTTP/1.1 and TLS client towards relays (libcurl 7.88)
   nlohmann-json3-dev        # breaker-sidecar: JSON of the builder API (header-only)
-  python3-yaml              # checks the example Prometheus alert rules (examples/prometheus)
   prometheus                # tests/observability: a real Prometheus 2.42 scrapes a live fleet; promtool tests the alert rules
   golang-go                 # bindings/go: the Go package over the C API (Go 1.19, standard library only)
   rustc                     # bindings/rust: the Rust crate over the C API (rustc 1.63)
