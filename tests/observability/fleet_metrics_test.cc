@@ -74,6 +74,9 @@ constexpr absl::Duration kScrapeTimeout = absl::Seconds(60);
 // The relays, by their index in every sidecar's upstreams.
 constexpr size_t kWithholding = 0;
 constexpr size_t kHonest = 1;
+// Why the sidecars refuse each relay in the script: the withholding relay only while it is
+// banned (never asked during SELF_BUILD), the honest one only in SELF_BUILD.
+constexpr const char* kRefusalReason[] = {"relay_banned", "self_build"};
 
 class FleetMetricsTest : public ReplicaFleetTest {
  protected:
@@ -270,8 +273,8 @@ class FleetMetricsTest : public ReplicaFleetTest {
   }
 
   // Waits until Prometheus's requests counters of every sidecar and relay are what the
-  // test's own requests got: forwarded for each 200, refused for each 204, upstream_error for
-  // each 500 (the relay's own) or no answer.
+  // test's own requests got: forwarded for each 200, refused for each 204 (each for the
+  // relay's kRefusalReason), upstream_error for each 500 (the relay's own) or no answer.
   void AwaitRequestCounts(const std::string& what) {
     for (size_t i = 0; i < sidecars_.size(); ++i) {
       for (size_t relay = 0; relay < relays_.size(); ++relay) {
@@ -283,6 +286,15 @@ class FleetMetricsTest : public ReplicaFleetTest {
                       {"refused", Answered(i, relay, 204)},
                       {"upstream_error", Answered(i, relay, 500) + Answered(i, relay, 0)}},
                      absl::StrCat(what, ": ", sidecars_[i].id, " towards relay ", relay));
+        std::map<std::string, double> reasons;
+        if (const int refused = Answered(i, relay, 204); refused > 0) {
+          reasons[kRefusalReason[relay]] = refused;
+        }
+        AwaitByLabel(absl::StrCat("sum by (reason) (breaker_sidecar_refused_total{instance=\"",
+                                  sidecars_[i].metrics_address(), "\",upstream=\"",
+                                  relays_[relay]->url(), "\"}) > 0"),
+                     "reason", reasons,
+                     absl::StrCat(what, ": ", sidecars_[i].id, "'s 204s by reason, relay ", relay));
       }
     }
   }
