@@ -142,24 +142,19 @@ int Report(breaker_client* client, uint64_t slot, breaker::core::Event event) {
 constexpr char kClientIsNull[] = "client is NULL";
 constexpr char kRootIsNull[] = "root is NULL (a block root is 32 bytes)";
 
-template <typename Map>
-std::vector<const std::string*> SortedKeys(const Map& map) {
-  std::vector<const std::string*> keys;
-  keys.reserve(map.size());
-  for (const auto& entry : map) keys.push_back(&entry.first);
-  std::sort(keys.begin(), keys.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
-  return keys;
-}
-
-std::vector<const std::string*> SortedStrings(const absl::flat_hash_set<std::string>& set) {
+// Pointers to the strings `key_of` finds in each element of `container`, in byte order.
+template <typename Container, typename KeyOf>
+std::vector<const std::string*> SortedStrings(const Container& container, KeyOf key_of) {
   std::vector<const std::string*> strings;
-  strings.reserve(set.size());
-  for (const std::string& s : set) strings.push_back(&s);
-  std::sort(strings.begin(), strings.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+  strings.reserve(container.size());
+  for (const auto& element : container) strings.push_back(&key_of(element));
+  std::sort(strings.begin(), strings.end(),
+            [](const std::string* a, const std::string* b) { return *a < *b; });
   return strings;
 }
 
-std::vector<uint64_t> SortedBuilders(const absl::flat_hash_map<uint64_t, breaker::core::Ban>& bans) {
+std::vector<uint64_t> SortedBuilders(
+    const absl::flat_hash_map<uint64_t, breaker::core::Ban>& bans) {
   std::vector<uint64_t> builders;
   builders.reserve(bans.size());
   for (const auto& entry : bans) builders.push_back(entry.first);
@@ -193,10 +188,10 @@ breaker_options* breaker_options_new(void) { return new (std::nothrow) breaker_o
 void breaker_options_free(breaker_options* opts) { delete opts; }
 
 // Each setter below checks the same two pointers first.
-#define BREAKER_CHECK_SETTER(function, opts, value)                          \
-  do {                                                                       \
-    if ((opts) == nullptr) return Invalid(function, "options is NULL");      \
-    if ((value) == nullptr) return Invalid(function, #value " is NULL");     \
+#define BREAKER_CHECK_SETTER(function, opts, value)                      \
+  do {                                                                   \
+    if ((opts) == nullptr) return Invalid(function, "options is NULL");  \
+    if ((value) == nullptr) return Invalid(function, #value " is NULL"); \
   } while (0)
 
 int breaker_options_add_address(breaker_options* opts, const char* address) {
@@ -224,7 +219,8 @@ int breaker_options_set_client_version(breaker_options* opts, const char* client
 }
 
 int breaker_options_set_max_buffered_observations(breaker_options* opts, size_t max) {
-  if (opts == nullptr) return Invalid("breaker_options_set_max_buffered_observations", "options is NULL");
+  if (opts == nullptr)
+    return Invalid("breaker_options_set_max_buffered_observations", "options is NULL");
   opts->options.max_buffered_observations = max;
   return Ok();
 }
@@ -314,9 +310,9 @@ int breaker_report_bid(breaker_client* client, uint64_t slot, uint64_t builder,
                                            "; pass NULL with 0 when the key is not known"));
   }
   if (pubkey_len != 0 && pubkey_len != breaker::core::bounds::kPubkeyBytes) {
-    return Invalid(kFunction, absl::StrCat("pubkey is ", pubkey_len, " bytes; a builder's key is ",
-                                           breaker::core::bounds::kPubkeyBytes,
-                                           " bytes, or none (NULL, 0)"));
+    return Invalid(kFunction,
+                   absl::StrCat("pubkey is ", pubkey_len, " bytes; a builder's key is ",
+                                breaker::core::bounds::kPubkeyBytes, " bytes, or none (NULL, 0)"));
   }
   if (int code = Check(kFunction, CheckRelay(relay_or_null)); code != BREAKER_OK) return code;
   breaker::core::BidSeen bid;
@@ -361,9 +357,9 @@ int breaker_report_blocks_seen(breaker_client* client, uint64_t slot, const uint
   if (roots == nullptr && n_roots != 0) {
     return Invalid(kFunction, absl::StrCat("roots is NULL with n_roots ", n_roots));
   }
-  if (int code = Check(kFunction, breaker::core::bounds::CheckMaxCount(
-                                      "n_roots", n_roots,
-                                      breaker::core::bounds::kMaxBlockRootsPerSlot));
+  if (int code =
+          Check(kFunction, breaker::core::bounds::CheckMaxCount(
+                               "n_roots", n_roots, breaker::core::bounds::kMaxBlockRootsPerSlot));
       code != BREAKER_OK) {
     return code;
   }
@@ -438,8 +434,10 @@ breaker_policy* breaker_policy_get(const breaker_client* client) {
   held->banned_builders = SortedBuilders(policy.banned_builders);
   held->trusted_builders.assign(policy.trusted_builders.begin(), policy.trusted_builders.end());
   std::sort(held->trusted_builders.begin(), held->trusted_builders.end());
-  held->banned_relays = SortedKeys(policy.banned_relays);
-  held->trusted_relays = SortedStrings(policy.trusted_relays);
+  held->banned_relays = SortedStrings(
+      policy.banned_relays, [](const auto& entry) -> const std::string& { return entry.first; });
+  held->trusted_relays = SortedStrings(
+      policy.trusted_relays, [](const std::string& relay) -> const std::string& { return relay; });
   return held;
 }
 

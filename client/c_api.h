@@ -16,8 +16,8 @@
  * Before any fleet policy has arrived, the local one applies. Reconnects back off from 1 s,
  * x1.6, to 30 s, with jitter.
  *
- * Conventions of every function below (each function's comment ends with a line naming its
- * thread safety, whether it blocks, and who owns what it takes and returns):
+ * Conventions of every function below (each function's comment, or its section's, also names
+ * its thread safety, whether it blocks, and who owns what it takes and returns):
  *   - Errors: a function that can fail returns an int code: 0 (BREAKER_OK) on success,
  *     otherwise the canonical gRPC/absl status code (e.g. 3, BREAKER_INVALID_ARGUMENT). Each
  *     such function also records its code and a message saying what was wrong, for the calling

@@ -96,8 +96,8 @@ int main(void) {
     return 1;
   }
   if (after - before > kMaxGrowthKiB) {
-    fprintf(stderr, "FAIL: RSS grew by %ld KiB over %d cycles (allowed: %ld KiB)\n",
-            after - before, kCycles - kWarmUp, kMaxGrowthKiB);
+    fprintf(stderr, "FAIL: RSS grew by %ld KiB over %d cycles (allowed: %ld KiB)\n", after - before,
+            kCycles - kWarmUp, kMaxGrowthKiB);
     return 1;
   }
   return 0;

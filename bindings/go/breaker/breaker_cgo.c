@@ -13,31 +13,30 @@ static int with_error(int code, breaker_error* err) {
 }
 
 int go_report_bid(breaker_client* c, uint64_t slot, uint64_t builder, const char* relay,
-                         const uint8_t* pubkey, size_t pubkey_len, breaker_error* err) {
+                  const uint8_t* pubkey, size_t pubkey_len, breaker_error* err) {
   return with_error(breaker_report_bid(c, slot, builder, relay, pubkey, pubkey_len), err);
 }
 int go_report_payload_missing(breaker_client* c, uint64_t slot, uint64_t builder,
-                                     const uint8_t* root, double fraction, breaker_error* err) {
+                              const uint8_t* root, double fraction, breaker_error* err) {
   return with_error(breaker_report_payload_missing(c, slot, builder, root, fraction), err);
 }
 int go_report_payload_delivered(breaker_client* c, uint64_t slot, uint64_t builder,
-                                       const uint8_t* root, breaker_error* err) {
+                                const uint8_t* root, breaker_error* err) {
   return with_error(breaker_report_payload_delivered(c, slot, builder, root), err);
 }
-int go_report_blocks_seen(breaker_client* c, uint64_t slot, const uint8_t* roots,
-                                 size_t n, breaker_error* err) {
+int go_report_blocks_seen(breaker_client* c, uint64_t slot, const uint8_t* roots, size_t n,
+                          breaker_error* err) {
   return with_error(breaker_report_blocks_seen(c, slot, roots, n), err);
 }
-int go_report_finalized(breaker_client* c, uint64_t slot, uint64_t epoch,
-                               breaker_error* err) {
+int go_report_finalized(breaker_client* c, uint64_t slot, uint64_t epoch, breaker_error* err) {
   return with_error(breaker_report_finalized(c, slot, epoch), err);
 }
 int go_report_builder_exited(breaker_client* c, uint64_t slot, uint64_t builder,
-                                    breaker_error* err) {
+                             breaker_error* err) {
   return with_error(breaker_report_builder_exited(c, slot, builder), err);
 }
 int go_report_relay_reveal_missing(breaker_client* c, uint64_t slot, const char* relay,
-                                          const uint8_t* root, breaker_error* err) {
+                                   const uint8_t* root, breaker_error* err) {
   return with_error(breaker_report_relay_reveal_missing(c, slot, relay, root), err);
 }
 
