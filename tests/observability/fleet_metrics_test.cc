@@ -412,6 +412,9 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   AwaitValue("sum(up)", 4, "every target scraped");
   AwaitByLabel("count by (instance) (breakerd_mode)", "instance", {{leader, 3}},
                "only the leader states the mode");
+  AwaitByLabel("breakerd_leader", "instance", {{leader, 1}, {standby, 0}}, "one replica leads");
+  AwaitByLabel("breakerd_etcd_reachable", "instance", {{leader, 1}, {standby, 1}},
+               "both replicas reach etcd");
   AwaitValue("sum(breakerd_connected_nodes)", 4, "the nodes connected");
   AwaitByLabel("breakerd_node_connected", "node_id",
                {{"bn-1", 1}, {"bn-2", 1}, {"sidecar-0", 1}, {"sidecar-1", 1}},
@@ -496,6 +499,7 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
         "the killed leader's target down");
   AwaitByLabel("count by (instance) (breakerd_mode)", "instance", {{standby, 3}},
                "the standby states the mode");
+  AwaitByLabel("breakerd_leader", "instance", {{standby, 1}}, "the standby leads");
   // Whether the gap outlasts the alert's `for:` is the machine's pace; that it was seen is not.
   AwaitAlert("BreakerdNoLeader", "", "the alert rule saw no leader during the failover");
   AwaitValue("sum(breakerd_connected_nodes)", 4, "the nodes reconnected to the new leader");
@@ -512,6 +516,11 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   AwaitValue(absl::StrCat("up{instance=\"", leader, "\"}"), 1, "the restarted replica scraped");
   AwaitValue(absl::StrCat("absent(breakerd_mode{instance=\"", leader, "\"})"), 1,
              "the restarted replica stands by");
+  AwaitByLabel("breakerd_leader", "instance", {{leader, 0}, {standby, 1}},
+               "the restarted replica is the standby");
+  // Per process: the new leader took the lead once; the restarted one has not led.
+  AwaitByLabel("breakerd_leadership_changes_total", "instance", {{leader, 0}, {standby, 1}},
+               "leadership changes by process");
   for (size_t i = 0; i < sidecars_.size(); ++i) {
     EXPECT_EQ(GetHeader(i, kWithholding), 200);
     EXPECT_EQ(GetHeader(i, kHonest), 200);
@@ -535,6 +544,8 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
               ::testing::ElementsAre("all_builders", "self_build", "all_builders"));
   // Who stated the fleet's state: the first replica, then the second (one leader change).
   EXPECT_THAT(Succession(History("count by (instance) (breakerd_policy_version)"), "instance"),
+              ::testing::ElementsAre(leader, standby));
+  EXPECT_THAT(Succession(History("breakerd_leader"), "instance"),
               ::testing::ElementsAre(leader, standby));
   AwaitValue(absl::StrCat("count(count by (instance) (count_over_time(breakerd_policy_version[",
                           range, "])))"),
