@@ -443,8 +443,11 @@ void Server::Shutdown() {
     if (fleet_ != nullptr) {
       fleet_->WatchStorage(nullptr);  // a store recovering now must not turn health back on
       SetServing(*server_, false);
-      // One that stepped down has no one left to drain away from it.
-      if (drain_period_ > absl::ZeroDuration() && !stepped_down) {
+      // One that stepped down has no one left to drain away from it, but calls that reached it
+      // meanwhile to refuse (its services refuse them since the step-down).
+      if (stepped_down) {
+        absl::SleepFor(kStepDownRefusalPeriod);
+      } else if (drain_period_ > absl::ZeroDuration()) {
         LOG(INFO) << "health is NOT_SERVING; draining for " << drain_period_;
         absl::SleepFor(drain_period_);
       }

@@ -94,6 +94,11 @@ struct ServerOptions {
 // the usual size.
 inline constexpr absl::Duration kMaxRestoreHold = absl::Seconds(30);
 
+// How long a replica that stepped down keeps its port open before its server shuts down: a call
+// already sent to it (a paused leader's sockets hold them) reaches the services, which refuse it
+// naming the step-down, instead of being cancelled, saying nothing, by the server's shutdown.
+inline constexpr absl::Duration kStepDownRefusalPeriod = absl::Milliseconds(200);
+
 // How long a replica that could not campaign (etcd out of reach) waits before it tries again:
 // from the first, doubling up to the last.
 inline constexpr absl::Duration kFirstCampaignRetry = absl::Seconds(1);
