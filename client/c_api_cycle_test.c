@@ -26,7 +26,7 @@
 enum { kCycles = 1000, kWarmUp = 100 };
 /* Growth allowed over the 900 measured cycles: allocators keep some freed memory, but a leak of
  * one client's threads' stacks or buffers (tens of kilobytes) a cycle is far above it. */
-static const long kMaxGrowthKiB = 4096;
+enum { kMaxGrowthKiB = 4096 };
 
 /* The resident set size of this process, from /proc; -1 when unreadable. */
 static long rss_kib(void) {
@@ -96,7 +96,7 @@ int main(void) {
     return 1;
   }
   if (after - before > kMaxGrowthKiB) {
-    fprintf(stderr, "FAIL: RSS grew by %ld KiB over %d cycles (allowed: %ld KiB)\n", after - before,
+    fprintf(stderr, "FAIL: RSS grew by %ld KiB over %d cycles (allowed: %d KiB)\n", after - before,
             kCycles - kWarmUp, kMaxGrowthKiB);
     return 1;
   }
