@@ -21,6 +21,7 @@
 #include "httplib.h"
 #include "sidecar/ssz/test_blocks.h"
 #include "tests/support/fake_beacon_node.h"
+#include "tests/support/fake_relay.h"
 #include "tests/support/fleet_harness.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/subprocess.h"
@@ -29,44 +30,6 @@ namespace breaker::testing {
 namespace {
 
 constexpr char kSidecar[] = "sidecar/breaker-sidecar";
-constexpr char kHeaderBody[] =
-    R"({"version":"deneb","data":{"message":{"header":{)"
-    R"("block_hash":"0x2222222222222222222222222222222222222222222222222222222222222222"},)"
-    R"("value":"1"},"signature":"0x00"}})";
-
-// A relay serving headers; its reveals (blinded_blocks) fail with 500 when `reveals` is false.
-class FakeRelay {
- public:
-  explicit FakeRelay(bool reveals) {
-    server_.Get("/eth/v1/builder/header/.*", [this](const httplib::Request&,
-                                                   httplib::Response& response) {
-      ++headers_;
-      response.set_content(kHeaderBody, "application/json");
-    });
-    server_.Post("/eth/v1/builder/blinded_blocks", [reveals](const httplib::Request&,
-                                                            httplib::Response& response) {
-      response.status = reveals ? 200 : 500;
-      response.set_content(reveals ? "{}" : R"({"code":500,"message":"no payload"})",
-                           "application/json");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    // A stop() before the server runs would be lost, and the destructor's join would hang.
-    while (port_ > 0 && !server_.is_running()) std::this_thread::yield();
-  }
-  ~FakeRelay() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const { return absl::StrCat("http://127.0.0.1:", port_); }
-  int headers() const { return headers_; }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-  std::atomic<int> headers_{0};
-};
 
 class SidecarFleetTest : public FleetTest {
  protected:
@@ -180,7 +143,7 @@ TEST_F(SidecarFleetTest, MissedSlotsSeenByTheNodesTripEveryHeaderToNoContentUnti
   ASSERT_NO_FATAL_FAILURE(Configure(FastChain(/*gloas=*/false), kMissedSlotRules));
   StartNodes(3);
   ASSERT_NO_FATAL_FAILURE(StartBreakerd());
-  FakeRelay relay(/*reveals=*/true);
+  FakeRelay relay(FakeRelay::Reveals::kDelivers);
   ASSERT_NO_FATAL_FAILURE(StartSidecars({relay.url()}));
   ASSERT_TRUE(EverySidecarAnswers(0, 200));
 
@@ -236,7 +199,7 @@ TEST_F(SidecarFleetTest, ASidecarStartedBeforeGenesisTripsOnTheRunAloneAndRecove
   sidecar.node = std::make_unique<FakeBeaconNode>(chain_);
   sidecars_.push_back(std::move(sidecar));
   ASSERT_NO_FATAL_FAILURE(StartBreakerd());
-  FakeRelay relay(/*reveals=*/true);
+  FakeRelay relay(FakeRelay::Reveals::kDelivers);
   ASSERT_NO_FATAL_FAILURE(StartSidecars({relay.url()}));
   ASSERT_LT(absl::Now(), core::StartOf(0, chain_)) << "the sidecar must start before genesis";
 
@@ -275,8 +238,8 @@ TEST_F(SidecarFleetTest, ARevealFailureSeenByOneSidecarReachesEveryOneAndOutlive
                                                  kMissedSlotRules)));
   StartNodes(3);
   ASSERT_NO_FATAL_FAILURE(StartBreakerd());
-  FakeRelay withholding(/*reveals=*/false);
-  FakeRelay honest(/*reveals=*/true);
+  FakeRelay withholding(FakeRelay::Reveals::kWithholds);
+  FakeRelay honest(FakeRelay::Reveals::kDelivers);
   ASSERT_NO_FATAL_FAILURE(
       StartSidecars({withholding.url(), honest.url()}, /*staleness_limit_seconds=*/3));
   ASSERT_TRUE(EverySidecarAnswers(0, 200));
