@@ -464,8 +464,9 @@ absl::Status EtcdStateStore::TakeLeaderKey() {
           holder, "; stop it, wait for its lease to expire (its TTL), or pass another "
                   "--etcd_prefix"));
     }
-    // After an endpoint failed, the next at once; a key held by another, asked again soon.
-    if (status.ok()) absl::SleepFor(kCampaignPoll);
+    // After an endpoint failed, the next at once; a key held by another, and a round in which
+    // every endpoint failed (all refusing at once, say), asked again soon rather than in a spin.
+    if (status.ok() || attempts % endpoints_.size() == 0) absl::SleepFor(kCampaignPoll);
   }
   leading_since_ = absl::Now();
   LOG(INFO) << "leading " << options_.prefix << " in etcd as '" << options_.name << "' (lease "
