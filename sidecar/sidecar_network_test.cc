@@ -231,7 +231,8 @@ TEST_F(SidecarNetworkTest, SigtermUnderLoadStopsAtOnceAndAnswersWhatIsInFlight) 
       }
     });
   }
-  while (relay.requests() < 6) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_TRUE(WaitFor([&] { return relay.requests() >= 6; }))
+      << "the relay saw " << relay.requests() << " of the 6 callers' headers; is the sidecar up?";
   const absl::Time signalled = absl::Now();
   (*sidecar)->Kill(SIGTERM);
   const std::optional<int> status = (*sidecar)->WaitUntilExit(signalled + absl::Seconds(5));

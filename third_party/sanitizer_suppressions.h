@@ -11,6 +11,7 @@
   "race:libprotobuf\n"                                 \
   "race:libcrypto\n"                                   \
   "race:libssl\n"                                      \
+  "race:libcpp-httplib\n"                              \
   "race:grpc::internal::CallOpClientRecvStatus::FinishOp\n" \
   "deadlock:libabsl_\n"                                \
   "deadlock:libgrpc\n"
