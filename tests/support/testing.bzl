@@ -9,20 +9,18 @@ _COMMON_DEPS = [
     "//third_party:gtest",
 ]
 
-def breaker_cc_test(name, srcs = None, deps = [], size = "small", **kwargs):
+def breaker_cc_test(name, srcs = None, deps = [], **kwargs):
     """A cc_test of `name`.cc (unless `srcs` says otherwise) with the project's test main.
 
     Args:
       name: the test's name.
       srcs: its sources; default [name + ".cc"].
       deps: what it tests and uses besides _COMMON_DEPS.
-      size: Bazel's test size.
-      **kwargs: any other cc_test attribute (data, args, tags, ...).
+      **kwargs: any other cc_test attribute (size, data, args, tags, ...).
     """
     native.cc_test(
         name = name,
         srcs = srcs if srcs != None else [name + ".cc"],
-        size = size,
         deps = deps + [dep for dep in _COMMON_DEPS if dep not in deps],
         **kwargs
     )
