@@ -28,7 +28,6 @@
 #include "tests/support/etcd_cluster.h"
 #include "tests/support/fleet_harness.h"
 #include "tests/support/subprocess.h"
-#include "tests/support/test_util.h"
 
 namespace breaker::testing {
 
@@ -93,9 +92,8 @@ class ReplicaFleetTest : public FleetTest {
   // The leader key (<prefix>/leader); nullopt when no replica holds it.
   absl::StatusOr<std::optional<mvccpb::KeyValue>> LeaderKey();
 
-  // Seconds of the replicas' lease (--etcd_lease_ttl), set before StartReplica. Longer under a
-  // sanitizer, whose slowdown would otherwise let a keepalive miss the lease now and then.
-  int lease_ttl_seconds_ = 5 * kSanitizerSlowdown;
+  // Seconds of the replicas' lease (--etcd_lease_ttl), set before StartReplica.
+  int lease_ttl_seconds_ = 5;
   const std::string prefix_ = "/breaker/e2e";
   std::unique_ptr<EtcdCluster> etcd_;
   std::vector<Replica> replicas_;
