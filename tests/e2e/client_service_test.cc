@@ -686,8 +686,12 @@ TEST_F(ClientServiceTest, AReconnectingNodeKeepsItsOwnBansUntilTheFleetPolicyHas
   EXPECT_TRUE(AwaitFleetPolicy(*client));
   EXPECT_EQ(client->policy()->source, PolicySource::kFleet);
   EXPECT_FALSE(client->IsAllowed(kFailed, ""));
+  // Subscribers hear of a policy on the library's thread, after it is in force.
+  EXPECT_TRUE(WaitFor([&] {
+    MutexLock lock(&mu);
+    return published > 0;
+  }));
   MutexLock lock(&mu);
-  EXPECT_GT(published, 0);
   EXPECT_THAT(allowing, ::testing::IsEmpty()) << "policies allowing builder " << kFailed;
 }
 
