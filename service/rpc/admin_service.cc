@@ -27,9 +27,12 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const grp
 
 absl::Status AdminService::Authorize(grpc::CallbackServerContext* context,
                                      Permission permission) const {
+  // Before the caller is: without the fleet no one is answered, and a standby's refusal names
+  // the leader to anyone.
+  if (absl::Status admitted = served_->Admit(context); !admitted.ok()) return admitted;
   absl::StatusOr<Principal> caller = authorizer_->Authorize(*context, permission);
   if (caller.ok()) return absl::OkStatus();
-  fleet_->metrics().Refused(RefusedInput::kAdmin, caller.status().code());
+  fleet()->metrics().Refused(RefusedInput::kAdmin, caller.status().code());
   LOG(WARNING) << "admin call from " << context->peer() << " refused: " << caller.status();
   return caller.status();
 }
@@ -159,26 +162,13 @@ void AdminService::Forget(PendingCall* call) {
   pending_.erase(call);
 }
 
-namespace {
-
-// A WatchPolicy call refused before anything is written.
-class RefusedWatch : public grpc::ServerWriteReactor<v1::Policy> {
- public:
-  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
-
- private:
-  void OnDone() override { delete this; }
-};
-
-}  // namespace
-
 grpc::ServerUnaryReactor* AdminService::GetPolicy(grpc::CallbackServerContext* context,
                                                   const v1::GetPolicyRequest*,
                                                   v1::Policy* response) {
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
     return Answer(context, ToGrpcStatus(allowed));
   }
-  *response = fleet_->policy()->proto;
+  *response = fleet()->policy()->proto;
   return Answer(context, grpc::Status::OK);
 }
 
@@ -188,7 +178,7 @@ grpc::ServerUnaryReactor* AdminService::ListBuilders(grpc::CallbackServerContext
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
     return Answer(context, ToGrpcStatus(allowed));
   }
-  absl::StatusOr<v1::ListBuildersResponse> page = fleet_->ListBuilders(*request);
+  absl::StatusOr<v1::ListBuildersResponse> page = fleet()->ListBuilders(*request);
   if (!page.ok()) return Answer(context, ToGrpcStatus(page.status()));
   *response = *std::move(page);
   return Answer(context, grpc::Status::OK);
@@ -200,7 +190,7 @@ grpc::ServerUnaryReactor* AdminService::GetBuilder(grpc::CallbackServerContext* 
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
     return Answer(context, ToGrpcStatus(allowed));
   }
-  absl::StatusOr<v1::Builder> builder = fleet_->GetBuilder(request->builder_index());
+  absl::StatusOr<v1::Builder> builder = fleet()->GetBuilder(request->builder_index());
   if (!builder.ok()) return Answer(context, ToGrpcStatus(builder.status()));
   *response = *std::move(builder);
   return Answer(context, grpc::Status::OK);
@@ -212,7 +202,7 @@ grpc::ServerUnaryReactor* AdminService::ListRelays(grpc::CallbackServerContext* 
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
     return Answer(context, ToGrpcStatus(allowed));
   }
-  *response = fleet_->ListRelays();
+  *response = fleet()->ListRelays();
   return Answer(context, grpc::Status::OK);
 }
 
@@ -222,7 +212,7 @@ grpc::ServerUnaryReactor* AdminService::ListNodes(grpc::CallbackServerContext* c
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
     return Answer(context, ToGrpcStatus(allowed));
   }
-  absl::StatusOr<v1::ListNodesResponse> page = fleet_->ListNodes(*request);
+  absl::StatusOr<v1::ListNodesResponse> page = fleet()->ListNodes(*request);
   if (!page.ok()) return Answer(context, ToGrpcStatus(page.status()));
   *response = *std::move(page);
   if (replication_) {
@@ -243,14 +233,14 @@ grpc::ServerUnaryReactor* AdminService::Steer(grpc::CallbackServerContext* conte
     return Answer(context, ToGrpcStatus(allowed));
   }
   if (absl::Status bounded = codec::CheckAdminAction(action); !bounded.ok()) {
-    fleet_->metrics().Refused(RefusedInput::kAdmin, bounded.code());
+    fleet()->metrics().Refused(RefusedInput::kAdmin, bounded.code());
     return Answer(context, ToGrpcStatus(bounded));
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   LOG(INFO) << "operator action from " << context->peer() << ": " << action.ShortDebugString();
   std::shared_ptr<PendingCall> call = Track(reactor);
   if (call == nullptr) return reactor;
-  fleet_->SubmitAdmin(
+  fleet()->SubmitAdmin(
       std::move(action),
       [this, call, response](absl::StatusOr<std::shared_ptr<const PublishedPolicy>> policy) {
         if (!policy.ok()) LOG(WARNING) << "operator action refused: " << policy.status();
@@ -334,7 +324,7 @@ grpc::ServerUnaryReactor* AdminService::GetConfig(grpc::CallbackServerContext* c
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
     return Answer(context, ToGrpcStatus(allowed));
   }
-  *response = fleet_->EffectiveConfig();
+  *response = fleet()->EffectiveConfig();
   return Answer(context, grpc::Status::OK);
 }
 
@@ -348,7 +338,7 @@ grpc::ServerUnaryReactor* AdminService::ReloadConfig(grpc::CallbackServerContext
   LOG(INFO) << "configuration reload requested by " << context->peer();
   std::shared_ptr<PendingCall> call = Track(reactor);
   if (call == nullptr) return reactor;
-  fleet_->ReloadConfig([this, call, response](absl::StatusOr<v1::Config> config) {
+  fleet()->ReloadConfig([this, call, response](absl::StatusOr<v1::Config> config) {
     call->Answer([&] {
       if (!config.ok()) return ToGrpcStatus(config.status());
       *response = *std::move(config);
@@ -362,10 +352,10 @@ grpc::ServerUnaryReactor* AdminService::ReloadConfig(grpc::CallbackServerContext
 grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(
     grpc::CallbackServerContext* context, const v1::WatchPolicyRequest*) {
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
-    return new RefusedWatch(ToGrpcStatus(allowed));
+    return new FinishedCall<grpc::ServerWriteReactor<v1::Policy>>(ToGrpcStatus(allowed));
   }
   auto* watch =
-      new PolicyWatch(this, fleet_, Authorizer::CredentialsOf(*context).value_or(Credentials{}));
+      new PolicyWatch(this, fleet(), Authorizer::CredentialsOf(*context).value_or(Credentials{}));
   MutexLock lock(&mu_);
   if (!shutdown_.ok()) {
     watch->End(ToGrpcStatus(shutdown_));

@@ -14,6 +14,7 @@
 #include "common/mutex.h"
 #include "service/fleet.h"
 #include "service/rpc/authorizer.h"
+#include "service/rpc/served_fleet.h"
 
 namespace breaker::service {
 
@@ -33,7 +34,14 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   // REQUIRES: `fleet` and `authorizer` outlive the service and every call.
   AdminService(Fleet* fleet, const Authorizer* authorizer, AccessReloader reload_access = nullptr,
                ReplicationReader replication = nullptr)
-      : fleet_(fleet),
+      : AdminService(std::make_shared<const ServedFleet>(fleet), authorizer,
+                     std::move(reload_access), std::move(replication)) {}
+  // As above, over the fleet `served` is given once the gate opens: until then every call ends
+  // with ServedFleet::Admit's refusal, whoever makes it. REQUIRES: `authorizer`, and the fleet
+  // given, outlive the service and every call.
+  AdminService(std::shared_ptr<const ServedFleet> served, const Authorizer* authorizer,
+               AccessReloader reload_access = nullptr, ReplicationReader replication = nullptr)
+      : served_(std::move(served)),
         authorizer_(authorizer),
         reload_access_(std::move(reload_access)),
         replication_(std::move(replication)) {}
@@ -130,10 +138,13 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
                                   breaker::state::v1::AdminAction action,
                                   breaker::v1::Policy* response);
 
-  // Whether the caller of `context` holds `permission`; counts and logs a refusal.
+  // OK when the fleet serves the call and its caller holds `permission`; counts and logs a
+  // caller refused.
   absl::Status Authorize(grpc::CallbackServerContext* context, Permission permission) const;
+  // REQUIRES: Authorize returned OK for the call.
+  Fleet* fleet() const { return served_->fleet(); }
 
-  Fleet* const fleet_;
+  const std::shared_ptr<const ServedFleet> served_;
   const Authorizer* const authorizer_;
   const AccessReloader reload_access_;
   const ReplicationReader replication_;

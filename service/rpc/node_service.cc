@@ -40,7 +40,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   NodeStream(NodeService* service, grpc::CallbackServerContext* context, Principal caller,
              Credentials credentials)
       : service_(service),
-        fleet_(service->fleet_),
+        fleet_(service->fleet()),
         peer_(context->peer()),
         caller_(std::move(caller)),
         credentials_(std::move(credentials)) {}
@@ -402,12 +402,20 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
 };
 
 NodeService::NodeService(Fleet* fleet, const Authorizer* authorizer)
-    : fleet_(fleet), authorizer_(authorizer) {}
+    : NodeService(std::make_shared<const ServedFleet>(fleet), authorizer) {}
+
+NodeService::NodeService(std::shared_ptr<const ServedFleet> served, const Authorizer* authorizer)
+    : served_(std::move(served)), authorizer_(authorizer) {}
 
 NodeService::~NodeService() = default;
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connect(
     grpc::CallbackServerContext* context) {
+  // Before the caller is, as AdminService: a standby's refusal names the leader to anyone.
+  if (absl::Status admitted = served_->Admit(context); !admitted.ok()) {
+    return new FinishedCall<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
+        ToGrpcStatus(admitted));
+  }
   absl::StatusOr<Principal> caller = authorizer_->Authorize(*context, Permission::kNodeStream);
   auto stream =
       std::make_shared<NodeStream>(this, context, caller.value_or(Principal{}),
@@ -422,7 +430,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connec
   raw->Start(std::move(stream));
   if (!caller.ok()) {
     LOG(WARNING) << "stream from " << context->peer() << " refused: " << caller.status();
-    fleet_->metrics().Refused(RefusedInput::kConnect, caller.status().code());
+    fleet()->metrics().Refused(RefusedInput::kConnect, caller.status().code());
     raw->Kick(ToGrpcStatus(caller.status()));
   } else if (!shutdown.ok()) {
     raw->Kick(ToGrpcStatus(shutdown));
@@ -439,7 +447,7 @@ grpc::Status NodeService::Register(const v1::Hello& hello, uint64_t held_version
                                    const std::string& peer,
                                    const std::shared_ptr<NodeStream>& stream) {
   const std::string& node_id = hello.node_id();
-  const uint32_t max_nodes = fleet_->max_connected_nodes();
+  const uint32_t max_nodes = fleet()->max_connected_nodes();
   std::shared_ptr<NodeStream> replaced;
   {
     // The fleet's registry is updated under mu_, with the stream table: a replaced stream
@@ -450,7 +458,7 @@ grpc::Status NodeService::Register(const v1::Hello& hello, uint64_t held_version
     // The stream would end at the node's first batch, and reconnect at once: refused here, the
     // node backs off, and past its staleness limit its own engine takes part in its policy, as
     // it should while breakerd can learn nothing.
-    if (absl::Status fault = fleet_->storage_status(); !fault.ok()) {
+    if (absl::Status fault = fleet()->storage_status(); !fault.ok()) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                           absl::StrCat("breakerd cannot store observations now, so it takes no "
                                        "streams: ",
@@ -466,13 +474,13 @@ grpc::Status NodeService::Register(const v1::Hello& hello, uint64_t held_version
                        "check that nodes keep stable ids"));
     }
     // Only a new node id can be beyond max_known_nodes.
-    if (absl::Status admitted = fleet_->AdmitNode(node_id); !admitted.ok()) {
+    if (absl::Status admitted = fleet()->AdmitNode(node_id); !admitted.ok()) {
       return ToGrpcStatus(admitted);
     }
     std::weak_ptr<NodeStream>& slot = streams_[node_id];
     replaced = slot.lock();
     slot = stream;
-    fleet_->NodeConnected(node_id, peer, hello.client_version(), held_version);
+    fleet()->NodeConnected(node_id, peer, hello.client_version(), held_version);
   }
   if (replaced != nullptr) {
     LOG(INFO) << "node " << node_id << " reconnected; its previous stream is ended";
@@ -489,7 +497,7 @@ void NodeService::Unregister(const std::string& node_id, const NodeStream* strea
   std::shared_ptr<NodeStream> current = it->second.lock();
   if (current != nullptr && current.get() != stream) return;  // replaced: the newer one counts
   streams_.erase(it);
-  fleet_->NodeDisconnected(node_id);
+  fleet()->NodeDisconnected(node_id);
 }
 
 void NodeService::Shutdown(const absl::Status& why) {
@@ -523,32 +531,36 @@ grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* conte
                                               const v1::ReportRequest* request,
                                               v1::ReportResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status admitted = served_->Admit(context); !admitted.ok()) {
+    reactor->Finish(ToGrpcStatus(admitted));
+    return reactor;
+  }
   absl::StatusOr<Principal> caller = authorizer_->Authorize(*context, Permission::kNodeStream);
   absl::Status allowed =
       caller.ok() ? Authorizer::CheckNodeId(*caller, request->node_id()) : caller.status();
   if (!allowed.ok()) {
     LOG(WARNING) << "report from " << context->peer() << " refused: " << allowed;
-    fleet_->metrics().Refused(RefusedInput::kReport, allowed.code());
+    fleet()->metrics().Refused(RefusedInput::kReport, allowed.code());
     reactor->Finish(ToGrpcStatus(allowed));
     return reactor;
   }
   if (absl::Status bounded = codec::CheckReportRequest(*request); !bounded.ok()) {
-    fleet_->metrics().Refused(RefusedInput::kReport, bounded.code());
+    fleet()->metrics().Refused(RefusedInput::kReport, bounded.code());
     reactor->Finish(ToGrpcStatus(bounded));
     return reactor;
   }
-  fleet_->SubmitObservations(request->node_id(), request->observations().observations(),
-                             [this, reactor, response](absl::StatusOr<v1::ObservationAck> ack) {
-                               if (!ack.ok()) {
-                                 fleet_->metrics().Refused(RefusedInput::kReport,
-                                                           ack.status().code());
-                                 reactor->Finish(ToGrpcStatus(ack.status()));
-                                 return;
-                               }
-                               *response->mutable_ack() = *std::move(ack);
-                               response->set_policy_version(fleet_->policy()->policy.version);
-                               reactor->Finish(grpc::Status::OK);
-                             });
+  fleet()->SubmitObservations(request->node_id(), request->observations().observations(),
+                              [this, reactor, response](absl::StatusOr<v1::ObservationAck> ack) {
+                                if (!ack.ok()) {
+                                  fleet()->metrics().Refused(RefusedInput::kReport,
+                                                             ack.status().code());
+                                  reactor->Finish(ToGrpcStatus(ack.status()));
+                                  return;
+                                }
+                                *response->mutable_ack() = *std::move(ack);
+                                response->set_policy_version(fleet()->policy()->policy.version);
+                                reactor->Finish(grpc::Status::OK);
+                              });
   return reactor;
 }
 

@@ -12,6 +12,7 @@
 #include "common/mutex.h"
 #include "service/fleet.h"
 #include "service/rpc/authorizer.h"
+#include "service/rpc/served_fleet.h"
 
 namespace breaker::service {
 
@@ -27,6 +28,10 @@ class NodeService final
   // own node id.
   // REQUIRES: `fleet` and `authorizer` outlive the service and every stream.
   NodeService(Fleet* fleet, const Authorizer* authorizer);
+  // As above, over the fleet `served` is given once the gate opens: until then every call ends
+  // with ServedFleet::Admit's refusal, whoever makes it. REQUIRES: `authorizer`, and the fleet
+  // given, outlive the service and every stream.
+  NodeService(std::shared_ptr<const ServedFleet> served, const Authorizer* authorizer);
   ~NodeService() override;
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(
@@ -61,7 +66,10 @@ class NodeService final
   // `stream` is done (OnDone).
   void Closed(const NodeStream* stream);
 
-  Fleet* const fleet_;
+  // REQUIRES: ServedFleet::Admit returned OK for the call, or for the one of the stream.
+  Fleet* fleet() const { return served_->fleet(); }
+
+  const std::shared_ptr<const ServedFleet> served_;
   const Authorizer* const authorizer_;
   Mutex mu_;
   // Not OK once Shutdown ran: what every stream is ended with.

@@ -1,18 +1,14 @@
 #include "service/rpc/restore_gate.h"
 
 #include <utility>
-#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
 #include "common/replica_trailer.h"
-#include "grpcpp/server_context.h"
 
 namespace breaker::service {
 namespace {
 
-namespace v1 = ::breaker::v1;
 using grpc::experimental::InterceptionHookPoints;
 using grpc::experimental::InterceptorBatchMethods;
 
@@ -21,20 +17,6 @@ using grpc::experimental::InterceptorBatchMethods;
 bool IsGated(absl::string_view method) {
   return absl::StartsWith(method, "/breaker.v1.Breaker/") ||
          absl::StartsWith(method, "/breaker.v1.Admin/");
-}
-
-template <typename Reactor>
-class Refused : public Reactor {
- public:
-  explicit Refused(const grpc::Status& status) { this->Finish(status); }
-  void OnDone() override { delete this; }
-};
-
-grpc::ServerUnaryReactor* RefuseUnary(grpc::CallbackServerContext* context,
-                                      const grpc::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
 }
 
 }  // namespace
@@ -113,12 +95,12 @@ void RestoreGate::HoldCalls() {
   leader_.clear();
 }
 
-grpc::Status RestoreGate::Refusal(grpc::CallbackServerContext* context) const {
+absl::Status RestoreGate::Refusal(grpc::CallbackServerContext* context) const {
   MutexLock lock(&mu_);
   if (state_ == State::kClosed && !refusal_.ok() && !leader_.empty()) {
     context->AddTrailingMetadata(kLeaderTrailer, leader_);
   }
-  return ToGrpcStatus(StatusLocked());
+  return StatusLocked();
 }
 
 absl::Status RestoreGate::status() const {
@@ -189,133 +171,6 @@ void RestoreGate::Release(State state, const absl::Status& status) {
     changed_.SignalAll();
   }
   for (const Held& held : released) held.methods->Proceed();
-}
-
-// --- The gated services ------------------------------------------------------------------
-
-NodeService* GatedNodeService::Serving() const {
-  // The gate opens after Serve: a call that sees it open sees the service.
-  return gate_->open() ? service_.load(std::memory_order_acquire) : nullptr;
-}
-
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GatedNodeService::Connect(
-    grpc::CallbackServerContext* context) {
-  if (NodeService* service = Serving(); service != nullptr) return service->Connect(context);
-  return new Refused<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
-      gate_->Refusal(context));
-}
-
-grpc::ServerUnaryReactor* GatedNodeService::Report(grpc::CallbackServerContext* context,
-                                                   const v1::ReportRequest* request,
-                                                   v1::ReportResponse* response) {
-  if (NodeService* service = Serving(); service != nullptr) {
-    return service->Report(context, request, response);
-  }
-  return RefuseUnary(context, gate_->Refusal(context));
-}
-
-AdminService* GatedAdminService::Serving() const {
-  return gate_->open() ? service_.load(std::memory_order_acquire) : nullptr;
-}
-
-template <typename Request, typename Response>
-grpc::ServerUnaryReactor* GatedAdminService::Unary(
-    grpc::ServerUnaryReactor* (AdminService::*method)(grpc::CallbackServerContext*, const Request*,
-                                                      Response*),
-    grpc::CallbackServerContext* context, const Request* request, Response* response) {
-  if (AdminService* service = Serving(); service != nullptr) {
-    return (service->*method)(context, request, response);
-  }
-  return RefuseUnary(context, gate_->Refusal(context));
-}
-
-grpc::ServerUnaryReactor* GatedAdminService::GetPolicy(grpc::CallbackServerContext* context,
-                                                       const v1::GetPolicyRequest* request,
-                                                       v1::Policy* response) {
-  return Unary(&AdminService::GetPolicy, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::ListBuilders(grpc::CallbackServerContext* context,
-                                                          const v1::ListBuildersRequest* request,
-                                                          v1::ListBuildersResponse* response) {
-  return Unary(&AdminService::ListBuilders, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::GetBuilder(grpc::CallbackServerContext* context,
-                                                        const v1::GetBuilderRequest* request,
-                                                        v1::Builder* response) {
-  return Unary(&AdminService::GetBuilder, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::ListRelays(grpc::CallbackServerContext* context,
-                                                        const v1::ListRelaysRequest* request,
-                                                        v1::ListRelaysResponse* response) {
-  return Unary(&AdminService::ListRelays, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::ListNodes(grpc::CallbackServerContext* context,
-                                                       const v1::ListNodesRequest* request,
-                                                       v1::ListNodesResponse* response) {
-  return Unary(&AdminService::ListNodes, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::BanBuilder(grpc::CallbackServerContext* context,
-                                                        const v1::BanBuilderRequest* request,
-                                                        v1::Policy* response) {
-  return Unary(&AdminService::BanBuilder, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::UnbanBuilder(grpc::CallbackServerContext* context,
-                                                          const v1::UnbanBuilderRequest* request,
-                                                          v1::Policy* response) {
-  return Unary(&AdminService::UnbanBuilder, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::BanRelay(grpc::CallbackServerContext* context,
-                                                      const v1::BanRelayRequest* request,
-                                                      v1::Policy* response) {
-  return Unary(&AdminService::BanRelay, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::UnbanRelay(grpc::CallbackServerContext* context,
-                                                        const v1::UnbanRelayRequest* request,
-                                                        v1::Policy* response) {
-  return Unary(&AdminService::UnbanRelay, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::SetBuilderTrust(
-    grpc::CallbackServerContext* context, const v1::SetBuilderTrustRequest* request,
-    v1::Policy* response) {
-  return Unary(&AdminService::SetBuilderTrust, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::SetRelayTrust(grpc::CallbackServerContext* context,
-                                                           const v1::SetRelayTrustRequest* request,
-                                                           v1::Policy* response) {
-  return Unary(&AdminService::SetRelayTrust, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::Reset(grpc::CallbackServerContext* context,
-                                                   const v1::ResetRequest* request,
-                                                   v1::Policy* response) {
-  return Unary(&AdminService::Reset, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::ResetNode(grpc::CallbackServerContext* context,
-                                                       const v1::ResetNodeRequest* request,
-                                                       v1::Policy* response) {
-  return Unary(&AdminService::ResetNode, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::GetConfig(grpc::CallbackServerContext* context,
-                                                       const v1::GetConfigRequest* request,
-                                                       v1::Config* response) {
-  return Unary(&AdminService::GetConfig, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::ReloadConfig(grpc::CallbackServerContext* context,
-                                                          const v1::ReloadConfigRequest* request,
-                                                          v1::Config* response) {
-  return Unary(&AdminService::ReloadConfig, context, request, response);
-}
-grpc::ServerUnaryReactor* GatedAdminService::ReloadAccess(grpc::CallbackServerContext* context,
-                                                          const v1::ReloadAccessRequest* request,
-                                                          v1::ReloadAccessResponse* response) {
-  return Unary(&AdminService::ReloadAccess, context, request, response);
-}
-
-grpc::ServerWriteReactor<v1::Policy>* GatedAdminService::WatchPolicy(
-    grpc::CallbackServerContext* context, const v1::WatchPolicyRequest* request) {
-  if (AdminService* service = Serving(); service != nullptr) {
-    return service->WatchPolicy(context, request);
-  }
-  return new Refused<grpc::ServerWriteReactor<v1::Policy>>(gate_->Refusal(context));
 }
 
 }  // namespace breaker::service

@@ -1,18 +1,29 @@
 #include "service/rpc/restore_gate.h"
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "common/fake_clock.h"
 #include "common/replica_trailer.h"
+#include "core/chain_time.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
+#include "service/fleet.h"
+#include "service/rpc/admin_service.h"
+#include "service/rpc/authorizer.h"
+#include "service/rpc/node_service.h"
+#include "service/rpc/served_fleet.h"
+#include "service/storage/memory_state_store.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
 
@@ -22,6 +33,7 @@ namespace {
 namespace v1 = ::breaker::v1;
 using ::breaker::testing::CheckHealth;
 using ::breaker::testing::FromGrpc;
+using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
 using ::breaker::testing::WaitFor;
 using ::testing::HasSubstr;
@@ -41,17 +53,17 @@ class FakeAdmin : public v1::Admin::CallbackService {
   }
 };
 
-// A server on loopback with `gate`'s interceptor and `service`.
+// A server on loopback with `gate`'s interceptor and `services`.
 class GatedServer {
  public:
-  GatedServer(RestoreGate& gate, grpc::Service* service) {
+  GatedServer(RestoreGate& gate, const std::vector<grpc::Service*>& services) {
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
     creators.push_back(gate.InterceptorFactory());
     builder.experimental().SetInterceptorCreators(std::move(creators));
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(service);
+    for (grpc::Service* service : services) builder.RegisterService(service);
     server_ = builder.BuildAndStart();
     channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_),
                                    grpc::InsecureChannelCredentials());
@@ -65,6 +77,45 @@ class GatedServer {
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
+};
+
+// breakerd's services behind `gate`, as Server::Start registers them: they have no fleet
+// until Serve.
+class GatedServices {
+ public:
+  explicit GatedServices(RestoreGate& gate)
+      : gate_(gate),
+        served_(std::make_shared<ServedFleet>(&gate)),
+        node_(served_, &authorizer_),
+        admin_(served_, &authorizer_),
+        server_(gate, {&node_, &admin_}) {}
+
+  // What Server::Serve does once the state is restored: a fleet (on an empty store), bound,
+  // then the gate opened.
+  void Serve() {
+    Fleet::Options options;
+    options.store = std::make_unique<MemoryStateStore>();
+    options.clock = &clock_;
+    options.run_ticker = false;
+    absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Open(std::move(options));
+    ASSERT_THAT(fleet, IsOk());
+    fleet_ = *std::move(fleet);
+    served_->Bind(fleet_.get());
+    gate_.Open();
+  }
+
+  Fleet& fleet() { return *fleet_; }
+  std::shared_ptr<grpc::Channel> channel() const { return server_.channel(); }
+
+ private:
+  RestoreGate& gate_;
+  ::breaker::testing::FakeClock clock_{core::StartOf(1000, core::ChainSpec())};
+  const Authorizer authorizer_{std::nullopt};
+  std::unique_ptr<Fleet> fleet_;
+  const std::shared_ptr<ServedFleet> served_;
+  NodeService node_;
+  AdminService admin_;
+  GatedServer server_;
 };
 
 // A GetPolicy call in flight, with a deadline.
@@ -88,7 +139,7 @@ struct PendingGetPolicy {
 TEST(RestoreGateTest, HoldsCallsUntilItOpensAndLetsHealthThrough) {
   FakeAdmin admin;
   RestoreGate gate(kLongHold);
-  GatedServer server(gate, &admin);
+  GatedServer server(gate, {&admin});
   std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(server.channel());
   PendingGetPolicy held(*stub);
   ASSERT_TRUE(WaitFor([&] { return gate.held() == 1; }));
@@ -113,9 +164,8 @@ TEST(RestoreGateTest, HoldsCallsUntilItOpensAndLetsHealthThrough) {
 
 TEST(RestoreGateTest, AFailureEndsTheHeldCallsAndLaterOnesWithItsStatus) {
   RestoreGate gate(kLongHold);
-  GatedAdminService admin(&gate);
-  GatedServer server(gate, &admin);
-  std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(server.channel());
+  GatedServices services(gate);
+  std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(services.channel());
   PendingGetPolicy held(*stub);
   ASSERT_TRUE(WaitFor([&] { return gate.held() == 1; }));
 
@@ -135,9 +185,8 @@ TEST(RestoreGateTest, AFailureEndsTheHeldCallsAndLaterOnesWithItsStatus) {
 
 TEST(RestoreGateTest, AHeldNodeStreamEndsWithTheFailure) {
   RestoreGate gate(kLongHold);
-  GatedNodeService node(&gate);
-  GatedServer server(gate, &node);
-  std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(server.channel());
+  GatedServices services(gate);
+  std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(services.channel());
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + kCallDeadline));
   std::unique_ptr<grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>> stream =
@@ -158,9 +207,8 @@ TEST(RestoreGateTest, AHeldNodeStreamEndsWithTheFailure) {
 TEST(RestoreGateTest, ACallWhoseHoldRunsOutIsToldToRetry) {
   // The shortest hold: the call goes on at once, the gate still closed.
   RestoreGate gate(absl::Nanoseconds(1));
-  GatedAdminService admin(&gate);
-  GatedServer server(gate, &admin);
-  std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(server.channel());
+  GatedServices services(gate);
+  std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(services.channel());
   PendingGetPolicy call(*stub);
   ASSERT_TRUE(call.Done());
   EXPECT_THAT(call.status,
@@ -168,11 +216,18 @@ TEST(RestoreGateTest, ACallWhoseHoldRunsOutIsToldToRetry) {
   EXPECT_EQ(gate.held(), 0);
 }
 
+// The leader's address, for clients, in the trailer.
+std::string LeaderTrailer(const grpc::ClientContext& context) {
+  const auto trailers = context.GetServerTrailingMetadata();
+  const auto leader = trailers.find(kLeaderTrailer);
+  if (leader == trailers.end()) return "";
+  return std::string(leader->second.data(), leader->second.size());
+}
+
 TEST(RestoreGateTest, ARefusingGateEndsCallsAtOnceUntilItHoldsThemAgain) {
   RestoreGate gate(kLongHold);
-  GatedAdminService admin(&gate);
-  GatedServer server(gate, &admin);
-  std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(server.channel());
+  GatedServices services(gate);
+  std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(services.channel());
   PendingGetPolicy held(*stub);
   ASSERT_TRUE(WaitFor([&] { return gate.held() == 1; }));
 
@@ -185,27 +240,48 @@ TEST(RestoreGateTest, ARefusingGateEndsCallsAtOnceUntilItHoldsThemAgain) {
   PendingGetPolicy refused(*stub);
   ASSERT_TRUE(refused.Done());
   EXPECT_THAT(refused.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("standby")));
-  // The leader's address, for clients, in the trailer.
-  const auto trailers = refused.context.GetServerTrailingMetadata();
-  const auto leader = trailers.find(kLeaderTrailer);
-  ASSERT_NE(leader, trailers.end());
-  EXPECT_EQ(std::string(leader->second.data(), leader->second.size()), "10.0.0.1:50051");
+  EXPECT_EQ(LeaderTrailer(refused.context), "10.0.0.1:50051");
   EXPECT_EQ(gate.held(), 0);
 
-  // It leads and restores: calls wait again, and go through once it opens.
+  // A node's report, and its stream, are refused alike.
+  std::unique_ptr<v1::Breaker::Stub> node = v1::Breaker::NewStub(services.channel());
+  grpc::ClientContext report_context;
+  report_context.set_deadline(absl::ToChronoTime(absl::Now() + kCallDeadline));
+  v1::ReportRequest report;
+  report.set_node_id("node-1");
+  v1::ReportResponse report_response;
+  EXPECT_THAT(FromGrpc(node->Report(&report_context, report, &report_response)),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("standby")));
+  EXPECT_EQ(LeaderTrailer(report_context), "10.0.0.1:50051");
+  grpc::ClientContext stream_context;
+  stream_context.set_deadline(absl::ToChronoTime(absl::Now() + kCallDeadline));
+  std::unique_ptr<grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>> stream =
+      node->Connect(&stream_context);
+  v1::ServerMessage message;
+  EXPECT_FALSE(stream->Read(&message));
+  EXPECT_THAT(FromGrpc(stream->Finish()),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("standby")));
+  EXPECT_EQ(LeaderTrailer(stream_context), "10.0.0.1:50051");
+
+  // It leads and restores: calls wait again, and reach the services once it opens.
   gate.HoldCalls();
   PendingGetPolicy waiting(*stub);
   ASSERT_TRUE(WaitFor([&] { return gate.held() == 1; }));
   EXPECT_FALSE(waiting.done.HasBeenNotified());
-  gate.Open();
+  ASSERT_NO_FATAL_FAILURE(services.Serve());
   ASSERT_TRUE(waiting.Done());
   EXPECT_TRUE(waiting.status.ok()) << waiting.status;
+  EXPECT_EQ(waiting.response.fleet_id(), services.fleet().fleet_id());
+  PendingGetPolicy later(*stub);
+  ASSERT_TRUE(later.Done());
+  EXPECT_EQ(later.response.fleet_id(), services.fleet().fleet_id());
 }
 
 TEST(RestoreGateTest, DestroyedClosedItEndsTheHeldCalls) {
   auto gate = std::make_unique<RestoreGate>(kLongHold);
-  GatedAdminService gated(gate.get());
-  GatedServer server(*gate, &gated);
+  const Authorizer authorizer(std::nullopt);
+  AdminService admin(std::make_shared<ServedFleet>(gate.get()), &authorizer);
+  GatedServer server(*gate, {&admin});
   std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(server.channel());
   PendingGetPolicy held(*stub);
   ASSERT_TRUE(WaitFor([&] { return gate->held() == 1; }));

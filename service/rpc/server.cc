@@ -143,10 +143,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     server->metrics_ = *std::move(metrics);
   }
   // Bound before the state is restored, so that nodes reconnecting meanwhile find breakerd
-  // listening; the gate holds their calls until the services below exist.
+  // listening; the gate holds their calls until the services have the fleet.
   server->gate_ = std::make_unique<RestoreGate>(kMaxRestoreHold);
-  server->gated_node_service_ = std::make_unique<GatedNodeService>(server->gate_.get());
-  server->gated_admin_service_ = std::make_unique<GatedAdminService>(server->gate_.get());
+  server->served_fleet_ = std::make_shared<ServedFleet>(server->gate_.get());
+  server->authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
+  server->node_service_ =
+      std::make_unique<NodeService>(server->served_fleet_, server->authorizer_.get());
+  AdminService::ReplicationReader replication;
+  if (options.store == "etcd") {
+    replication = [server = server.get()] { return server->ReadReplication(); };
+  }
+  server->admin_service_ = std::make_unique<AdminService>(
+      server->served_fleet_, server->authorizer_.get(),
+      [server = server.get()] { return server->ReloadAccess(); }, std::move(replication));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -157,8 +166,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   int port = 0;
   builder.AddListeningPort(options.listen_address, *credentials, &port);
-  builder.RegisterService(server->gated_node_service_.get());
-  builder.RegisterService(server->gated_admin_service_.get());
+  builder.RegisterService(server->node_service_.get());
+  builder.RegisterService(server->admin_service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on '", options.listen_address,
@@ -168,7 +177,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   SetServing(*server->server_, false);
   server->port_ = port;
   server->drain_period_ = options.drain_period;
-  server->authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
   // Tools read the port from "(port N)": keep that part as it is.
   LOG(INFO) << "breakerd listening on " << options.listen_address << " (port " << port << "), "
             << (options.tls.cert_file.empty()          ? "plaintext"
@@ -219,20 +227,16 @@ absl::Status Server::Restore(const ServerOptions& options, ServiceConfig config,
   fleet_ = *std::move(fleet);
   etcd_ = etcd;
   if (metrics_ != nullptr) metrics_->SetFleet(fleet_.get());
-  node_service_ = std::make_unique<NodeService>(fleet_.get(), authorizer_.get());
-  AdminService::ReplicationReader replication;
-  if (etcd_ != nullptr) replication = [this] { return ReadReplication(); };
-  admin_service_ = std::make_unique<AdminService>(
-      fleet_.get(), authorizer_.get(), [this] { return ReloadAccess(); }, std::move(replication));
   return absl::OkStatus();
 }
 
 void Server::Serve() {
-  gated_node_service_->Serve(node_service_.get());
-  gated_admin_service_->Serve(admin_service_.get());
+  // Once: a server leads at most once (a replica that steps down is replaced by another).
+  served_fleet_->Bind(fleet_.get());
   if (const int waiting = gate_->held(); waiting > 0) {
     LOG(INFO) << "state restored; answering the " << waiting << " calls that waited for it";
   }
+  // After Bind: a call that sees the gate open sees the fleet (ServedFleet::Admit).
   gate_->Open();
   // Health follows the state store: NOT_SERVING while it fails (see Fleet, Storage faults), and
   // once etcd deposed it (a recovery must not turn health back on before the step-down).
@@ -392,29 +396,17 @@ absl::StatusOr<breaker::v1::Replication> Server::ReadReplication() const {
 }
 
 absl::StatusOr<breaker::v1::ReloadAccessResponse> Server::ReloadAccess() {
-  NodeService* node_service = nullptr;
-  AdminService* admin_service = nullptr;
-  {
-    // A standby has no streams yet; one that leads made its services before it said so.
-    MutexLock lock(&replica_mu_);
-    if (role_ == Role::kLeading) {
-      node_service = node_service_.get();
-      admin_service = admin_service_.get();
-    }
-  }
   absl::StatusOr<size_t> principals = authorizer_->Reload();
   if (!principals.ok()) {
     LOG(WARNING) << "access file reload refused, access unchanged: " << principals.status();
     return principals.status();
   }
   // Every call from now on is checked against the new file; the streams open already are
-  // checked here.
+  // checked here (a standby, and a server still restoring, have none).
   breaker::v1::ReloadAccessResponse response;
   response.set_principals(static_cast<uint32_t>(*principals));
-  if (node_service != nullptr) {
-    response.set_streams_ended(
-        static_cast<uint32_t>(node_service->Reauthorize() + admin_service->Reauthorize()));
-  }
+  response.set_streams_ended(
+      static_cast<uint32_t>(node_service_->Reauthorize() + admin_service_->Reauthorize()));
   LOG(INFO) << "access file " << authorizer_->access_file()
             << " reloaded: " << response.principals() << " principals; " << response.streams_ended()
             << " streams ended, their credential no longer allowed";

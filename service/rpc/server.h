@@ -26,6 +26,7 @@
 #include "service/rpc/authorizer.h"
 #include "service/rpc/node_service.h"
 #include "service/rpc/restore_gate.h"
+#include "service/rpc/served_fleet.h"
 #include "service/rpc/server_settings.h"
 #include "service/rpc/transport_security.h"
 #include "service/service_limits.h"
@@ -179,10 +180,10 @@ class Server {
   // The phases of a replica on etcd.
   enum class Role { kStandby, kLeading, kSteppedDown };
 
-  // Opens the fleet over `store` and makes the services. The fleet's errors.
+  // Opens the fleet over `store`. The fleet's errors.
   absl::Status Restore(const ServerOptions& options, ServiceConfig config,
                        std::unique_ptr<StateStore> store, EtcdStateStore* etcd);
-  // Lets the held calls on to the services, and health follow the store.
+  // Gives the services the fleet, lets the held calls on to them, and health follow the store.
   void Serve();
   // A replica's life on etcd: campaigns (standby meanwhile), restores and serves once it
   // leads, then steps down when deposed. Returns at shutdown or once stepped down.
@@ -201,13 +202,12 @@ class Server {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Fleet> fleet_;
   std::unique_ptr<Authorizer> authorizer_;
+  // The services are registered before the fleet exists: they serve it once the gate opens,
+  // after Serve binds it. Before the server, which calls them until it has shut down.
+  std::unique_ptr<RestoreGate> gate_;
+  std::shared_ptr<ServedFleet> served_fleet_;
   std::unique_ptr<NodeService> node_service_;
   std::unique_ptr<AdminService> admin_service_;
-  // What the server serves: the services above, once the gate opens. Before the server, which
-  // calls them until it has shut down.
-  std::unique_ptr<RestoreGate> gate_;
-  std::unique_ptr<GatedNodeService> gated_node_service_;
-  std::unique_ptr<GatedAdminService> gated_admin_service_;
   std::unique_ptr<grpc::Server> server_;
   absl::Duration drain_period_;
   int port_ = 0;
