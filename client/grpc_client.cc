@@ -37,8 +37,8 @@
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "proto/codec/api_codec.h"
 #include "proto/codec/config_file.h"
-#include "proto/codec/engine_codec.h"
 
 namespace breaker::client {
 

@@ -22,7 +22,7 @@
 #include "core/relay_id.h"
 #include "ctl/format.h"
 #include "google/protobuf/util/json_util.h"
-#include "proto/codec/engine_codec.h"
+#include "proto/codec/api_codec.h"
 #include "proto/codec/journal_apply.h"
 #include "proto/codec/scenario_codec.h"
 #include "proto/codec/text_file.h"

@@ -56,8 +56,8 @@
 #include "glog/logging.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "proto/codec/api_codec.h"
 #include "proto/codec/config_file.h"
-#include "proto/codec/engine_codec.h"
 #include "proto/codec/scenario_codec.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "breakerd addresses, comma-separated.");

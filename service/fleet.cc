@@ -14,10 +14,11 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/time_util.h"
+#include "proto/codec/api_codec.h"
 #include "proto/codec/config_file.h"
-#include "proto/codec/engine_codec.h"
 #include "proto/codec/inspection.h"
 #include "proto/codec/journal_apply.h"
+#include "proto/codec/snapshot_codec.h"
 
 namespace breaker::service {
 namespace {

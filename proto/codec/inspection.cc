@@ -17,7 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "core/input_bounds.h"
 #include "core/relay_id.h"
-#include "proto/codec/engine_codec.h"
+#include "proto/codec/api_codec.h"
 
 namespace breaker::codec {
 namespace {

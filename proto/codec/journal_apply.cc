@@ -5,8 +5,8 @@
 #include "absl/status/statusor.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "proto/codec/admin_action.h"
+#include "proto/codec/api_codec.h"
 #include "proto/codec/config_file.h"
-#include "proto/codec/engine_codec.h"
 
 namespace breaker::codec {
 namespace {

@@ -12,7 +12,7 @@
 #include "core/input_bounds.h"
 #include "core/policy.h"
 #include "gtest/gtest.h"
-#include "proto/codec/engine_codec.h"
+#include "proto/codec/api_codec.h"
 
 namespace breaker::codec {
 namespace {

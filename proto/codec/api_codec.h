@@ -1,21 +1,21 @@
-#ifndef PROTO_CODEC_ENGINE_CODEC_H_
-#define PROTO_CODEC_ENGINE_CODEC_H_
+#ifndef PROTO_CODEC_API_CODEC_H_
+#define PROTO_CODEC_API_CODEC_H_
 
-// Conversions between the breaker engine's values (//core) and their protobuf forms: the
-// policy and observations of the API (breaker/v1/breaker.proto) and the engine snapshot of the
-// on-disk format (breaker/state/v1/state.proto).
+// Conversions between the breaker engine's values (//core) and the messages of the API
+// (breaker/v1/breaker.proto): bans, policies and observations. A piece of its own because the
+// client library speaks the API and nothing else: it takes this codec without breakerd's
+// on-disk format. The snapshot codec (snapshot_codec.h) builds on it for the policy that a
+// snapshot holds.
 //
 // The *FromProto functions check only what the conversion needs (enum values, byte lengths,
 // each key once); the engine checks meaning (slot ranges, relay identifiers, the self-build
-// index) when it observes or imports the result. Every *ToProto output is deterministic: lists
-// that come from hash maps or sets are sorted by key, so equal values serialize to equal bytes
-// (with deterministic serialization).
+// index) when it observes the result. Every *ToProto output is deterministic: lists that come
+// from hash maps or sets are sorted by key, so equal values serialize to equal bytes (with
+// deterministic serialization).
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "breaker/state/v1/state.pb.h"
 #include "breaker/v1/breaker.pb.h"
-#include "core/engine.h"
 #include "core/observation.h"
 #include "core/policy.h"
 
@@ -44,19 +44,6 @@ absl::StatusOr<core::Observation> ObservationFromProto(const breaker::v1::Observ
 // breaker.v1.Observation and is dropped.
 breaker::v1::Observation ObservationToProto(const core::Observation& observation);
 
-// Converts the engine's state to a snapshot. Leaves `config` and `journal_sequence` unset:
-// they are the caller's to fill in.
-breaker::state::v1::EngineSnapshot SnapshotToProto(const core::EngineState& state);
-
-// Converts a snapshot back to an engine state for Engine::Import, ignoring `config` and
-// `journal_sequence` (the caller reads them). Returns INVALID_ARGUMENT for a policy that
-// PolicyFromProto refuses, a block root that is not exactly 32 bytes, and a key present twice
-// in a list that mirrors a map (builder index, builder key, relay, learned member, block root,
-// node id, operator ban of a builder or a relay, trust override). A snapshot's legacy BuilderRecord.pubkey of 48 bytes
-// is read as the index's key when builder_keys has none.
-absl::StatusOr<core::EngineState> SnapshotFromProto(
-    const breaker::state::v1::EngineSnapshot& snapshot);
-
 }  // namespace breaker::codec
 
-#endif  // PROTO_CODEC_ENGINE_CODEC_H_
+#endif  // PROTO_CODEC_API_CODEC_H_
