@@ -154,10 +154,8 @@ absl::StatusOr<core::Slot> AdvanceTarget(const v1::Advance& advance, core::Slot 
 // conveniences resolved: slot 0 and short block roots (ExpandScriptedObservation), sequence 0.
 state::v1::JournalEntry ObservationEntry(const v1::NodeObservation& step,
                                          const core::Engine& engine) {
-  state::v1::JournalEntry entry;
-  state::v1::NodeObservations* batch = entry.mutable_observations();
-  batch->set_node_id(step.node());
-  v1::Observation* proto = batch->add_observations();
+  v1::ObservationBatch batch;
+  v1::Observation* proto = batch.add_observations();
   *proto = codec::ExpandScriptedObservation(step.observation(), engine.current_slot());
   if (proto->sequence() == 0) {
     // The engine keeps each node's highest handled number, refused observations included, so
@@ -166,6 +164,10 @@ state::v1::JournalEntry ObservationEntry(const v1::NodeObservation& step,
     auto previous = sequences.find(step.node());
     proto->set_sequence(previous == sequences.end() ? 1 : previous->second + 1);
   }
+  state::v1::JournalEntry entry;
+  state::v1::NodeObservations* observations = entry.mutable_observations();
+  observations->set_node_id(step.node());
+  observations->set_batch(batch.SerializeAsString());
   return entry;
 }
 

@@ -51,9 +51,9 @@ google::protobuf::Timestamp ToProto(absl::Time time) {
 
 // The metrics' name of an observation's event: its field name in the proto's oneof.
 // A switch, not a descriptor look-up: it runs for every observation on the applier thread.
-absl::string_view EventKind(const breaker::v1::Observation& observation) {
+absl::string_view EventKind(breaker::v1::Observation::EventCase event) {
   using breaker::v1::Observation;
-  switch (observation.event_case()) {
+  switch (event) {
     case Observation::kBidSeen:
       return "bid_seen";
     case Observation::kPayloadMissing:
@@ -193,12 +193,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
     fleet->journal_sequence_ = journal_sequence;
     for (const auto& [sequence, bytes] : stored->journal) {
       Work work;
-      work.replay = true;
-      if (!work.parsed.ParseFromString(bytes)) {
-        return absl::DataLossError(absl::StrCat("journal entry ", sequence,
-                                                " cannot be parsed; restore the state "
-                                                "directory from a backup"));
-      }
+      if (absl::Status parsed = ParseStored(sequence, bytes, work); !parsed.ok()) return parsed;
       fleet->ApplyOne(work);
       fleet->journal_sequence_ = sequence;
     }
@@ -281,13 +276,40 @@ Fleet::~Fleet() {
 
 void Fleet::Enqueue(std::unique_ptr<Work> work) {
   // Here, on the submitter's thread, not the writer's: the submitters run in parallel.
-  work->entry = Serialize(work->parsed);
+  if (work->batch.has_value()) {
+    // The batch's bytes as they were received, copied once into the entry and not kept.
+    state::v1::JournalEntry entry;
+    state::v1::NodeObservations* observations = entry.mutable_observations();
+    observations->set_node_id(work->parsed.observations().node_id());
+    observations->set_batch(work->batch->TakeBytes());
+    work->entry = Serialize(entry);
+  } else {
+    work->entry = Serialize(work->parsed);
+  }
   writer_->Submit(std::move(work));
 }
 
-void Fleet::SubmitObservations(std::string node_id,
-                               google::protobuf::RepeatedPtrField<v1::Observation> observations,
-                               AckCallback done) {
+absl::Status Fleet::ParseStored(uint64_t sequence, const std::string& bytes, Work& work) {
+  work.replay = true;
+  if (!work.parsed.ParseFromString(bytes)) {
+    return absl::DataLossError(absl::StrCat(
+        "journal entry ", sequence, " cannot be parsed; restore the state directory from a backup"));
+  }
+  if (!work.parsed.observations().batch().empty()) {
+    absl::StatusOr<codec::ReceivedBatch> batch =
+        codec::ReceivedBatch::Parse(work.parsed.observations().batch());
+    if (!batch.ok()) {
+      return absl::DataLossError(absl::StrCat("journal entry ", sequence,
+                                              " holds a batch of observations that cannot be "
+                                              "parsed; restore the state directory from a backup"));
+    }
+    work.parsed.mutable_observations()->clear_batch();
+    work.batch = *std::move(batch);
+  }
+  return absl::OkStatus();
+}
+
+void Fleet::SubmitObservations(std::string node_id, codec::ReceivedBatch batch, AckCallback done) {
   // Before the rate limit: a node resending while the store fails must not spend its
   // allowance on observations that are not taken.
   if (absl::Status fault = storage_status(); !fault.ok()) {
@@ -301,16 +323,17 @@ void Fleet::SubmitObservations(std::string node_id,
   // The rate limit applies here, before the journal, not in Apply: it depends on the clock,
   // which a replay of the journal must not; and observations refused here cost no disk write.
   std::string over_rate_message;
-  const int size = observations.size();
+  const int size = batch.size();
   const int allowed = rate_limiter_.Take(node_id, size, &over_rate_message);
   v1::ObservationAck over_rate;
   if (allowed < size) {
     uint64_t highest = 0;
     for (int i = allowed; i < size; ++i) {
-      highest = std::max(highest, observations[i].sequence());
+      const uint64_t sequence = batch.batch().observations(i).sequence();
+      highest = std::max(highest, sequence);
       if (over_rate.refused_size() >= kMaxRefusalsPerAck) continue;
       v1::ObservationRefusal* refusal = over_rate.add_refused();
-      refusal->set_sequence(observations[i].sequence());
+      refusal->set_sequence(sequence);
       refusal->set_code(static_cast<int32_t>(absl::StatusCode::kResourceExhausted));
       refusal->set_message(over_rate_message);
     }
@@ -318,7 +341,7 @@ void Fleet::SubmitObservations(std::string node_id,
     LOG(WARNING) << "node " << node_id << ": " << size - allowed << " of " << size
                  << " observations refused: " << over_rate_message;
     registry_.Observed(node_id, size - allowed, /*replayed=*/0);
-    observations.DeleteSubrange(allowed, size - allowed);
+    batch.KeepFirst(allowed);
     if (allowed == 0) {
       // Nothing to apply: answer at once rather than journal an empty batch.
       over_rate.set_policy_version(policy()->policy.version);
@@ -327,9 +350,8 @@ void Fleet::SubmitObservations(std::string node_id,
     }
   }
   auto work = std::make_unique<Work>();
-  state::v1::NodeObservations* entry = work->parsed.mutable_observations();
-  entry->set_node_id(std::move(node_id));
-  entry->mutable_observations()->Swap(&observations);
+  work->parsed.mutable_observations()->set_node_id(std::move(node_id));
+  work->batch = std::move(batch);
   Work* raw = work.get();
   work->on_done = [done, raw, over_rate] {
     if (!raw->status.ok()) {
@@ -583,12 +605,9 @@ absl::Status Fleet::RecoverStorage() {
     std::vector<Work> landed;
     for (const auto& [sequence, bytes] : stored->journal) {
       if (sequence <= journal_sequence_) continue;
-      Work& work = landed.emplace_back();
-      work.replay = true;
-      if (!work.parsed.ParseFromString(bytes)) {
-        return absl::DataLossError(absl::StrCat("journal entry ", sequence,
-                                                " cannot be parsed; restore the state "
-                                                "directory from a backup"));
+      if (absl::Status parsed = ParseStored(sequence, bytes, landed.emplace_back());
+          !parsed.ok()) {
+        return parsed;
       }
     }
     if (!landed.empty()) {
@@ -610,7 +629,8 @@ absl::Status Fleet::RecoverStorage() {
 
 void Fleet::ApplyOne(Work& work) {
   const state::v1::JournalEntry& entry = work.parsed;
-  const codec::AppliedEntry applied = codec::ApplyJournalEntry(entry, engine_);
+  const codec::AppliedEntry applied = codec::ApplyJournalEntry(
+      entry, engine_, work.batch.has_value() ? &work.batch->batch() : nullptr);
   work.status = applied.status;
   switch (entry.change_case()) {
     case state::v1::JournalEntry::kObservations:
@@ -659,19 +679,17 @@ void Fleet::ApplyOne(Work& work) {
 }
 
 void Fleet::AnswerObservations(Work& work, const codec::AppliedEntry& applied) {
-  const state::v1::NodeObservations& batch = work.parsed.observations();
+  const std::string& node_id = work.parsed.observations().node_id();
   uint64_t highest = 0;
   int refused = 0;
   uint32_t replayed = 0;
-  for (int i = 0; i < batch.observations_size(); ++i) {
-    const v1::Observation& proto = batch.observations(i);
-    const codec::AppliedObservation& result = applied.observations[i];
-    highest = std::max(highest, proto.sequence());
+  for (const codec::AppliedObservation& result : applied.observations) {
+    highest = std::max(highest, result.sequence);
     // Replays are not counted again: the metrics count since this process started.
     if (result.status.ok()) {
       if (result.observed.outcome == core::ObserveOutcome::kDuplicate) ++replayed;
       if (work.replay) continue;
-      metrics_.ObservationHandled(EventKind(proto), OutcomeOf(result.observed.outcome));
+      metrics_.ObservationHandled(EventKind(result.event), OutcomeOf(result.observed.outcome));
       if (result.observed.recorded != core::RecordedFailure::kNone) {
         metrics_.FailureRecorded(result.observed.recorded == core::RecordedFailure::kBuilder
                                      ? FailureTarget::kBuilder
@@ -680,25 +698,24 @@ void Fleet::AnswerObservations(Work& work, const codec::AppliedEntry& applied) {
       continue;
     }
     if (!work.replay) {
-      metrics_.ObservationHandled(EventKind(proto), ObservationOutcome::kRefused);
+      metrics_.ObservationHandled(EventKind(result.event), ObservationOutcome::kRefused);
       metrics_.Refused(RefusedInput::kObservation, result.status.code());
     }
     if (++refused <= kMaxRefusalsPerAck) {
       v1::ObservationRefusal* refusal = work.ack.add_refused();
-      refusal->set_sequence(proto.sequence());
+      refusal->set_sequence(result.sequence);
       refusal->set_code(static_cast<int32_t>(result.status.code()));
       refusal->set_message(std::string(result.status.message()));
     }
   }
   if (work.replay) return;
   if (refused > 0) {
-    LOG(WARNING) << "node " << batch.node_id() << ": " << refused << " of "
-                 << batch.observations_size()
+    LOG(WARNING) << "node " << node_id << ": " << refused << " of " << applied.observations.size()
                  << " observations refused, first: " << work.ack.refused(0).message();
   }
   work.ack.set_sequence(highest);
   work.ack.set_replayed(replayed);
-  registry_.Observed(batch.node_id(), refused, replayed);
+  registry_.Observed(node_id, refused, replayed);
 }
 
 std::shared_ptr<const PublishedPolicy> Fleet::Publish() {

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,7 @@
 #include "grpcpp/support/slice.h"
 #include "proto/codec/inspection.h"
 #include "proto/codec/journal_apply.h"
+#include "proto/codec/received_batch.h"
 #include "service/journal_writer.h"
 #include "service/metrics_sink.h"
 #include "service/node_registry.h"
@@ -145,9 +147,7 @@ class Fleet : private JournalWriter::Sink {
   // Storage faults above): none of them was acknowledged, the node resends them; or with
   // AdmitNode's RESOURCE_EXHAUSTED for a new node beyond max_known_nodes. It runs on the
   // journal writer's threads, or on the caller's when the answer is known at once.
-  void SubmitObservations(std::string node_id,
-                          google::protobuf::RepeatedPtrField<breaker::v1::Observation> observations,
-                          AckCallback done);
+  void SubmitObservations(std::string node_id, codec::ReceivedBatch batch, AckCallback done);
 
   // Submits an operator action; `done` gets the resulting policy or the action's error, or
   // UNAVAILABLE when the store failed. An action whose own write failed may still surface
@@ -239,7 +239,10 @@ class Fleet : private JournalWriter::Sink {
  private:
   // A journal entry waiting for the writer, and who to tell when it is applied.
   struct Work : JournalChange {
+    // The entry, parsed; for an observations entry, without its batch's bytes: `batch` holds
+    // the batch, parsed once.
     breaker::state::v1::JournalEntry parsed;
+    std::optional<codec::ReceivedBatch> batch;
     // Replayed from the journal (at start-up, or what a failed write stored after all):
     // nobody to answer, nothing to log.
     bool replay = false;
@@ -255,6 +258,9 @@ class Fleet : private JournalWriter::Sink {
 
   // Serializes `work`'s entry (on the caller's thread) and hands it to the journal writer.
   void Enqueue(std::unique_ptr<Work> work);
+  // Parses stored journal entry `sequence` into `work`, for a replay; DATA_LOSS when it (or
+  // its batch) does not parse.
+  static absl::Status ParseStored(uint64_t sequence, const std::string& bytes, Work& work);
   // Enqueues `entry`; `done` gets the status of applying it.
   void Submit(breaker::state::v1::JournalEntry entry,
               std::function<void(const absl::Status&)> done);

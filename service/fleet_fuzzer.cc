@@ -60,6 +60,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/stubs/logging.h"
+#include "proto/codec/received_batch.h"
 #include "service/fleet.h"
 #include "service/storage/memory_state_store.h"
 #include "tests/support/fuzz_frames.h"
@@ -330,7 +331,7 @@ class Run {
         ++submitted_;
         uint64_t& acked = acked_[node];
         acked = std::max(acked, expected->highest);
-        fleet_->SubmitObservations(node, batch.observations(),
+        fleet_->SubmitObservations(node, codec::ReceivedBatch::Of(batch),
                                    [this, expected](absl::StatusOr<v1::ObservationAck> ack) {
                                      // The fuzzer's store fails no append.
                                      if (!ack.ok()) Fail(ack.status().ToString());

@@ -20,6 +20,7 @@
 #include "core/chain_time.h"
 #include "core/config.h"
 #include "gtest/gtest.h"
+#include "proto/codec/received_batch.h"
 #include "service/fleet.h"
 #include "service/storage/memory_state_store.h"
 #include "tests/support/status_matchers.h"
@@ -116,11 +117,13 @@ class FleetStorageTest : public ::testing::Test {
   }
 
   absl::StatusOr<v1::ObservationAck> Submit(std::vector<v1::Observation> observations) {
-    google::protobuf::RepeatedPtrField<v1::Observation> batch;
-    for (v1::Observation& observation : observations) *batch.Add() = std::move(observation);
+    v1::ObservationBatch batch;
+    for (v1::Observation& observation : observations) {
+      *batch.add_observations() = std::move(observation);
+    }
     std::promise<absl::StatusOr<v1::ObservationAck>> answer;
     fleet_->SubmitObservations(
-        kNode, std::move(batch),
+        kNode, codec::ReceivedBatch::Of(batch),
         [&answer](absl::StatusOr<v1::ObservationAck> ack) { answer.set_value(std::move(ack)); });
     return answer.get_future().get();
   }
@@ -189,6 +192,20 @@ TEST_F(FleetStorageTest, AFullJournalByBytesIsFoldedIntoASnapshot) {
   EXPECT_EQ(folded.snapshot_sequence, folded.last_sequence());
   ASSERT_NO_FATAL_FAILURE(Open());
   EXPECT_THAT(Builders(), ElementsAre(std::make_tuple(5u, 1u, true), std::make_tuple(6u, 1u, true)));
+}
+
+TEST_F(FleetStorageTest, ABatchIsJournaledAsTheBytesReceived) {
+  const v1::Observation observation = Missing(1, 5, 'a');
+  ASSERT_THAT(Submit({observation}), IsOk());
+  const StoredState stored = backing_->Read();
+  ASSERT_FALSE(stored.journal.empty());
+  state::v1::JournalEntry entry;
+  ASSERT_TRUE(entry.ParseFromString(stored.journal.back().second));
+  EXPECT_EQ(entry.observations().node_id(), kNode);
+  EXPECT_EQ(entry.observations().observations_size(), 0);
+  v1::ObservationBatch sent;
+  *sent.add_observations() = observation;
+  EXPECT_EQ(entry.observations().batch(), sent.SerializeAsString());
 }
 
 TEST_F(FleetStorageTest, AFailedAppendIsRefusedNotAppliedAndDegradesTheFleet) {

@@ -1,27 +1,35 @@
 #include "proto/codec/journal_apply.h"
 
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "core/input_bounds.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "proto/codec/admin_action.h"
 #include "proto/codec/api_codec.h"
 #include "proto/codec/config_file.h"
+#include "proto/codec/received_batch.h"
 
 namespace breaker::codec {
 namespace {
 
 namespace v1 = ::breaker::v1;
 
-void ApplyObservations(const state::v1::NodeObservations& batch, core::Engine& engine,
-                       std::vector<AppliedObservation>& applied) {
-  applied.reserve(batch.observations_size());
-  for (const v1::Observation& proto : batch.observations()) {
+void ApplyObservations(const std::string& node_id,
+                       const google::protobuf::RepeatedPtrField<v1::Observation>& observations,
+                       core::Engine& engine, std::vector<AppliedObservation>& applied) {
+  applied.reserve(applied.size() + observations.size());
+  for (const v1::Observation& proto : observations) {
     AppliedObservation& result = applied.emplace_back();
-    absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, batch.node_id());
+    result.sequence = proto.sequence();
+    result.event = proto.event_case();
+    absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, node_id);
     if (!observation.ok()) {
       // Handled all the same: a resend under the same number is a replay.
-      engine.MarkHandled(batch.node_id(), proto.sequence());
+      engine.MarkHandled(node_id, proto.sequence());
       result.status = observation.status();
       continue;
     }
@@ -32,6 +40,27 @@ void ApplyObservations(const state::v1::NodeObservations& batch, core::Engine& e
       result.status = observed.status();
     }
   }
+}
+
+// Applies an observations entry's repeated observations, then its batch: `batch` when the
+// caller parsed it, else the entry's batch bytes, parsed here.
+absl::Status ApplyNodeObservations(const state::v1::NodeObservations& entry,
+                                   const v1::ObservationBatch* batch, core::Engine& engine,
+                                   std::vector<AppliedObservation>& applied) {
+  std::optional<ReceivedBatch> parsed;
+  if (batch == nullptr && !entry.batch().empty()) {
+    absl::StatusOr<ReceivedBatch> received = ReceivedBatch::Parse(entry.batch());
+    if (!received.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the observations entry of node ", core::bounds::QuotePrefix(entry.node_id()),
+          " holds a batch that does not parse: ", received.status().message()));
+    }
+    parsed = *std::move(received);
+    batch = &parsed->batch();
+  }
+  ApplyObservations(entry.node_id(), entry.observations(), engine, applied);
+  if (batch != nullptr) ApplyObservations(entry.node_id(), batch->observations(), engine, applied);
+  return absl::OkStatus();
 }
 
 // Sets `changed` when the configuration in force is another one afterwards.
@@ -47,12 +76,14 @@ absl::Status Reconfigure(const v1::Config& proto, core::Engine& engine, bool& ch
 
 }  // namespace
 
-AppliedEntry ApplyJournalEntry(const state::v1::JournalEntry& entry, core::Engine& engine) {
+AppliedEntry ApplyJournalEntry(const state::v1::JournalEntry& entry, core::Engine& engine,
+                               const v1::ObservationBatch* batch) {
   AppliedEntry applied;
   applied.previous_version = engine.policy().version;
   switch (entry.change_case()) {
     case state::v1::JournalEntry::kObservations:
-      ApplyObservations(entry.observations(), engine, applied.observations);
+      applied.status =
+          ApplyNodeObservations(entry.observations(), batch, engine, applied.observations);
       break;
     case state::v1::JournalEntry::kAdvanceToSlot:
       engine.Advance(entry.advance_to_slot());

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "breaker/state/v1/state.pb.h"
+#include "breaker/v1/breaker.pb.h"
 #include "core/engine.h"
 
 namespace breaker::codec {
@@ -22,13 +23,18 @@ struct AppliedObservation {
   absl::Status status;
   // What the engine did with it; meaningful when `status` is OK.
   core::ObserveResult observed;
+  // The observation's own sequence number and kind, for the acknowledgement and the metrics.
+  uint64_t sequence = 0;
+  breaker::v1::Observation::EventCase event = breaker::v1::Observation::EVENT_NOT_SET;
 };
 
 // What applying one journal entry did.
 struct AppliedEntry {
   // The refusal of an admin action (ApplyAdminAction's error), of a reconfiguration (the
-  // configuration's or Reconfigure's error; nothing changed) or of a fleet id renewal without
-  // a fleet id (INVALID_ARGUMENT). OK otherwise: observations are refused one by one, below.
+  // configuration's or Reconfigure's error; nothing changed), of a fleet id renewal without
+  // a fleet id (INVALID_ARGUMENT), or of an observations entry whose batch bytes do not parse
+  // (INVALID_ARGUMENT; none of it applied). OK otherwise: observations are refused one by one,
+  // below.
   absl::Status status;
   // For an observations entry: one per observation, in the entry's order.
   std::vector<AppliedObservation> observations;
@@ -45,8 +51,14 @@ struct AppliedEntry {
 // entry is played or by whom. A fleet id renewal changes nothing in the engine: the fleet id
 // is the caller's to keep (the entry is only checked). An entry without a change does nothing
 // but the refresh. Never fails as a whole: refusals are in the result.
+//
+// An observations entry applies NodeObservations.observations (entries of earlier breakerds),
+// then the observations of NodeObservations.batch, parsed here. A caller that parsed the batch
+// already (breakerd, from the bytes it received) passes it as `batch`, which then stands for
+// the entry's batch bytes: those are not read.
 // Not thread-safe: the caller serializes access to `engine`.
-AppliedEntry ApplyJournalEntry(const breaker::state::v1::JournalEntry& entry, core::Engine& engine);
+AppliedEntry ApplyJournalEntry(const breaker::state::v1::JournalEntry& entry, core::Engine& engine,
+                               const breaker::v1::ObservationBatch* batch = nullptr);
 
 }  // namespace breaker::codec
 

@@ -73,6 +73,49 @@ TEST_F(ApplyJournalEntryTest, ObservationsSayWhatEachDid) {
   EXPECT_FALSE(replayed.policy_changed);
 }
 
+// `entry`'s observations moved into its batch bytes, as breakerd journals them.
+state::v1::JournalEntry AsReceived(state::v1::JournalEntry entry) {
+  v1::ObservationBatch batch;
+  batch.mutable_observations()->Swap(entry.mutable_observations()->mutable_observations());
+  entry.mutable_observations()->set_batch(batch.SerializeAsString());
+  return entry;
+}
+
+TEST_F(ApplyJournalEntryTest, ABatchAsReceivedAppliesAfterTheEarlierForm) {
+  state::v1::JournalEntry entry = AsReceived(Missing("n1", 2, 5, 'a'));
+  // An entry with both forms applies the earlier form first.
+  *entry.mutable_observations()->add_observations() =
+      Missing("n1", 1, 6, 'b').observations().observations(0);
+  const AppliedEntry applied = ApplyJournalEntry(entry, engine_);
+  EXPECT_THAT(applied.status, IsOk());
+  ASSERT_THAT(applied.observations, SizeIs(2));
+  EXPECT_EQ(applied.observations[0].sequence, 1u);
+  EXPECT_EQ(applied.observations[1].sequence, 2u);
+  EXPECT_EQ(applied.observations[1].event, v1::Observation::kPayloadMissing);
+  EXPECT_EQ(applied.observations[1].observed.outcome, core::ObserveOutcome::kApplied);
+  EXPECT_EQ(engine_.node_sequences().at("n1"), 2u);
+}
+
+TEST_F(ApplyJournalEntryTest, ABatchParsedByTheCallerStandsForTheBytes) {
+  state::v1::JournalEntry entry = Missing("n1", 1, 5, 'a');
+  v1::ObservationBatch batch;
+  batch.mutable_observations()->Swap(entry.mutable_observations()->mutable_observations());
+  entry.mutable_observations()->set_batch("not read");
+  const AppliedEntry applied = ApplyJournalEntry(entry, engine_, &batch);
+  EXPECT_THAT(applied.status, IsOk());
+  ASSERT_THAT(applied.observations, SizeIs(1));
+  EXPECT_TRUE(engine_.policy().banned_builders.contains(5));
+}
+
+TEST_F(ApplyJournalEntryTest, ABatchThatDoesNotParseAppliesNothing) {
+  state::v1::JournalEntry entry = Missing("n1", 1, 5, 'a');
+  entry.mutable_observations()->set_batch(std::string("\x0a\x05\x08", 3));
+  const AppliedEntry applied = ApplyJournalEntry(entry, engine_);
+  EXPECT_THAT(applied.status, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("n1")));
+  EXPECT_THAT(applied.observations, SizeIs(0));
+  EXPECT_FALSE(engine_.node_sequences().contains("n1"));
+}
+
 TEST_F(ApplyJournalEntryTest, AdvanceRefreshesThePolicy) {
   ASSERT_TRUE(ApplyJournalEntry(Missing("n1", 1, 5, 'a'), engine_).policy_changed);
   const core::Epoch lifted = engine_.policy().banned_builders.at(5).until_epoch;

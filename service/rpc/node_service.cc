@@ -13,6 +13,7 @@
 #include "glog/logging.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
+#include "proto/codec/received_batch.h"
 #include "proto/codec/request_checks.h"
 #include "service/rpc/stream_finish.h"
 
@@ -118,12 +119,27 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
       FinishLocked(grpc::Status::OK);
       return;
     }
+    constexpr absl::string_view kMalformed =
+        "malformed NodeMessage; send breaker.v1.NodeMessage messages";
+    // The slice holds the bytes (a reference, or one copy when they came in pieces) while the
+    // message is handled; the buffer is free for the next read.
+    grpc::Slice slice;
+    absl::string_view bytes;
+    if (read_buffer_.Valid() && read_buffer_.DumpToSingleSlice(&slice).ok()) {
+      bytes = absl::string_view(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    read_buffer_.Clear();
+    if (!node_id_.empty()) {
+      // A batch, as breaker clients send it: parsed once, from bytes that the journal keeps.
+      if (std::optional<absl::string_view> field = codec::LoneObservationsField(bytes)) {
+        absl::StatusOr<codec::ReceivedBatch> batch = codec::ReceivedBatch::Parse(*field);
+        if (!batch.ok()) return Refuse(grpc::StatusCode::INVALID_ARGUMENT, std::string(kMalformed));
+        return OnObservations(*std::move(batch));
+      }
+    }
     v1::NodeMessage message;
-    grpc::Status parsed =
-        grpc::SerializationTraits<v1::NodeMessage>::Deserialize(&read_buffer_, &message);
-    if (!parsed.ok()) {
-      return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                    "malformed NodeMessage; send breaker.v1.NodeMessage messages");
+    if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return Refuse(grpc::StatusCode::INVALID_ARGUMENT, std::string(kMalformed));
     }
     if (node_id_.empty()) return OnHello(message);
     switch (message.kind_case()) {
@@ -131,7 +147,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
         return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
                       "a second hello on the same stream; send it only first");
       case v1::NodeMessage::kObservations:
-        return OnObservations(std::move(*message.mutable_observations()));
+        return OnObservations(codec::ReceivedBatch::Of(message.observations()));
       case v1::NodeMessage::kPolicyAck:
         OnPolicyAck(message.policy_ack().version());
         return ReadNext();
@@ -230,12 +246,12 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
            policy.policy.version < stale_below_version_;
   }
 
-  void OnObservations(v1::ObservationBatch batch) {
-    if (absl::Status bounded = codec::CheckBatchSize(batch); !bounded.ok()) {
+  void OnObservations(codec::ReceivedBatch batch) {
+    if (absl::Status bounded = codec::CheckBatchSize(batch.batch()); !bounded.ok()) {
       return Refuse(grpc::StatusCode::INVALID_ARGUMENT, std::string(bounded.message()));
     }
     std::weak_ptr<NodeStream> weak = weak_from_this();
-    fleet_->SubmitObservations(node_id_, std::move(*batch.mutable_observations()),
+    fleet_->SubmitObservations(node_id_, std::move(batch),
                                [weak](absl::StatusOr<v1::ObservationAck> ack) {
                                  std::shared_ptr<NodeStream> stream = weak.lock();
                                  if (stream == nullptr) return;
@@ -549,7 +565,7 @@ grpc::ServerUnaryReactor* NodeService::Report(grpc::CallbackServerContext* conte
     reactor->Finish(ToGrpcStatus(bounded));
     return reactor;
   }
-  fleet()->SubmitObservations(request->node_id(), request->observations().observations(),
+  fleet()->SubmitObservations(request->node_id(), codec::ReceivedBatch::Of(request->observations()),
                               [this, reactor, response](absl::StatusOr<v1::ObservationAck> ack) {
                                 if (!ack.ok()) {
                                   fleet()->metrics().Refused(RefusedInput::kReport,

@@ -34,7 +34,7 @@ constexpr int kBusyTimeoutMs = 5000;
 // burst of large snapshots leaves on disk.
 constexpr int64_t kWalSizeLimitBytes = 64 << 20;
 
-// The tables of schema version 1 (kSchemaVersion; user_version 0 is a new, empty database).
+// The tables of every schema version (kSchemaVersion; user_version 0 is a new, empty database).
 // A snapshot row has id 1; its absence means no snapshot yet. The journal's sequence is
 // SQLite's rowid.
 constexpr char kCreateTables[] = R"sql(
@@ -209,12 +209,17 @@ absl::Status SyncDirectory(const std::string& directory) {
   return absl::OkStatus();
 }
 
-// Returns the schema version of the database: 0 for a new, empty one, or kSchemaVersion.
-// Refuses another application's database and a newer schema.
+// Returns the schema version of the database: 0 for a new, empty one, or one from
+// kOldestSchemaVersion to kSchemaVersion. Refuses another application's database and a newer
+// schema.
 absl::StatusOr<int64_t> CheckSchema(sqlite3* db, const std::string& path) {
   absl::StatusOr<int64_t> version =
       QueryInt(db, "PRAGMA user_version", "reading the schema version of", path);
-  if (!version.ok() || *version == SqliteStateStore::kSchemaVersion) return version;
+  if (!version.ok()) return version;
+  if (*version >= SqliteStateStore::kOldestSchemaVersion &&
+      *version <= SqliteStateStore::kSchemaVersion) {
+    return version;
+  }
   if (*version > SqliteStateStore::kSchemaVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, " has schema version ", *version,
@@ -358,6 +363,14 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
   }
   if (*version == 0) {
     if (absl::Status status = CreateSchema(db.get(), path); !status.ok()) return status;
+  } else if (*version < kSchemaVersion) {
+    // Before anything is written under the new version: the tables are the same.
+    if (absl::Status status =
+            Exec(db.get(), absl::StrCat("PRAGMA user_version = ", kSchemaVersion).c_str(),
+                 "upgrading the schema of", path);
+        !status.ok()) {
+      return status;
+    }
   }
   if (absl::Status status = SyncDirectory(directory); !status.ok()) return status;
 

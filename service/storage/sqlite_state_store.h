@@ -34,8 +34,13 @@ class SqliteStateStore : public StateStore {
  public:
   // The file name of the database inside the state directory.
   static constexpr absl::string_view kFileName = "breakerd.db";
-  // The schema this code writes (stored as the database's user_version).
-  static constexpr int kSchemaVersion = 1;
+  // The schema this code writes (stored as the database's user_version). Version 2 has the
+  // tables of version 1; it marks a journal that may hold entries breakerds of version 1 would
+  // misread (observations journaled as the bytes received, state.proto's
+  // NodeObservations.batch, which they ignore), so that they refuse the file. A database of
+  // version 1 is opened, and marked version 2.
+  static constexpr int kSchemaVersion = 2;
+  static constexpr int kOldestSchemaVersion = 1;
 
   // Takes an exclusive lock on `<directory>/LOCK`, held while the store lives: two processes
   // writing one journal would corrupt it. Then opens `<directory>/breakerd.db`, creating it

@@ -615,6 +615,26 @@ TEST(SqliteStateStoreTest, NewerSchemaIsRefused) {
                        AllOf(HasSubstr(DatabasePath(directory)), HasSubstr("newer"))));
 }
 
+TEST(SqliteStateStoreTest, AnOlderSchemaIsOpenedAndMarkedCurrent) {
+  const std::string directory = NewTempDirectory();
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStateStore>> store = SqliteStateStore::Open(directory);
+    ASSERT_THAT(store, IsOk());
+    ASSERT_THAT((*store)->Append({"a"}), IsOk());
+  }
+  ASSERT_NO_FATAL_FAILURE(
+      ExecSql(DatabasePath(directory),
+              absl::StrCat("PRAGMA user_version = ", SqliteStateStore::kOldestSchemaVersion)));
+  absl::StatusOr<std::unique_ptr<SqliteStateStore>> store = SqliteStateStore::Open(directory);
+  ASSERT_THAT(store, IsOk());
+  EXPECT_EQ(QuerySql(DatabasePath(directory), "PRAGMA user_version"),
+            absl::StrCat(SqliteStateStore::kSchemaVersion));
+  absl::StatusOr<StoredState> stored = (*store)->Load();
+  ASSERT_THAT(stored, IsOk());
+  ASSERT_EQ(stored->journal.size(), 1u);
+  EXPECT_EQ(stored->journal[0].second, "a");
+}
+
 TEST(SqliteStateStoreTest, AnotherApplicationsDatabaseIsRefused) {
   const std::string directory = NewTempDirectory();
   ASSERT_NO_FATAL_FAILURE(ExecSql(DatabasePath(directory), "CREATE TABLE accounts (id INTEGER)"));

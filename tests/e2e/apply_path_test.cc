@@ -151,6 +151,18 @@ TEST(ApplyPathTest, EveryShippedScenarioEndsInTheSamePolicyInBreakerd) {
 
 // --- A journal written by hand ---------------------------------------------------------------
 
+// `journal` with every observations entry as breakerd writes it since it journals the batch it
+// received (NodeObservations.batch); JournalBuilder writes the earlier form (observations).
+std::vector<state::v1::JournalEntry> AsReceived(std::vector<state::v1::JournalEntry> journal) {
+  for (state::v1::JournalEntry& entry : journal) {
+    if (!entry.has_observations()) continue;
+    v1::ObservationBatch batch;
+    batch.mutable_observations()->Swap(entry.mutable_observations()->mutable_observations());
+    entry.mutable_observations()->set_batch(batch.SerializeAsString());
+  }
+  return journal;
+}
+
 // Builds a journal as breakerd writes it: each node numbers its observations from 1.
 class JournalBuilder {
  public:
@@ -263,6 +275,10 @@ TEST(ApplyPathTest, AJournalOfEveryKindOfEntryEndsInTheSamePolicy) {
       << "breakerd:\n"
       << breakerd->DebugString() << "simulator:\n"
       << simulator.DebugString();
+  // The same journal as breakerd writes it now, with the batches as received.
+  absl::StatusOr<v1::Policy> received = BreakerdPolicy(config, kStartSlot, AsReceived(journal));
+  ASSERT_THAT(received, IsOk());
+  EXPECT_EQ(PolicyBytes(*received), PolicyBytes(simulator));
   // Each prefix ends in the same policy too: compared at every new version.
   for (const ctl::TimelineEntry& line : simulated->timeline) {
     if (line.step == 0) continue;
