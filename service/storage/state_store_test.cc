@@ -538,20 +538,27 @@ TEST(SqliteStateStoreTest, CreatesADatabaseWithThePageSizeAskedAndKeepsAnExistin
   const std::string directory = NewTempDirectory();
   {
     absl::StatusOr<std::unique_ptr<SqliteStateStore>> store =
-        SqliteStateStore::Open(directory, 65536);
+        SqliteStateStore::Open(directory, 4096);
     ASSERT_THAT(store, IsOk());
     ASSERT_THAT((*store)->Append({"a"}), IsOk());
   }
-  EXPECT_EQ(QuerySql(DatabasePath(directory), "PRAGMA page_size"), "65536");
+  EXPECT_EQ(QuerySql(DatabasePath(directory), "PRAGMA page_size"), "4096");
   {
-    absl::StatusOr<std::unique_ptr<SqliteStateStore>> reopened =
-        SqliteStateStore::Open(directory, 4096);
+    // breakerd's own page size does not apply to a database made before it.
+    absl::StatusOr<std::unique_ptr<SqliteStateStore>> reopened = SqliteStateStore::Open(directory);
     ASSERT_THAT(reopened, IsOk());
     absl::StatusOr<StoredState> state = (*reopened)->Load();
     ASSERT_THAT(state, IsOk());
     EXPECT_EQ(state->journal.size(), 1u);
   }
-  EXPECT_EQ(QuerySql(DatabasePath(directory), "PRAGMA page_size"), "65536");
+  EXPECT_EQ(QuerySql(DatabasePath(directory), "PRAGMA page_size"), "4096");
+}
+
+TEST(SqliteStateStoreTest, CreatesADatabaseWithBreakerdsPageSize) {
+  const std::string directory = NewTempDirectory();
+  ASSERT_THAT(SqliteStateStore::Open(directory), IsOk());
+  EXPECT_EQ(QuerySql(DatabasePath(directory), "PRAGMA page_size"),
+            absl::StrCat(SqliteStateStore::kPageSize));
 }
 
 TEST(SqliteStateStoreTest, RefusesAPageSizeSqliteCannotUse) {
