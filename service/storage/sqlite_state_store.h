@@ -70,7 +70,7 @@ class SqliteStateStore : public StateStore {
   // observations, tens of KB: in pages of SQLite's default 4 KiB, a chain of overflow pages,
   // each written to the WAL in two system calls, copied into the database by the checkpoint,
   // and read back when a snapshot deletes the entry. In 64 KiB pages an entry is one or two
-  // pages, and breakerd spends 40 % less CPU per observation (BENCHMARKS.md).
+  // pages, and breakerd spends about 40 % less CPU per observation (BENCHMARKS.md).
   static constexpr int kPageSize = 65536;
 
   ~SqliteStateStore() override;
