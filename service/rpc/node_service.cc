@@ -11,7 +11,6 @@
 #include "common/mutex.h"
 #include "core/input_bounds.h"
 #include "glog/logging.h"
-#include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 #include "proto/codec/received_batch.h"
 #include "proto/codec/request_checks.h"
