@@ -23,6 +23,7 @@ JournalWriter::~JournalWriter() {
   {
     MutexLock lock(&mu_);
     stopping_ = true;
+    work_.Signal();
     changed_.SignalAll();
   }
   appender_.join();
@@ -39,13 +40,13 @@ void JournalWriter::Submit(std::unique_ptr<JournalChange> change) {
   }
   MutexLock lock(&mu_);
   queue_.push_back(std::move(change));
-  changed_.SignalAll();
+  work_.Signal();
 }
 
 void JournalWriter::RequestRecovery() {
   MutexLock lock(&mu_);
   recovery_requested_ = true;
-  changed_.SignalAll();
+  work_.Signal();
 }
 
 void JournalWriter::Sync() {
@@ -88,7 +89,7 @@ void JournalWriter::AppenderLoop() {
     bool recover;
     {
       MutexLock lock(&mu_);
-      while (queue_.empty() && !recovery_requested_ && !stopping_) changed_.Wait(&mu_);
+      while (queue_.empty() && !recovery_requested_ && !stopping_) work_.Wait(&mu_);
       if (queue_.empty() && !recovery_requested_) {
         // Stopping, and everything submitted is stored: the applier finishes the rest.
         appender_done_ = true;

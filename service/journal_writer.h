@@ -127,7 +127,10 @@ class JournalWriter {
   const uint64_t snapshot_every_bytes_;
 
   Mutex mu_;
-  // Signalled at every change of the fields below.
+  // Signalled when the appender has work: a submission, a request to recover, or stopping.
+  // Only the appender waits on it, so that a submission wakes no other thread.
+  CondVar work_;
+  // Signalled at every other change of the fields below.
   CondVar changed_;
   JournalChanges queue_ ABSL_GUARDED_BY(mu_);
   bool recovery_requested_ ABSL_GUARDED_BY(mu_) = false;
