@@ -296,8 +296,9 @@ absl::Status Fleet::ParseStored(uint64_t sequence, const std::string& bytes, Wor
         "journal entry ", sequence, " cannot be parsed; restore the state directory from a backup"));
   }
   if (!work.parsed.observations().batch().empty()) {
-    absl::StatusOr<codec::ReceivedBatch> batch =
-        codec::ReceivedBatch::Parse(work.parsed.observations().batch());
+    // Moved out: the entry keeps only the node id, as a submitted one (Work::parsed).
+    absl::StatusOr<codec::ReceivedBatch> batch = codec::ReceivedBatch::Parse(
+        std::move(*work.parsed.mutable_observations()->mutable_batch()));
     if (!batch.ok()) {
       return absl::DataLossError(absl::StrCat("journal entry ", sequence,
                                               " holds a batch of observations that cannot be "

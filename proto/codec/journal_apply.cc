@@ -1,6 +1,5 @@
 #include "proto/codec/journal_apply.h"
 
-#include <optional>
 #include <string>
 #include <utility>
 
@@ -11,7 +10,6 @@
 #include "proto/codec/admin_action.h"
 #include "proto/codec/api_codec.h"
 #include "proto/codec/config_file.h"
-#include "proto/codec/received_batch.h"
 
 namespace breaker::codec {
 namespace {
@@ -47,16 +45,14 @@ void ApplyObservations(const std::string& node_id,
 absl::Status ApplyNodeObservations(const state::v1::NodeObservations& entry,
                                    const v1::ObservationBatch* batch, core::Engine& engine,
                                    std::vector<AppliedObservation>& applied) {
-  std::optional<ReceivedBatch> parsed;
+  v1::ObservationBatch parsed;
   if (batch == nullptr && !entry.batch().empty()) {
-    absl::StatusOr<ReceivedBatch> received = ReceivedBatch::Parse(entry.batch());
-    if (!received.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the observations entry of node ", core::bounds::QuotePrefix(entry.node_id()),
-          " holds a batch that does not parse: ", received.status().message()));
+    if (!parsed.ParseFromString(entry.batch())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the observations entry of node ", core::bounds::QuotePrefix(entry.node_id()),
+                       " holds a batch that is not a serialized breaker.v1.ObservationBatch"));
     }
-    parsed = *std::move(received);
-    batch = &parsed->batch();
+    batch = &parsed;
   }
   ApplyObservations(entry.node_id(), entry.observations(), engine, applied);
   if (batch != nullptr) ApplyObservations(entry.node_id(), batch->observations(), engine, applied);

@@ -31,13 +31,13 @@ google::protobuf::ArenaOptions ArenaFor(size_t wire_bytes) {
 
 }  // namespace
 
-ReceivedBatch::ReceivedBatch(std::string bytes, size_t parsed_size_hint)
+ReceivedBatch::ReceivedBatch(std::string bytes)
     : bytes_(std::move(bytes)),
-      arena_(std::make_unique<google::protobuf::Arena>(ArenaFor(parsed_size_hint))),
+      arena_(std::make_unique<google::protobuf::Arena>(ArenaFor(bytes_.size()))),
       batch_(google::protobuf::Arena::CreateMessage<v1::ObservationBatch>(arena_.get())) {}
 
-absl::StatusOr<ReceivedBatch> ReceivedBatch::Parse(absl::string_view bytes) {
-  ReceivedBatch received(std::string(bytes), bytes.size());
+absl::StatusOr<ReceivedBatch> ReceivedBatch::Parse(std::string bytes) {
+  ReceivedBatch received(std::move(bytes));
   if (!received.batch_->ParseFromString(received.bytes_)) {
     return absl::InvalidArgumentError("not a serialized breaker.v1.ObservationBatch");
   }
@@ -45,7 +45,7 @@ absl::StatusOr<ReceivedBatch> ReceivedBatch::Parse(absl::string_view bytes) {
 }
 
 ReceivedBatch ReceivedBatch::Of(const v1::ObservationBatch& batch) {
-  ReceivedBatch received(batch.SerializeAsString(), batch.ByteSizeLong());
+  ReceivedBatch received(batch.SerializeAsString());
   *received.batch_ = batch;
   return received;
 }

@@ -18,9 +18,9 @@ namespace breaker::codec {
 
 class ReceivedBatch {
  public:
-  // Parses `bytes`, a serialized breaker.v1.ObservationBatch, and keeps a copy of them.
+  // Parses `bytes`, a serialized breaker.v1.ObservationBatch, and keeps them.
   // INVALID_ARGUMENT when they do not parse.
-  static absl::StatusOr<ReceivedBatch> Parse(absl::string_view bytes);
+  static absl::StatusOr<ReceivedBatch> Parse(std::string bytes);
   // Serializes `batch`, parsed already (a unary Report's request), and keeps a copy of it.
   static ReceivedBatch Of(const breaker::v1::ObservationBatch& batch);
 
@@ -39,7 +39,8 @@ class ReceivedBatch {
   void KeepFirst(int count);
 
  private:
-  ReceivedBatch(std::string bytes, size_t parsed_size_hint);
+  // An empty batch in an arena sized for what `bytes` parse to.
+  explicit ReceivedBatch(std::string bytes);
 
   std::string bytes_;
   std::unique_ptr<google::protobuf::Arena> arena_;

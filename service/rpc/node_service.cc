@@ -131,7 +131,8 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     if (!node_id_.empty()) {
       // A batch, as breaker clients send it: parsed once, from bytes that the journal keeps.
       if (std::optional<absl::string_view> field = codec::LoneObservationsField(bytes)) {
-        absl::StatusOr<codec::ReceivedBatch> batch = codec::ReceivedBatch::Parse(*field);
+        absl::StatusOr<codec::ReceivedBatch> batch =
+            codec::ReceivedBatch::Parse(std::string(*field));
         if (!batch.ok()) return Refuse(grpc::StatusCode::INVALID_ARGUMENT, std::string(kMalformed));
         return OnObservations(*std::move(batch));
       }

@@ -114,7 +114,7 @@ TEST_F(PreviousFormatTest, RestoresThePolicyTheNodesAndTheOperatorsDecisions) {
   EXPECT_TRUE(trusted->trusted());
 }
 
-TEST_F(PreviousFormatTest, WritesOnInTheNewFormAndRestoresBothForms) {
+TEST_F(PreviousFormatTest, TakesNewObservationsAndKeepsThemAcrossARestart) {
   const uint64_t next = kLastSequences[0] + 1;
   {
     absl::StatusOr<std::unique_ptr<service::Fleet>> fleet = Open();
