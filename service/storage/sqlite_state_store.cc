@@ -346,6 +346,14 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
       !status.ok()) {
     return status;
   }
+  // FAST, not the ON Debian's SQLite is built with: ON zeroes every page a snapshot frees, so
+  // folding the journal wrote each entry's bytes again (as zeroes, into the -wal file, which
+  // the checkpoint then copies). The state holds no secret; a freed page is overwritten when
+  // it is used again.
+  if (absl::Status status = Exec(db.get(), "PRAGMA secure_delete = FAST", "opening", path);
+      !status.ok()) {
+    return status;
+  }
   if (absl::Status status =
           Exec(db.get(), absl::StrCat("PRAGMA journal_size_limit = ", kWalSizeLimitBytes).c_str(),
                "opening", path);
