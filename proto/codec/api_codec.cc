@@ -199,8 +199,16 @@ absl::StatusOr<core::Policy> PolicyFromProto(const v1::Policy& proto) {
 absl::StatusOr<core::Observation> ObservationFromProto(const v1::Observation& proto,
                                                        absl::string_view node_id) {
   core::Observation observation;
+  if (absl::Status status = ObservationFromProto(proto, node_id, observation); !status.ok()) {
+    return status;
+  }
+  return observation;
+}
+
+absl::Status ObservationFromProto(const v1::Observation& proto, absl::string_view node_id,
+                                  core::Observation& observation) {
   observation.slot = proto.slot();
-  observation.node = std::string(node_id);
+  observation.node.assign(node_id.data(), node_id.size());
   observation.sequence = proto.sequence();
   switch (proto.event_case()) {
     case v1::Observation::kBidSeen: {
@@ -211,7 +219,12 @@ absl::StatusOr<core::Observation> ObservationFromProto(const v1::Observation& pr
           !key.ok()) {
         return key;
       }
-      observation.event = core::BidSeen{bid.builder_index(), bid.relay(), bid.builder_pubkey()};
+      // Assigned in place: the strings keep the capacity of the bid converted before.
+      auto* out = std::get_if<core::BidSeen>(&observation.event);
+      if (out == nullptr) out = &observation.event.emplace<core::BidSeen>();
+      out->builder = bid.builder_index();
+      out->relay.assign(bid.relay());
+      out->pubkey.assign(bid.builder_pubkey());
       break;
     }
     case v1::Observation::kPayloadMissing: {
@@ -270,7 +283,7 @@ absl::StatusOr<core::Observation> ObservationFromProto(const v1::Observation& pr
                        "one of bid_seen, payload_missing, payload_delivered, blocks_seen, "
                        "finalized, builder_exited, relay_reveal_missing"));
   }
-  return observation;
+  return absl::OkStatus();
 }
 
 v1::Observation ObservationToProto(const core::Observation& observation) {

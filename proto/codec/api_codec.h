@@ -39,6 +39,10 @@ absl::StatusOr<core::Policy> PolicyFromProto(const breaker::v1::Policy& proto);
 // nor 48 bytes, and more than core::bounds::kMaxBlockRootsPerSlot blocks_seen.block_roots.
 absl::StatusOr<core::Observation> ObservationFromProto(const breaker::v1::Observation& proto,
                                                        absl::string_view node_id);
+// The same, into `observation`, whose strings are reused: converting a batch into one
+// observation allocates nothing per bid. After an error, `observation` holds a part of it.
+absl::Status ObservationFromProto(const breaker::v1::Observation& proto, absl::string_view node_id,
+                                  core::Observation& observation);
 
 // Converts an observation to its API form, for tests and tools. The node id is not part of
 // breaker.v1.Observation and is dropped.

@@ -179,6 +179,40 @@ TEST(ObservationCodec, BidSeen) {
   EXPECT_EQ(bid->pubkey, key);
 }
 
+TEST(ObservationCodec, ConvertingIntoAnEarlierObservationGivesWhatAFreshOneDoes) {
+  std::vector<v1::Observation> protos;
+  v1::Observation relayed = Numbered(1, 320);
+  relayed.mutable_bid_seen()->set_builder_index(8);
+  relayed.mutable_bid_seen()->set_relay("https://a-long-relay-name.example:443");
+  relayed.mutable_bid_seen()->set_builder_pubkey(std::string(48, 'k'));
+  protos.push_back(relayed);
+  v1::Observation p2p = Numbered(2, 321);
+  p2p.mutable_bid_seen()->set_builder_index(9);
+  protos.push_back(p2p);
+  v1::Observation missing = Numbered(3, 322);
+  missing.mutable_payload_missing()->set_builder_index(8);
+  missing.mutable_payload_missing()->set_block_root(std::string(32, 'r'));
+  protos.push_back(missing);
+  protos.push_back(Numbered(4, 323));  // no event: refused
+  v1::Observation short_relay = Numbered(5, 324);
+  short_relay.mutable_bid_seen()->set_builder_index(10);
+  short_relay.mutable_bid_seen()->set_relay("r:1");
+  protos.push_back(short_relay);
+  protos.push_back(relayed);
+
+  core::Observation reused;
+  for (const v1::Observation& proto : protos) {
+    SCOPED_TRACE(proto.ShortDebugString());
+    absl::StatusOr<core::Observation> fresh = ObservationFromProto(proto, "bn-1");
+    const absl::Status status = ObservationFromProto(proto, "bn-1", reused);
+    EXPECT_EQ(status, fresh.status());
+    if (!fresh.ok()) continue;
+    EXPECT_EQ(reused.node, fresh->node);
+    EXPECT_EQ(ObservationToProto(reused).SerializeAsString(),
+              ObservationToProto(*fresh).SerializeAsString());
+  }
+}
+
 TEST(ObservationCodec, PubkeyIsFortyEightBytesOrNone) {
   v1::Observation proto = Numbered(3, 320);
   proto.mutable_bid_seen()->set_builder_index(8);

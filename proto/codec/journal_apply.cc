@@ -20,18 +20,20 @@ void ApplyObservations(const std::string& node_id,
                        const google::protobuf::RepeatedPtrField<v1::Observation>& observations,
                        core::Engine& engine, std::vector<AppliedObservation>& applied) {
   applied.reserve(applied.size() + observations.size());
+  // One for the batch, converted into in turn.
+  core::Observation observation;
   for (const v1::Observation& proto : observations) {
     AppliedObservation& result = applied.emplace_back();
     result.sequence = proto.sequence();
     result.event = proto.event_case();
-    absl::StatusOr<core::Observation> observation = ObservationFromProto(proto, node_id);
-    if (!observation.ok()) {
+    if (absl::Status converted = ObservationFromProto(proto, node_id, observation);
+        !converted.ok()) {
       // Handled all the same: a resend under the same number is a replay.
       engine.MarkHandled(node_id, proto.sequence());
-      result.status = observation.status();
+      result.status = converted;
       continue;
     }
-    absl::StatusOr<core::ObserveResult> observed = engine.Observe(*observation);
+    absl::StatusOr<core::ObserveResult> observed = engine.Observe(observation);
     if (observed.ok()) {
       result.observed = *observed;
     } else {
