@@ -277,11 +277,12 @@ Fleet::~Fleet() {
 void Fleet::Enqueue(std::unique_ptr<Work> work) {
   // Here, on the submitter's thread, not the writer's: the submitters run in parallel.
   if (work->batch.has_value()) {
-    // The batch's bytes as they were received, copied once into the entry and not kept.
+    // The batch's bytes as they were received, copied into the entry. The batch keeps its
+    // own: a batch read in place is read from them when it is applied.
     state::v1::JournalEntry entry;
     state::v1::NodeObservations* observations = entry.mutable_observations();
     observations->set_node_id(work->parsed.observations().node_id());
-    observations->set_batch(work->batch->TakeBytes());
+    observations->set_batch(work->batch->bytes());
     work->entry = Serialize(entry);
   } else {
     work->entry = Serialize(work->parsed);
@@ -330,7 +331,7 @@ void Fleet::SubmitObservations(std::string node_id, codec::ReceivedBatch batch, 
   if (allowed < size) {
     uint64_t highest = 0;
     for (int i = allowed; i < size; ++i) {
-      const uint64_t sequence = batch.batch().observations(i).sequence();
+      const uint64_t sequence = batch.sequence(i);
       highest = std::max(highest, sequence);
       if (over_rate.refused_size() >= kMaxRefusalsPerAck) continue;
       v1::ObservationRefusal* refusal = over_rate.add_refused();
@@ -631,7 +632,7 @@ absl::Status Fleet::RecoverStorage() {
 void Fleet::ApplyOne(Work& work) {
   const state::v1::JournalEntry& entry = work.parsed;
   const codec::AppliedEntry applied = codec::ApplyJournalEntry(
-      entry, engine_, work.batch.has_value() ? &work.batch->batch() : nullptr);
+      entry, engine_, work.batch.has_value() ? &*work.batch : nullptr);
   work.status = applied.status;
   switch (entry.change_case()) {
     case state::v1::JournalEntry::kObservations:

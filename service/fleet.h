@@ -240,7 +240,7 @@ class Fleet : private JournalWriter::Sink {
   // A journal entry waiting for the writer, and who to tell when it is applied.
   struct Work : JournalChange {
     // The entry, parsed; for an observations entry, without its batch's bytes: `batch` holds
-    // the batch, parsed once.
+    // the batch, read once.
     breaker::state::v1::JournalEntry parsed;
     std::optional<codec::ReceivedBatch> batch;
     // Replayed from the journal (at start-up, or what a failed write stored after all):

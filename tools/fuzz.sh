@@ -4,7 +4,8 @@
 #   tools/fuzz.sh TARGET [SECONDS] [LIBFUZZER_FLAG...]   fuzz TARGET for SECONDS (default 60)
 #   tools/fuzz.sh seeds                                  rewrite service/fuzz_corpus/fleet/ and service/rpc/fuzz_corpus/rpc/
 #
-# TARGET is engine (//core:engine_fuzzer), config (//proto/codec:config_file_fuzzer), fleet
+# TARGET is engine (//core:engine_fuzzer), config (//proto/codec:config_file_fuzzer), batch
+# (//proto/codec:received_batch_fuzzer), fleet
 # (//service:fleet_fuzzer) or rpc (//service/rpc:rpc_fuzzer). The build is --config=fuzz (.bazelrc): clang 14, -fsanitize=fuzzer,
 # address. Choosing the compiler re-runs Bazel's toolchain configuration, so the build lives in
 # an output base of its own under $BREAKER_FUZZ_DIR (default ~/.cache/breaker-fuzz), where it
@@ -324,6 +325,11 @@ case "$target" in
   engine)
     label=//core:engine_fuzzer
     seeds=core/fuzz_corpus/engine
+    dict=""
+    ;;
+  batch)
+    label=//proto/codec:received_batch_fuzzer
+    seeds=proto/codec/fuzz_corpus/received_batch
     dict=""
     ;;
   config)

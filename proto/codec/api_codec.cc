@@ -196,6 +196,23 @@ absl::StatusOr<core::Policy> PolicyFromProto(const v1::Policy& proto) {
 
 // --- Observations ----------------------------------------------------------------------------
 
+absl::Status BidSeenFromProto(uint64_t builder_index, absl::string_view relay,
+                              absl::string_view pubkey, core::Event& event) {
+  if (absl::Status key = core::bounds::CheckExactBytes("bid_seen.builder_pubkey", pubkey,
+                                                       core::bounds::kPubkeyBytes,
+                                                       /*empty_ok=*/true);
+      !key.ok()) {
+    return key;
+  }
+  // Assigned in place: the strings keep the capacity of the bid converted before.
+  auto* bid = std::get_if<core::BidSeen>(&event);
+  if (bid == nullptr) bid = &event.emplace<core::BidSeen>();
+  bid->builder = builder_index;
+  bid->relay.assign(relay.data(), relay.size());
+  bid->pubkey.assign(pubkey.data(), pubkey.size());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<core::Observation> ObservationFromProto(const v1::Observation& proto,
                                                        absl::string_view node_id) {
   core::Observation observation;
@@ -213,19 +230,8 @@ absl::Status ObservationFromProto(const v1::Observation& proto, absl::string_vie
   switch (proto.event_case()) {
     case v1::Observation::kBidSeen: {
       const v1::BidSeen& bid = proto.bid_seen();
-      if (absl::Status key = core::bounds::CheckExactBytes(
-              "bid_seen.builder_pubkey", bid.builder_pubkey(), core::bounds::kPubkeyBytes,
-              /*empty_ok=*/true);
-          !key.ok()) {
-        return key;
-      }
-      // Assigned in place: the strings keep the capacity of the bid converted before.
-      auto* out = std::get_if<core::BidSeen>(&observation.event);
-      if (out == nullptr) out = &observation.event.emplace<core::BidSeen>();
-      out->builder = bid.builder_index();
-      out->relay.assign(bid.relay());
-      out->pubkey.assign(bid.builder_pubkey());
-      break;
+      return BidSeenFromProto(bid.builder_index(), bid.relay(), bid.builder_pubkey(),
+                              observation.event);
     }
     case v1::Observation::kPayloadMissing: {
       const v1::PayloadMissing& missing = proto.payload_missing();

@@ -1,5 +1,6 @@
 #include "proto/codec/journal_apply.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -42,22 +43,57 @@ void ApplyObservations(const std::string& node_id,
   }
 }
 
+// The bids of a batch read in place, as ApplyObservations applies parsed ones.
+void ApplyBids(const std::string& node_id, const ReceivedBatch& batch, core::Engine& engine,
+               std::vector<AppliedObservation>& applied) {
+  applied.reserve(applied.size() + batch.size());
+  core::Observation observation;
+  observation.node = node_id;
+  for (int i = 0; i < batch.size(); ++i) {
+    const ReceivedBatch::Bid bid = batch.bid(i);
+    AppliedObservation& result = applied.emplace_back();
+    result.sequence = bid.sequence;
+    result.event = v1::Observation::kBidSeen;
+    observation.slot = bid.slot;
+    observation.sequence = bid.sequence;
+    if (absl::Status converted =
+            BidSeenFromProto(bid.builder_index, bid.relay, bid.pubkey, observation.event);
+        !converted.ok()) {
+      engine.MarkHandled(node_id, bid.sequence);
+      result.status = converted;
+      continue;
+    }
+    absl::StatusOr<core::ObserveResult> observed = engine.Observe(observation);
+    if (observed.ok()) {
+      result.observed = *observed;
+    } else {
+      result.status = observed.status();
+    }
+  }
+}
+
 // Applies an observations entry's repeated observations, then its batch: `batch` when the
-// caller parsed it, else the entry's batch bytes, parsed here.
+// caller read it, else the entry's batch bytes, read here.
 absl::Status ApplyNodeObservations(const state::v1::NodeObservations& entry,
-                                   const v1::ObservationBatch* batch, core::Engine& engine,
+                                   const ReceivedBatch* batch, core::Engine& engine,
                                    std::vector<AppliedObservation>& applied) {
-  v1::ObservationBatch parsed;
+  std::optional<ReceivedBatch> read;
   if (batch == nullptr && !entry.batch().empty()) {
-    if (!parsed.ParseFromString(entry.batch())) {
+    absl::StatusOr<ReceivedBatch> parsed = ReceivedBatch::Parse(entry.batch());
+    if (!parsed.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("the observations entry of node ", core::bounds::QuotePrefix(entry.node_id()),
                        " holds a batch that is not a serialized breaker.v1.ObservationBatch"));
     }
-    batch = &parsed;
+    batch = &read.emplace(*std::move(parsed));
   }
   ApplyObservations(entry.node_id(), entry.observations(), engine, applied);
-  if (batch != nullptr) ApplyObservations(entry.node_id(), batch->observations(), engine, applied);
+  if (batch == nullptr) return absl::OkStatus();
+  if (batch->read_in_place()) {
+    ApplyBids(entry.node_id(), *batch, engine, applied);
+  } else {
+    ApplyObservations(entry.node_id(), batch->parsed().observations(), engine, applied);
+  }
   return absl::OkStatus();
 }
 
@@ -75,7 +111,7 @@ absl::Status Reconfigure(const v1::Config& proto, core::Engine& engine, bool& ch
 }  // namespace
 
 AppliedEntry ApplyJournalEntry(const state::v1::JournalEntry& entry, core::Engine& engine,
-                               const v1::ObservationBatch* batch) {
+                               const ReceivedBatch* batch) {
   AppliedEntry applied;
   applied.previous_version = engine.policy().version;
   switch (entry.change_case()) {

@@ -13,6 +13,7 @@
 #include "breaker/state/v1/state.pb.h"
 #include "breaker/v1/breaker.pb.h"
 #include "core/engine.h"
+#include "proto/codec/received_batch.h"
 
 namespace breaker::codec {
 
@@ -58,7 +59,7 @@ struct AppliedEntry {
 // the entry's batch bytes: those are not read.
 // Not thread-safe: the caller serializes access to `engine`.
 AppliedEntry ApplyJournalEntry(const breaker::state::v1::JournalEntry& entry, core::Engine& engine,
-                               const breaker::v1::ObservationBatch* batch = nullptr);
+                               const ReceivedBatch* batch = nullptr);
 
 }  // namespace breaker::codec
 

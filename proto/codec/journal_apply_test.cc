@@ -5,6 +5,7 @@
 #include "core/config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/codec/api_codec.h"
 #include "proto/codec/config_file.h"
 #include "tests/support/status_matchers.h"
 
@@ -96,15 +97,62 @@ TEST_F(ApplyJournalEntryTest, ABatchAsReceivedAppliesAfterTheEarlierForm) {
   EXPECT_EQ(engine_.node_sequences().at("n1"), 2u);
 }
 
-TEST_F(ApplyJournalEntryTest, ABatchParsedByTheCallerStandsForTheBytes) {
+TEST_F(ApplyJournalEntryTest, ABatchReadByTheCallerStandsForTheBytes) {
   state::v1::JournalEntry entry = Missing("n1", 1, 5, 'a');
   v1::ObservationBatch batch;
   batch.mutable_observations()->Swap(entry.mutable_observations()->mutable_observations());
   entry.mutable_observations()->set_batch("not read");
-  const AppliedEntry applied = ApplyJournalEntry(entry, engine_, &batch);
+  const ReceivedBatch received = ReceivedBatch::Of(batch);
+  const AppliedEntry applied = ApplyJournalEntry(entry, engine_, &received);
   EXPECT_THAT(applied.status, IsOk());
   ASSERT_THAT(applied.observations, SizeIs(1));
   EXPECT_TRUE(engine_.policy().banned_builders.contains(5));
+}
+
+TEST_F(ApplyJournalEntryTest, BidsReadInPlaceApplyAsParsedOnes) {
+  v1::ObservationBatch batch;
+  auto add_bid = [&batch](uint64_t sequence, uint64_t builder, const std::string& relay,
+                          const std::string& pubkey) {
+    v1::Observation* observation = batch.add_observations();
+    observation->set_sequence(sequence);
+    observation->set_slot(kStart);
+    observation->mutable_bid_seen()->set_builder_index(builder);
+    observation->mutable_bid_seen()->set_relay(relay);
+    observation->mutable_bid_seen()->set_builder_pubkey(pubkey);
+  };
+  add_bid(1, 4, "https://relay.example:443", std::string(48, 'k'));
+  add_bid(2, 5, "", std::string(48, 'p'));
+  add_bid(3, 6, "relay.example", std::string(47, 'k'));  // refused: not a key
+  add_bid(2, 5, "", std::string(48, 'p'));                // a replay
+  add_bid(4, 4, "other.example:443", std::string(48, 'q'));  // index 4's key changed
+  state::v1::JournalEntry entry;
+  entry.mutable_observations()->set_node_id("n1");
+
+  absl::StatusOr<ReceivedBatch> in_place = ReceivedBatch::Parse(batch.SerializeAsString());
+  ASSERT_THAT(in_place, IsOk());
+  ASSERT_TRUE(in_place->read_in_place());
+  const ReceivedBatch parsed = ReceivedBatch::Of(batch);
+  ASSERT_FALSE(parsed.read_in_place());
+  core::Engine other = core::Engine::Create(core::Config{}, kStart).value();
+  const AppliedEntry a = ApplyJournalEntry(entry, engine_, &*in_place);
+  const AppliedEntry b = ApplyJournalEntry(entry, other, &parsed);
+
+  ASSERT_THAT(a.observations, SizeIs(5));
+  ASSERT_THAT(b.observations, SizeIs(5));
+  for (size_t i = 0; i < a.observations.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(a.observations[i].status, b.observations[i].status);
+    EXPECT_EQ(a.observations[i].sequence, b.observations[i].sequence);
+    EXPECT_EQ(a.observations[i].event, v1::Observation::kBidSeen);
+    EXPECT_EQ(b.observations[i].event, v1::Observation::kBidSeen);
+    EXPECT_EQ(a.observations[i].observed.outcome, b.observations[i].observed.outcome);
+  }
+  EXPECT_THAT(a.observations[2].status,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bid_seen.builder_pubkey")));
+  EXPECT_EQ(a.observations[3].observed.outcome, core::ObserveOutcome::kDuplicate);
+  EXPECT_EQ(PolicyToProto(engine_.policy()).SerializeAsString(),
+            PolicyToProto(other.policy()).SerializeAsString());
+  EXPECT_EQ(engine_.node_sequences(), other.node_sequences());
 }
 
 TEST_F(ApplyJournalEntryTest, ABatchThatDoesNotParseAppliesNothing) {

@@ -29,16 +29,153 @@ google::protobuf::ArenaOptions ArenaFor(size_t wire_bytes) {
   return options;
 }
 
+constexpr uint64_t Tag(int field, WireFormatLite::WireType type) {
+  return WireFormatLite::MakeTag(field, type);
+}
+constexpr uint64_t kObservationTag =
+    Tag(v1::ObservationBatch::kObservationsFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+constexpr uint64_t kSequenceTag =
+    Tag(v1::Observation::kSequenceFieldNumber, WireFormatLite::WIRETYPE_VARINT);
+constexpr uint64_t kSlotTag = Tag(v1::Observation::kSlotFieldNumber, WireFormatLite::WIRETYPE_VARINT);
+constexpr uint64_t kBidSeenTag =
+    Tag(v1::Observation::kBidSeenFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+constexpr uint64_t kBuilderIndexTag =
+    Tag(v1::BidSeen::kBuilderIndexFieldNumber, WireFormatLite::WIRETYPE_VARINT);
+constexpr uint64_t kRelayTag =
+    Tag(v1::BidSeen::kRelayFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+constexpr uint64_t kPubkeyTag =
+    Tag(v1::BidSeen::kBuilderPubkeyFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+
+// Reads protobuf's wire format, strictly: whatever it declines, protobuf's own parser decides.
+class WireReader {
+ public:
+  explicit WireReader(absl::string_view bytes)
+      : at_(reinterpret_cast<const uint8_t*>(bytes.data())), end_(at_ + bytes.size()) {}
+
+  bool done() const { return at_ == end_; }
+  const uint8_t* position() const { return at_; }
+
+  // A varint of at most ten bytes whose value fits in 64 bits.
+  bool Varint(uint64_t& value) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at_ == end_) return false;
+      const uint8_t byte = *at_++;
+      if (shift == 63 && byte > 1) return false;
+      result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if (byte < 0x80) {
+        value = result;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A length, then that many bytes.
+  bool Delimited(absl::string_view& bytes) {
+    uint64_t length = 0;
+    if (!Varint(length) || length > static_cast<uint64_t>(end_ - at_)) return false;
+    bytes = absl::string_view(reinterpret_cast<const char*>(at_), length);
+    at_ += length;
+    return true;
+  }
+
+ private:
+  const uint8_t* at_;
+  const uint8_t* end_;
+};
+
+bool IsAscii(absl::string_view text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+// Reads a BidSeen's fields, each at most once. A relay that is not ASCII is left to protobuf,
+// which checks that a string is UTF-8.
+bool ReadBid(absl::string_view bytes, uint64_t& builder_index, absl::string_view& relay,
+             absl::string_view& pubkey) {
+  WireReader in(bytes);
+  bool seen_index = false, seen_relay = false, seen_pubkey = false;
+  while (!in.done()) {
+    uint64_t tag = 0;
+    if (!in.Varint(tag)) return false;
+    if (tag == kBuilderIndexTag && !seen_index) {
+      seen_index = true;
+      if (!in.Varint(builder_index)) return false;
+    } else if (tag == kRelayTag && !seen_relay) {
+      seen_relay = true;
+      if (!in.Delimited(relay) || !IsAscii(relay)) return false;
+    } else if (tag == kPubkeyTag && !seen_pubkey) {
+      seen_pubkey = true;
+      if (!in.Delimited(pubkey)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
-ReceivedBatch::ReceivedBatch(std::string bytes)
-    : bytes_(std::move(bytes)),
-      arena_(std::make_unique<google::protobuf::Arena>(ArenaFor(bytes_.size()))),
-      batch_(google::protobuf::Arena::CreateMessage<v1::ObservationBatch>(arena_.get())) {}
+bool ReceivedBatch::ReadBids() {
+  // Offsets are 32 bits; protobuf refuses messages of 2 GiB and more anyway.
+  if (bytes_.size() > INT_MAX) return false;
+  const auto* const base = reinterpret_cast<const uint8_t*>(bytes_.data());
+  // An absent string is empty, and points nowhere.
+  auto offset = [base](absl::string_view part) {
+    return part.empty() ? 0
+                        : static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(part.data()) - base);
+  };
+  WireReader batch(bytes_);
+  while (!batch.done()) {
+    uint64_t tag = 0;
+    absl::string_view observation_bytes;
+    if (!batch.Varint(tag) || tag != kObservationTag || !batch.Delimited(observation_bytes)) {
+      return false;
+    }
+    BidSpan& span = bids_.emplace_back();
+    span.end = static_cast<uint32_t>(batch.position() - base);
+    WireReader observation(observation_bytes);
+    bool seen_sequence = false, seen_slot = false, seen_bid = false;
+    while (!observation.done()) {
+      if (!observation.Varint(tag)) return false;
+      if (tag == kSequenceTag && !seen_sequence) {
+        seen_sequence = true;
+        if (!observation.Varint(span.sequence)) return false;
+      } else if (tag == kSlotTag && !seen_slot) {
+        seen_slot = true;
+        if (!observation.Varint(span.slot)) return false;
+      } else if (tag == kBidSeenTag && !seen_bid) {
+        seen_bid = true;
+        absl::string_view bid, relay, pubkey;
+        if (!observation.Delimited(bid) || !ReadBid(bid, span.builder_index, relay, pubkey)) {
+          return false;
+        }
+        span.relay_at = offset(relay);
+        span.relay_size = static_cast<uint32_t>(relay.size());
+        span.pubkey_at = offset(pubkey);
+        span.pubkey_size = static_cast<uint32_t>(pubkey.size());
+      } else {
+        return false;
+      }
+    }
+    // An observation without an event is refused by name, which the parsed form does.
+    if (!seen_bid) return false;
+  }
+  return true;
+}
+
+bool ReceivedBatch::ParseWithProtobuf() {
+  arena_ = std::make_unique<google::protobuf::Arena>(ArenaFor(bytes_.size()));
+  parsed_ = google::protobuf::Arena::CreateMessage<v1::ObservationBatch>(arena_.get());
+  return parsed_->ParseFromString(bytes_);
+}
 
 absl::StatusOr<ReceivedBatch> ReceivedBatch::Parse(std::string bytes) {
   ReceivedBatch received(std::move(bytes));
-  if (!received.batch_->ParseFromString(received.bytes_)) {
+  if (received.ReadBids()) return received;
+  received.bids_ = {};
+  if (!received.ParseWithProtobuf()) {
     return absl::InvalidArgumentError("not a serialized breaker.v1.ObservationBatch");
   }
   return received;
@@ -46,15 +183,56 @@ absl::StatusOr<ReceivedBatch> ReceivedBatch::Parse(std::string bytes) {
 
 ReceivedBatch ReceivedBatch::Of(const v1::ObservationBatch& batch) {
   ReceivedBatch received(batch.SerializeAsString());
-  *received.batch_ = batch;
+  received.arena_ = std::make_unique<google::protobuf::Arena>(ArenaFor(received.bytes_.size()));
+  received.parsed_ = google::protobuf::Arena::CreateMessage<v1::ObservationBatch>(
+      received.arena_.get());
+  *received.parsed_ = batch;
   return received;
+}
+
+int ReceivedBatch::size() const {
+  return read_in_place() ? static_cast<int>(bids_.size()) : parsed_->observations_size();
+}
+
+uint64_t ReceivedBatch::sequence(int i) const {
+  return read_in_place() ? bids_[i].sequence : parsed_->observations(i).sequence();
+}
+
+ReceivedBatch::Bid ReceivedBatch::bid(int i) const {
+  const BidSpan& span = bids_[i];
+  const absl::string_view bytes = bytes_;
+  return Bid{span.sequence, span.slot, span.builder_index,
+             bytes.substr(span.relay_at, span.relay_size),
+             bytes.substr(span.pubkey_at, span.pubkey_size)};
+}
+
+v1::ObservationBatch ReceivedBatch::ToProto() const {
+  if (!read_in_place()) return *parsed_;
+  v1::ObservationBatch batch;
+  for (int i = 0; i < size(); ++i) {
+    const Bid read = bid(i);
+    v1::Observation* observation = batch.add_observations();
+    observation->set_sequence(read.sequence);
+    observation->set_slot(read.slot);
+    v1::BidSeen* bid_seen = observation->mutable_bid_seen();
+    bid_seen->set_builder_index(read.builder_index);
+    bid_seen->set_relay(std::string(read.relay));
+    bid_seen->set_builder_pubkey(std::string(read.pubkey));
+  }
+  return batch;
 }
 
 void ReceivedBatch::KeepFirst(int count) {
   CHECK(count >= 0 && count <= size()) << count << " of " << size();
   if (count == size()) return;
-  batch_->mutable_observations()->DeleteSubrange(count, size() - count);
-  bytes_ = batch_->SerializeAsString();
+  if (read_in_place()) {
+    // The bytes are the observations' fields alone, in order: a prefix holds the first ones.
+    bytes_.resize(count == 0 ? 0 : bids_[count - 1].end);
+    bids_.resize(count);
+    return;
+  }
+  parsed_->mutable_observations()->DeleteSubrange(count, size() - count);
+  bytes_ = parsed_->SerializeAsString();
 }
 
 std::optional<absl::string_view> LoneObservationsField(absl::string_view message) {

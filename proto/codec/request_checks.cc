@@ -25,16 +25,16 @@ absl::Status CheckHello(const v1::Hello& hello) {
   return bounds::CheckMaxBytes("hello.fleet_id", hello.fleet_id(), bounds::kMaxFleetIdBytes);
 }
 
-absl::Status CheckBatchSize(const v1::ObservationBatch& batch) {
-  if (batch.observations_size() <= bounds::kMaxObservationsPerBatch) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("a batch of ", batch.observations_size(),
+absl::Status CheckBatchSize(int observations) {
+  if (observations <= bounds::kMaxObservationsPerBatch) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("a batch of ", observations,
                                                  " observations; send at most ",
                                                  bounds::kMaxObservationsPerBatch, " per message"));
 }
 
 absl::Status CheckReportRequest(const v1::ReportRequest& request) {
   BREAKER_RETURN_IF_ERROR(bounds::CheckNodeId("node_id", request.node_id()));
-  return CheckBatchSize(request.observations());
+  return CheckBatchSize(request.observations().observations_size());
 }
 
 absl::Status CheckAdminAction(const state::v1::AdminAction& action) {

@@ -19,7 +19,8 @@ absl::Status CheckHello(const breaker::v1::Hello& hello);
 // node_id and the batch's size.
 absl::Status CheckReportRequest(const breaker::v1::ReportRequest& request);
 
-absl::Status CheckBatchSize(const breaker::v1::ObservationBatch& batch);
+// A batch of `observations` observations.
+absl::Status CheckBatchSize(int observations);
 
 // An operator action, before it is journaled or logged: every string of every kind of action
 // (reasons and relay identifiers). INVALID_ARGUMENT also for an empty action.

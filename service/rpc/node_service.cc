@@ -247,7 +247,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   }
 
   void OnObservations(codec::ReceivedBatch batch) {
-    if (absl::Status bounded = codec::CheckBatchSize(batch.batch()); !bounded.ok()) {
+    if (absl::Status bounded = codec::CheckBatchSize(batch.size()); !bounded.ok()) {
       return Refuse(grpc::StatusCode::INVALID_ARGUMENT, std::string(bounded.message()));
     }
     std::weak_ptr<NodeStream> weak = weak_from_this();
