@@ -17,6 +17,24 @@ namespace {
 
 namespace v1 = ::breaker::v1;
 
+// Applies `observation`, whose conversion from the entry returned `converted`, into `result`
+// (which holds its sequence number already).
+void Observe(const absl::Status& converted, const core::Observation& observation,
+             core::Engine& engine, AppliedObservation& result) {
+  if (!converted.ok()) {
+    // Handled all the same: a resend under the same number is a replay.
+    engine.MarkHandled(observation.node, result.sequence);
+    result.status = converted;
+    return;
+  }
+  absl::StatusOr<core::ObserveResult> observed = engine.Observe(observation);
+  if (observed.ok()) {
+    result.observed = *observed;
+  } else {
+    result.status = observed.status();
+  }
+}
+
 void ApplyObservations(const std::string& node_id,
                        const google::protobuf::RepeatedPtrField<v1::Observation>& observations,
                        core::Engine& engine, std::vector<AppliedObservation>& applied) {
@@ -27,19 +45,7 @@ void ApplyObservations(const std::string& node_id,
     AppliedObservation& result = applied.emplace_back();
     result.sequence = proto.sequence();
     result.event = proto.event_case();
-    if (absl::Status converted = ObservationFromProto(proto, node_id, observation);
-        !converted.ok()) {
-      // Handled all the same: a resend under the same number is a replay.
-      engine.MarkHandled(node_id, proto.sequence());
-      result.status = converted;
-      continue;
-    }
-    absl::StatusOr<core::ObserveResult> observed = engine.Observe(observation);
-    if (observed.ok()) {
-      result.observed = *observed;
-    } else {
-      result.status = observed.status();
-    }
+    Observe(ObservationFromProto(proto, node_id, observation), observation, engine, result);
   }
 }
 
@@ -56,19 +62,8 @@ void ApplyBids(const std::string& node_id, const ReceivedBatch& batch, core::Eng
     result.event = v1::Observation::kBidSeen;
     observation.slot = bid.slot;
     observation.sequence = bid.sequence;
-    if (absl::Status converted =
-            BidSeenFromProto(bid.builder_index, bid.relay, bid.pubkey, observation.event);
-        !converted.ok()) {
-      engine.MarkHandled(node_id, bid.sequence);
-      result.status = converted;
-      continue;
-    }
-    absl::StatusOr<core::ObserveResult> observed = engine.Observe(observation);
-    if (observed.ok()) {
-      result.observed = *observed;
-    } else {
-      result.status = observed.status();
-    }
+    Observe(BidSeenFromProto(bid.builder_index, bid.relay, bid.pubkey, observation.event),
+            observation, engine, result);
   }
 }
 

@@ -54,9 +54,10 @@ struct AppliedEntry {
 // but the refresh. Never fails as a whole: refusals are in the result.
 //
 // An observations entry applies NodeObservations.observations (entries of earlier breakerds),
-// then the observations of NodeObservations.batch, parsed here. A caller that parsed the batch
-// already (breakerd, from the bytes it received) passes it as `batch`, which then stands for
-// the entry's batch bytes: those are not read.
+// then the observations of NodeObservations.batch, read here (ReceivedBatch: in place, or
+// parsed). A caller that read the batch already (breakerd, from the bytes it received or
+// stored) passes it as `batch`, which then stands for the entry's batch bytes: those are not
+// read.
 // Not thread-safe: the caller serializes access to `engine`.
 AppliedEntry ApplyJournalEntry(const breaker::state::v1::JournalEntry& entry, core::Engine& engine,
                                const ReceivedBatch* batch = nullptr);
