@@ -1,18 +1,29 @@
 """A fuzz target's two faces: libFuzzer's binary and the replay test over its seed corpus."""
 
-def fuzzer(name, target, corpus, test_args = []):
-    """Declares `name` and `name`_test for the cc_library `target` (alwayslink).
+def fuzzer(name, srcs, deps, corpus, test_args = []):
+    """Declares `name` and `name`_test for the fuzz target in `srcs`.
 
-    `name` links libFuzzer's main() under --config=fuzz (tools/fuzz.sh), the replay driver's
-    otherwise. `name`_test replays the seed corpus in `corpus` (a directory of this package),
-    then deterministic mutations of it.
+    The target (`srcs`, which define LLVMFuzzerTestOneInput, with `deps`) is the library
+    `name`_target. `name` links libFuzzer's main() under --config=fuzz (tools/fuzz.sh), the
+    replay driver's otherwise. `name`_test replays the seed corpus in `corpus` (a directory of
+    this package), then deterministic mutations of it.
 
     Args:
       name: the binary's name.
-      target: the fuzz target's library, which defines LLVMFuzzerTestOneInput.
+      srcs: the fuzz target's sources.
+      deps: what they use.
       corpus: the seed corpus directory, relative to the package.
       test_args: replay-driver flags put before the corpus directory.
     """
+    target = name + "_target"
+    native.cc_library(
+        name = target,
+        testonly = True,
+        srcs = srcs,
+        deps = deps,
+        # LLVMFuzzerTestOneInput is called only by the main() linked beside it.
+        alwayslink = True,
+    )
     native.cc_binary(
         name = name,
         testonly = True,
@@ -20,7 +31,7 @@ def fuzzer(name, target, corpus, test_args = []):
             "//tests/support:fuzzing": ["-fsanitize=fuzzer"],
             "//conditions:default": [],
         }),
-        deps = [target] + select({
+        deps = [":" + target] + select({
             "//tests/support:fuzzing": [],
             "//conditions:default": ["//tests/support:fuzz_replay_main"],
         }),
@@ -31,7 +42,7 @@ def fuzzer(name, target, corpus, test_args = []):
         args = test_args + [native.package_name() + "/" + corpus],
         data = native.glob([corpus + "/*"]),
         deps = [
-            target,
+            ":" + target,
             "//tests/support:fuzz_replay_main",
         ],
     )
