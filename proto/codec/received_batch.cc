@@ -165,17 +165,17 @@ bool ReceivedBatch::ReadBids() {
   return true;
 }
 
-bool ReceivedBatch::ParseWithProtobuf() {
+void ReceivedBatch::NewParsed() {
   arena_ = std::make_unique<google::protobuf::Arena>(ArenaFor(bytes_.size()));
   parsed_ = google::protobuf::Arena::CreateMessage<v1::ObservationBatch>(arena_.get());
-  return parsed_->ParseFromString(bytes_);
 }
 
 absl::StatusOr<ReceivedBatch> ReceivedBatch::Parse(std::string bytes) {
   ReceivedBatch received(std::move(bytes));
   if (received.ReadBids()) return received;
   received.bids_ = {};
-  if (!received.ParseWithProtobuf()) {
+  received.NewParsed();
+  if (!received.parsed_->ParseFromString(received.bytes_)) {
     return absl::InvalidArgumentError("not a serialized breaker.v1.ObservationBatch");
   }
   return received;
@@ -183,9 +183,7 @@ absl::StatusOr<ReceivedBatch> ReceivedBatch::Parse(std::string bytes) {
 
 ReceivedBatch ReceivedBatch::Of(const v1::ObservationBatch& batch) {
   ReceivedBatch received(batch.SerializeAsString());
-  received.arena_ = std::make_unique<google::protobuf::Arena>(ArenaFor(received.bytes_.size()));
-  received.parsed_ = google::protobuf::Arena::CreateMessage<v1::ObservationBatch>(
-      received.arena_.get());
+  received.NewParsed();
   *received.parsed_ = batch;
   return received;
 }

@@ -79,8 +79,8 @@ class ReceivedBatch {
   explicit ReceivedBatch(std::string bytes) : bytes_(std::move(bytes)) {}
   // Reads bytes_ as bids into bids_; false for any other batch (then bids_ is to be dropped).
   bool ReadBids();
-  // Parses bytes_ with protobuf into an arena sized for them; false when they do not parse.
-  bool ParseWithProtobuf();
+  // Makes parsed_, empty, in an arena sized for bytes_.
+  void NewParsed();
 
   std::string bytes_;
   std::vector<BidSpan> bids_;

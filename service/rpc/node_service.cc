@@ -129,7 +129,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     }
     read_buffer_.Clear();
     if (!node_id_.empty()) {
-      // A batch, as breaker clients send it: parsed once, from bytes that the journal keeps.
+      // A batch, as breaker clients send it: read once, from bytes that the journal keeps.
       if (std::optional<absl::string_view> field = codec::LoneObservationsField(bytes)) {
         absl::StatusOr<codec::ReceivedBatch> batch =
             codec::ReceivedBatch::Parse(std::string(*field));
