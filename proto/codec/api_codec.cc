@@ -196,7 +196,7 @@ absl::StatusOr<core::Policy> PolicyFromProto(const v1::Policy& proto) {
 
 // --- Observations ----------------------------------------------------------------------------
 
-absl::Status BidSeenFromProto(uint64_t builder_index, absl::string_view relay,
+absl::Status BidSeenFromFields(uint64_t builder_index, absl::string_view relay,
                               absl::string_view pubkey, core::Event& event) {
   if (absl::Status key = core::bounds::CheckExactBytes("bid_seen.builder_pubkey", pubkey,
                                                        core::bounds::kPubkeyBytes,
@@ -230,7 +230,7 @@ absl::Status ObservationFromProto(const v1::Observation& proto, absl::string_vie
   switch (proto.event_case()) {
     case v1::Observation::kBidSeen: {
       const v1::BidSeen& bid = proto.bid_seen();
-      return BidSeenFromProto(bid.builder_index(), bid.relay(), bid.builder_pubkey(),
+      return BidSeenFromFields(bid.builder_index(), bid.relay(), bid.builder_pubkey(),
                               observation.event);
     }
     case v1::Observation::kPayloadMissing: {

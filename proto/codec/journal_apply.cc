@@ -62,7 +62,7 @@ void ApplyBids(const std::string& node_id, const ReceivedBatch& batch, core::Eng
     result.event = v1::Observation::kBidSeen;
     observation.slot = bid.slot;
     observation.sequence = bid.sequence;
-    Observe(BidSeenFromProto(bid.builder_index, bid.relay, bid.pubkey, observation.event),
+    Observe(BidSeenFromFields(bid.builder_index, bid.relay, bid.pubkey, observation.event),
             observation, engine, result);
   }
 }
