@@ -64,7 +64,7 @@ ABSL_FLAG(std::string, breakerd, "service/breakerd", "The breakerd binary.");
 ABSL_FLAG(std::string, baseline, "bench/baseline_server", "The baseline server binary.");
 ABSL_FLAG(int, breakerd_sqlite_page_size, 0,
           "Experiment: create breakerd's database with this SQLite page size (0: breakerd's "
-          "own, 65536; 4096 is SQLite's default, which breakerd used before).");
+          "own, 32768; 4096 is SQLite's default, 65536 what breakerd used before).");
 ABSL_FLAG(std::vector<std::string>, store, (std::vector<std::string>{"sqlite"}),
           "Where breakerd keeps its state: sqlite, etcd (three etcd members the harness "
           "starts on loopback, from /usr/bin/etcd), or both, comma-separated: each is measured "
