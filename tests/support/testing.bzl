@@ -24,3 +24,19 @@ def breaker_cc_test(name, srcs = None, deps = [], **kwargs):
         deps = deps + [dep for dep in _COMMON_DEPS if dep not in deps],
         **kwargs
     )
+
+def fleet_process_test(name, data = [], deps = [], **kwargs):
+    """A breaker_cc_test that runs the breakerd binary and example_node processes (fleet_harness).
+
+    Args:
+      name: the test's name.
+      data: what it reads besides the two binaries.
+      deps: what it uses besides the fleet harness and the subprocess support.
+      **kwargs: any other cc_test attribute (size, args, tags, ...).
+    """
+    breaker_cc_test(
+        name = name,
+        data = ["//examples:example_node", "//service:breakerd"] + data,
+        deps = ["//tests/support:fleet_harness", "//tests/support:subprocess"] + deps,
+        **kwargs
+    )
