@@ -219,6 +219,24 @@ BlockRoute ClassifyBlockRoute(absl::string_view method, absl::string_view path) 
   return BlockRoute::kOther;
 }
 
+RewriteRules RulesOf(const core::Policy& policy,
+                     absl::flat_hash_map<std::string, OwnPortUpstream> own_ports) {
+  RewriteRules rules;
+  rules.mode = policy.mode;
+  for (const auto& [relay, ban] : policy.banned_relays) rules.banned_relays.insert(relay);
+  rules.trusted_relays.insert(policy.trusted_relays.begin(), policy.trusted_relays.end());
+  for (const auto& [builder, ban] : policy.banned_builders) {
+    const auto key = policy.builder_pubkeys.find(builder);
+    if (key != policy.builder_pubkeys.end()) rules.banned_keys.insert(key->second);
+  }
+  for (core::BuilderIndex builder : policy.trusted_builders) {
+    const auto key = policy.builder_pubkeys.find(builder);
+    if (key != policy.builder_pubkeys.end()) rules.trusted_keys.insert(key->second);
+  }
+  rules.own_ports = std::move(own_ports);
+  return rules;
+}
+
 V4Rewrite RewriteProduceBlockV4(absl::string_view body, absl::string_view content_type,
                                 const RewriteRules& rules) {
   return IsSsz(content_type) ? RewriteSsz(body, rules) : RewriteJson(body, rules);

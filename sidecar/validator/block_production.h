@@ -73,6 +73,12 @@ struct RewriteRules {
   absl::flat_hash_map<std::string, OwnPortUpstream> own_ports;
 };
 
+// The rules of `policy` (its mode, relays, and the keys it carries of its banned and trusted
+// builders), with the sidecar's `own_ports`. A banned or trusted builder whose key the policy
+// does not carry (breakerd never saw it bid) cannot be matched in builder_pubkeys.
+RewriteRules RulesOf(const core::Policy& policy,
+                     absl::flat_hash_map<std::string, OwnPortUpstream> own_ports);
+
 struct V4Rewrite {
   // The body to forward; the one received when `changed` is false.
   std::string body;

@@ -261,6 +261,24 @@ TEST(RewriteV4SszTest, ATruncatedBodyLosesItsLastEntryOrItsTopLevel) {
   EXPECT_THAT(Decode(cut_top.body, Encoding::kSsz).builders, IsEmpty());
 }
 
+TEST(RulesOfTest, MatchesBannedAndTrustedBuildersByTheKeysThePolicyCarries) {
+  core::Policy policy;
+  policy.mode = core::Mode::kTrustedOnly;
+  policy.banned_builders[5] = core::Ban{};
+  policy.banned_builders[6] = core::Ban{};  // no key known
+  policy.trusted_builders = {7};
+  policy.builder_pubkeys = {{5, Key('B')}, {7, Key('T')}, {8, Key('x')}};
+  policy.banned_relays["https://banned.example"] = core::Ban{};
+  policy.trusted_relays = {"https://trusted.example"};
+  const RewriteRules rules = RulesOf(policy, {{"http://127.0.0.1:18550", {"https://r", true}}});
+  EXPECT_EQ(rules.mode, core::Mode::kTrustedOnly);
+  EXPECT_THAT(rules.banned_keys, ElementsAre(Key('B')));
+  EXPECT_THAT(rules.trusted_keys, ElementsAre(Key('T')));
+  EXPECT_THAT(rules.banned_relays, ElementsAre("https://banned.example"));
+  EXPECT_THAT(rules.trusted_relays, ElementsAre("https://trusted.example"));
+  EXPECT_TRUE(rules.own_ports.contains("http://127.0.0.1:18550"));
+}
+
 TEST(ClassifyBlockRouteTest, KnowsV3AndV4ByMethodAndPath) {
   EXPECT_EQ(ClassifyBlockRoute("GET", "/eth/v3/validator/blocks/12"), BlockRoute::kProduceBlockV3);
   EXPECT_EQ(ClassifyBlockRoute("POST", "/eth/v4/validator/blocks/12"), BlockRoute::kProduceBlockV4);
