@@ -35,6 +35,9 @@ FakeBeaconNode::FakeBeaconNode(const core::ChainSpec& chain, int port) : chain_(
   server_.Get(".*", [this](const httplib::Request& request, httplib::Response& response) {
     Serve(request, response);
   });
+  server_.Post(".*", [this](const httplib::Request& request, httplib::Response& response) {
+    Serve(request, response);
+  });
   port_ = port == 0 ? server_.bind_to_any_port("127.0.0.1")
                     : (server_.bind_to_port("127.0.0.1", port) ? port : -1);
   listener_ = std::thread([this] { server_.listen_after_bind(); });
@@ -131,6 +134,10 @@ void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& r
     ++requests_[request.path];
   }
   if (Overridden(request.path, response)) return;
+  if (FakeBlockProduction::Serves(request.path)) {
+    block_production_.Serve(request, response);
+    return;
+  }
   if (request.path == "/eth/v1/events") {
     ServeEvents(request, response);
     return;
