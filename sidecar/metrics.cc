@@ -209,7 +209,7 @@ class Metrics::Collector final : public prometheus::Collectable {
   }
 
  private:
-  // The connections to each upstream (sidecar/upstream_pool.h), labelled as the requests are.
+  // The connections to each upstream (sidecar/builder/upstream_pool.h), labelled as the requests are.
   void AddPools(std::vector<prometheus::MetricFamily>& families) const {
     using prometheus::MetricType;
     auto hits = Family("breaker_sidecar_upstream_connection_reuses_total",
@@ -319,7 +319,7 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
   return metrics;
 }
 
-// The proposal warmer's keys, proposals and warm-ups (sidecar/proposal_warmer.h).
+// The proposal warmer's keys, proposals and warm-ups (sidecar/builder/proposal_warmer.h).
 class Metrics::WarmerCollector final : public prometheus::Collectable {
  public:
   explicit WarmerCollector(const ProposalWarmer& warmer) : warmer_(warmer) {}
