@@ -269,9 +269,35 @@ absl::StatusOr<std::vector<ForkChoiceNode>> BeaconApi::GetForkChoice() {
     if (!slot.has_value() || !root.has_value() || !weight.has_value()) {
       return BadAnswer("/eth/v1/debug/fork_choice", "a node without slot, block_root and weight");
     }
-    out.push_back(ForkChoiceNode{*slot, *root, *weight});
+    // The anchor has no parent: clients leave parent_root out or write null.
+    const Json* parent = Member(node, "parent_root");
+    std::optional<core::BlockRoot> parent_root;
+    if (parent != nullptr && !parent->is_null()) {
+      parent_root = Root(parent);
+      if (!parent_root.has_value()) {
+        return BadAnswer("/eth/v1/debug/fork_choice", "a parent_root that is not a 32-byte hex");
+      }
+    }
+    out.push_back(ForkChoiceNode{*slot, *root, *weight, parent_root});
   }
   return out;
+}
+
+uint64_t OwnWeight(const std::vector<ForkChoiceNode>& nodes, const core::BlockRoot& root) {
+  uint64_t weight = 0;
+  uint64_t children = 0;
+  bool found = false;
+  for (const ForkChoiceNode& node : nodes) {
+    if (node.root == root && !found) {
+      weight = node.weight;
+      found = true;
+    } else if (node.parent_root == root) {
+      children += node.weight;
+    }
+  }
+  // A node whose children outweigh it answered inconsistently (weights read at different
+  // moments): no votes of its own, rather than a wrapped count.
+  return children >= weight ? 0 : weight - children;
 }
 
 absl::StatusOr<core::BuilderIndex> BeaconApi::GetBlockBidBuilder(const core::BlockRoot& root) {

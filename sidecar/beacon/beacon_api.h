@@ -72,11 +72,18 @@ struct SyncStatus {
   bool is_optimistic = false;
 };
 
+// One node of the node's fork choice. `weight` is the votes for the block and for every
+// descendant (as proto-array keeps it); `parent_root` is absent for the tree's anchor.
 struct ForkChoiceNode {
   core::Slot slot = 0;
   core::BlockRoot root;
   uint64_t weight = 0;
+  std::optional<core::BlockRoot> parent_root;
 };
+
+// The votes for block `root` itself: its weight minus its children's weights (the votes its
+// descendants hold). 0 when `root` is not among `nodes`.
+uint64_t OwnWeight(const std::vector<ForkChoiceNode>& nodes, const core::BlockRoot& root);
 
 // A validator the node knows: its public key (0x and 96 lower-case hex digits) and index.
 struct ValidatorKeyIndex {

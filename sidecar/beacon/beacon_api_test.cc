@@ -119,6 +119,42 @@ TEST_F(BeaconApiTest, ReadsHeadersAndForkChoice) {
   EXPECT_EQ((*nodes)[1].root, Root("b"));
   EXPECT_EQ((*nodes)[1].weight, 77u);
   EXPECT_EQ((*nodes)[2].weight, 3200u);
+  EXPECT_FALSE((*nodes)[2].parent_root.has_value());  // the anchor: null
+}
+
+TEST_F(BeaconApiTest, ABlocksOwnWeightLeavesOutItsChildrensVotes) {
+  node_.AddBlock(5, Root("parent"));
+  node_.AddBlock(6, Root("child"));
+  node_.AddBlock(6, Root("sibling"), /*canonical=*/false);
+  node_.SetForkChoiceParent(Root("child"), Root("parent"));
+  node_.SetForkChoiceParent(Root("sibling"), Root("parent"));
+  node_.SetForkChoiceWeights(800, Root("parent"), 155);
+  node_.SetForkChoiceWeights(800, Root("child"), 95);
+  node_.SetForkChoiceWeights(800, Root("sibling"), 5);
+  absl::StatusOr<std::vector<ForkChoiceNode>> nodes = api_.GetForkChoice();
+  ASSERT_THAT(nodes, IsOk());
+  ASSERT_EQ(nodes->size(), 4u);
+  EXPECT_EQ((*nodes)[1].parent_root, Root("parent"));
+  EXPECT_EQ(OwnWeight(*nodes, Root("parent")), 55u);
+  EXPECT_EQ(OwnWeight(*nodes, Root("child")), 95u);
+  EXPECT_EQ(OwnWeight(*nodes, Root("unknown")), 0u);
+}
+
+TEST(OwnWeightTest, ChildrenOutweighingTheirParentLeaveItNoVotesOfItsOwn) {
+  const core::BlockRoot parent = core::BlockRootFromBytes("parent");
+  const std::vector<ForkChoiceNode> nodes = {
+      {5, parent, 10, std::nullopt},
+      {6, core::BlockRootFromBytes("child"), 30, parent},
+  };
+  EXPECT_EQ(OwnWeight(nodes, parent), 0u);
+}
+
+TEST_F(BeaconApiTest, RefusesAForkChoiceNodeWithAMalformedParent) {
+  node_.OverridePath("/eth/v1/debug/fork_choice", 200,
+                     R"({"fork_choice_nodes":[{"slot":"1","block_root":"0x)" +
+                         std::string(64, 'a') + R"(","parent_root":"0x12","weight":"1"}]})");
+  absl::StatusOr<std::vector<ForkChoiceNode>> nodes = api_.GetForkChoice();
+  EXPECT_THAT(nodes, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("parent_root")));
 }
 
 TEST_F(BeaconApiTest, ReadsABlocksBidBuilder) {

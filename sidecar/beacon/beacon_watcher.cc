@@ -396,9 +396,9 @@ void BeaconWatcher::MeasureOverdue(const std::vector<OverduePayload>& overdue) {
   for (const OverduePayload& payload : overdue) {
     double fraction = 0;
     if (fork_choice.ok() && committee > 0) {
-      for (const ForkChoiceNode& node : *fork_choice) {
-        if (node.root == payload.root) fraction = static_cast<double>(node.weight) / committee;
-      }
+      // The block's own votes: by now its weight holds its descendants' votes too, and a child
+      // attested in the next slot would lift any block over the threshold.
+      fraction = static_cast<double>(OwnWeight(*fork_choice, payload.root)) / committee;
     }
     observer_.PayloadOverdue(payload, fraction);
   }

@@ -221,6 +221,57 @@ TEST_F(BeaconWatcherTest, GloasBidsPayloadsAndAMissingPayloadWithItsAttestedFrac
   }));
 }
 
+// A withheld block attested by `own` of its slot's 100 votes, whose child in the next slot was
+// attested by 95: the attested fraction the watcher reports for the withheld payload.
+double ReportedFractionOfAWithheldPayloadWithAnAttestedChild(FakeBeaconNode& node,
+                                                             const core::ChainSpec& chain,
+                                                             uint64_t own) {
+  core::ChainSpec gloas = chain;
+  gloas.gloas_fork_epoch = 0;
+  node.SetChain(gloas);
+  BeaconWatcherOptions options = OptionsFor(node, gloas);
+  client::FakeClient client;
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(options, SystemClock(), client);
+  EXPECT_THAT(watcher, IsOk());
+  if (!watcher.ok()) return -1;
+  EXPECT_TRUE(WaitFor([&] { return node.streams_open() == 1; }));
+  const core::Slot start = core::SlotAt(absl::Now(), gloas);
+  EXPECT_TRUE(WaitFor([&] { return core::SlotAt(absl::Now(), gloas) >= start + 1; }));
+  const core::Slot slot = core::SlotAt(absl::Now(), gloas);
+  const core::BlockRoot withheld = core::BlockRootFromBytes("withheld");
+  const core::BlockRoot child = core::BlockRootFromBytes("child");
+  // Fork choice as proto-array answers once the child is attested: a block's weight holds its
+  // descendants' votes (800 in all, 100 per slot).
+  node.SetForkChoiceParent(child, withheld);
+  node.SetForkChoiceWeights(800, withheld, own + 95);
+  node.SetForkChoiceWeights(800, child, 95);
+  node.AddBlock(slot, withheld, true, /*bid_builder=*/9);
+  node.AddBlock(slot + 1, child, true, /*bid_builder=*/core::kSelfBuild);
+  double fraction = -1;
+  EXPECT_TRUE(WaitFor([&] {
+    for (const auto& reported : client.reports()) {
+      if (const auto* e = std::get_if<core::PayloadMissing>(&reported.event)) {
+        if (e->root == withheld) fraction = e->attested_fraction;
+      }
+    }
+    return fraction >= 0;
+  }));
+  return fraction;
+}
+
+TEST_F(BeaconWatcherTest, AWithheldPayloadIsJudgedOnItsBlocksOwnVotesNotItsChilds) {
+  // 55 % of its slot: below breakerd's default attestation_threshold (0.6), though the
+  // block's weight with its child's votes is 150 % of a slot.
+  EXPECT_DOUBLE_EQ(ReportedFractionOfAWithheldPayloadWithAnAttestedChild(node_, chain_, 55),
+                   0.55);
+}
+
+TEST_F(BeaconWatcherTest, AWithheldPayloadAttestedByMostOfItsSlotIsReportedSo) {
+  EXPECT_DOUBLE_EQ(ReportedFractionOfAWithheldPayloadWithAnAttestedChild(node_, chain_, 90),
+                   0.9);
+}
+
 // 2-slot epochs: the spec of a node that does not schedule Gloas is re-read at each.
 core::ChainSpec ShortEpochChain() {
   core::ChainSpec chain = Chain();

@@ -155,27 +155,35 @@ absl::Duration ProposalWarmer::Tick() {
   if (ahead != proposals_.end() && warmed_slots_.count(ahead->first) == 0) {
     next = std::min(next, core::StartOf(ahead->first - 1, chain));
   }
+  const core::Slot last = core::FirstSlotOf(epoch + 1, chain) - 1;
+  if (slot < last && NextEpochDutiesUnknown(last)) next = std::min(next, core::StartOf(last, chain));
   return std::max(absl::ZeroDuration(), next - now);
 }
 
 void ProposalWarmer::WarmDue(absl::Time now, core::Slot slot) {
   core::Slot proposal = 0;
-  std::string pubkey;
+  std::string proposer;
   {
     MutexLock lock(&mu_);
     proposals_.erase(proposals_.begin(), proposals_.lower_bound(slot));
     warmed_slots_.erase(warmed_slots_.begin(), warmed_slots_.lower_bound(slot));
     // A proposal in the current slot is not warmed for: its getHeader is already under way.
     auto ahead = proposals_.upper_bound(slot);
-    if (ahead == proposals_.end() || ahead->first != slot + 1 ||
-        !warmed_slots_.insert(ahead->first).second) {
+    if (ahead != proposals_.end() && ahead->first == slot + 1) {
+      if (!warmed_slots_.insert(ahead->first).second) return;
+      proposal = ahead->first;
+      proposer = absl::StrCat("validator ", ahead->second.substr(0, 14), "... proposes");
+    } else if (NextEpochDutiesUnknown(slot) && warmed_slots_.insert(slot + 1).second) {
+      // The duties of the next epoch may come only once it begins, too late for its first
+      // slot: warm as if one of the node's validators proposed there.
+      ++stats_.unknown_duty_warmups;
+      proposal = slot + 1;
+      proposer = "the beacon node has not given the proposer duties of the epoch that begins";
+    } else {
       return;
     }
-    proposal = ahead->first;
-    pubkey = ahead->second;
   }
-  LOG(INFO) << "validator " << pubkey.substr(0, 14) << "... proposes at slot " << proposal
-            << ": warming the connections to " << targets_.size() << " upstream(s) at "
+  LOG(INFO) << proposer << " at slot " << proposal << ": warming the connections to " << targets_.size() << " upstream(s) at "
             << absl::FormatTime(now);
   // In parallel: one slow upstream must not leave the others cold.
   std::vector<std::thread> warming;
@@ -280,25 +288,47 @@ bool ProposalWarmer::ResolveIndices(core::Epoch epoch) {
   return true;
 }
 
+bool ProposalWarmer::NextEpochDutiesUnknown(core::Slot slot) const {
+  const core::ChainSpec& chain = options_.chain;
+  const core::Epoch next = core::EpochOf(slot + 1, chain);
+  return core::FirstSlotOf(next, chain) == slot + 1 && duties_epoch_.has_value() &&
+         duties_read_.count(next) == 0;
+}
+
 bool ProposalWarmer::ReadDuties(core::Epoch epoch) {
   const core::ChainSpec& chain = options_.chain;
   {
     MutexLock lock(&mu_);
     const bool indexed = std::any_of(keys_.begin(), keys_.end(),
                                      [](const auto& key) { return key.second.index.has_value(); });
-    if (!indexed || (!duties_stale_ && duties_epoch_ == epoch)) return true;
+    if (!indexed) return true;
+    // Every epoch's duties are read again when it begins, and after a reorg or new keys.
+    if (duties_stale_ || duties_epoch_ != epoch) duties_read_.clear();
     duties_stale_ = false;
   }
+  duties_epoch_ = epoch;
+  duties_failure_logged_.erase(duties_failure_logged_.begin(),
+                               duties_failure_logged_.lower_bound(epoch));
   bool complete = true;
   for (core::Epoch read : {epoch, epoch + 1}) {
+    if (duties_read_.count(read) != 0) continue;
     absl::StatusOr<std::vector<ProposerDuty>> duties =
         api_.GetProposerDuties(read, chain.slots_per_epoch);
     if (!duties.ok()) {
-      LOG(WARNING) << "cannot read the proposer duties of epoch " << read
-                   << " (retrying in a slot): " << duties.status().message();
       complete = false;
-      break;
+      {
+        MutexLock lock(&mu_);
+        ++stats_.duty_read_failures;
+      }
+      if (duties_failure_logged_.insert(read).second) {
+        LOG(WARNING) << "cannot read the proposer duties of epoch " << read
+                     << " (retrying every slot; further failures for this epoch are counted, "
+                        "not logged): "
+                     << duties.status().message();
+      }
+      continue;  // What was read of the other epoch stands.
     }
+    duties_read_.insert(read);
     MutexLock lock(&mu_);
     const core::Slot first = core::FirstSlotOf(read, chain);
     const core::Slot end = core::FirstSlotOf(read + 1, chain);
@@ -315,12 +345,6 @@ bool ProposalWarmer::ReadDuties(core::Epoch epoch) {
                   << duty.validator_index << ") proposes at slot " << duty.slot;
       }
     }
-  }
-  MutexLock lock(&mu_);
-  if (complete) {
-    duties_epoch_ = epoch;
-  } else {
-    duties_stale_ = true;
   }
   return complete;
 }

@@ -81,6 +81,11 @@ struct ProposalWarmerStats {
   uint64_t registrations_dropped = 0;
   // Proposal slots of the node's validators found in the duties.
   uint64_t proposals_scheduled = 0;
+  // Reads of the proposer duties the beacon node failed (each retried a slot later).
+  uint64_t duty_read_failures = 0;
+  // Warm-ups before the first slot of an epoch whose duties the node did not give: one of the
+  // node's validators may propose there, and the duties come too late to say.
+  uint64_t unknown_duty_warmups = 0;
   // Per upstream, in the targets' order: warm-ups that left a checked connection, that failed,
   // and that were not tried because the policy refused the upstream.
   struct Upstream {
@@ -152,6 +157,8 @@ class ProposalWarmer {
   // Return false when the beacon node failed.
   bool ResolveIndices(core::Epoch epoch);
   bool ReadDuties(core::Epoch epoch);
+  // Whether `slot` is the last of its epoch and the next epoch's duties were not read.
+  bool NextEpochDutiesUnknown(core::Slot slot) const;
 
   const ProposalWarmerOptions options_;
   const Clock& clock_;
@@ -160,8 +167,12 @@ class ProposalWarmer {
   std::vector<WarmTarget> targets_;
   std::thread thread_;
 
-  // Touched by Tick only.
+  // Touched by Tick only. The epoch the duties were last read in, and which of its duties and
+  // the next epoch's were read then; the epochs whose failed read was logged (once each: a
+  // node may fail one every slot, as a node that answers the next epoch with this one's does).
   std::optional<core::Epoch> duties_epoch_;
+  std::set<core::Epoch> duties_read_;
+  std::set<core::Epoch> duties_failure_logged_;
   // Hashes of the latest registration bodies read, one per upstream at most: the same body
   // through another upstream's port is not read again.
   std::deque<size_t> recent_bodies_;

@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/fake_client.h"
 #include "common/fake_clock.h"
 #include "core/chain_time.h"
 #include "core/policy.h"
+#include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "tests/support/fake_beacon_node.h"
@@ -361,6 +363,79 @@ TEST_F(ProposalWarmerTest, ReadsAgainASlotAfterAMalformedAnswer) {
   warmer->Tick();
   EXPECT_EQ(node_.requests(DutiesPath(kEpoch)), 2);
   EXPECT_EQ(warmer->stats().proposals_scheduled, 1u);
+}
+
+// Counts the warnings logged that contain `text`.
+class WarningCounter : public google::LogSink {
+ public:
+  explicit WarningCounter(std::string text) : text_(std::move(text)) { google::AddLogSink(this); }
+  ~WarningCounter() override { google::RemoveLogSink(this); }
+
+  using google::LogSink::send;
+  void send(google::LogSeverity severity, const char*, const char*, int,
+            const google::LogMessageTime&, const char* message, size_t message_len) override {
+    if (severity == google::GLOG_WARNING &&
+        absl::StrContains(absl::string_view(message, message_len), text_)) {
+      ++count_;
+    }
+  }
+  int count() const { return count_; }
+
+ private:
+  const std::string text_;
+  std::atomic<int> count_{0};
+};
+
+TEST_F(ProposalWarmerTest, ANextEpochAnsweredWithThisOnesSlotsIsLoggedOnceAndItsFirstSlotWarmed) {
+  // As Lodestar 1.5.1 answers: the duties of epoch 11 asked for, those of epoch 10 given.
+  std::unique_ptr<ProposalWarmer> warmer = MakeWarmer();
+  node_.AddValidator(Key(1), 101);
+  node_.SetProposerDuties(kEpoch, {Duty(1, 84)});
+  node_.OverridePath(DutiesPath(kEpoch + 1), 200,
+                     absl::StrCat(R"({"data":[{"pubkey":")", Key(1),
+                                  R"(","validator_index":"101","slot":"84"}]})"));
+  warmer->OnRegistration(absl::StrCat("[", JsonRegistration(Key(1)), "]"), "application/json");
+  WarningCounter warnings("cannot read the proposer duties of epoch 11");
+  for (core::Slot slot = 80; slot < 87; ++slot) {
+    clock_.Set(At(slot));
+    warmer->Tick();
+  }
+  EXPECT_EQ(warnings.count(), 1) << "once an epoch, not once a slot";
+  EXPECT_EQ(warmer->stats().duty_read_failures, 7u);
+  EXPECT_EQ(node_.requests(DutiesPath(kEpoch)), 1) << "this epoch's duties stand";
+  EXPECT_EQ(node_.requests(DutiesPath(kEpoch + 1)), 7);
+  EXPECT_EQ(relays_[0]->statuses(), 1) << "the proposal at slot 84, warmed at 83";
+
+  // The last slot of the epoch: the first of the next may be the node's to propose.
+  EXPECT_EQ(warmer->stats().unknown_duty_warmups, 0u);
+  clock_.Set(At(87));
+  warmer->Tick();
+  EXPECT_EQ(relays_[0]->statuses(), 2);
+  EXPECT_EQ(relays_[1]->statuses(), 2);
+  EXPECT_EQ(warmer->stats().unknown_duty_warmups, 1u);
+  clock_.Set(At(87, absl::Seconds(6)));
+  warmer->Tick();
+  EXPECT_EQ(relays_[0]->statuses(), 2) << "once";
+
+  // Once that epoch begins, its duties are read as this epoch's.
+  node_.ClearOverride(DutiesPath(kEpoch + 1));
+  node_.SetProposerDuties(kEpoch + 1, {Duty(1, 90)});
+  clock_.Set(At(88));
+  warmer->Tick();
+  EXPECT_EQ(node_.requests(DutiesPath(kEpoch + 1)), 9);
+  EXPECT_EQ(warmer->stats().proposals_scheduled, 2u);
+}
+
+TEST_F(ProposalWarmerTest, AKnownNextEpochWithoutTheNodesProposalsWarmsNothingAtItsStart) {
+  std::unique_ptr<ProposalWarmer> warmer = MakeWarmer();
+  node_.AddValidator(Key(1), 101);
+  node_.SetProposerDuties(kEpoch, {Duty(1, 84)});
+  warmer->OnRegistration(absl::StrCat("[", JsonRegistration(Key(1)), "]"), "application/json");
+  warmer->Tick();
+  clock_.Set(At(87));
+  warmer->Tick();
+  EXPECT_EQ(relays_[0]->statuses(), 0);
+  EXPECT_EQ(warmer->stats().unknown_duty_warmups, 0u);
 }
 
 TEST_F(ProposalWarmerTest, ARegistrationWakesTheThreadAndStopEndsItsWaitAtOnce) {

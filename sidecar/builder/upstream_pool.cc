@@ -197,15 +197,26 @@ UpstreamPool::~UpstreamPool() {
 }
 
 std::unique_ptr<UpstreamPool::Handle> UpstreamPool::Acquire() {
+  // A connection idle for idle_timeout is never reused, to the clock's precision: the sweep
+  // (CloseIdle) runs only so often, and libcurl's own age check counts whole seconds.
+  const absl::Time oldest = clock_.Now() - options_.idle_timeout;
+  std::vector<std::unique_ptr<Handle>> closing;
+  std::unique_ptr<Handle> handle;
   {
     MutexLock lock(&mu_);
-    if (!idle_.empty()) {
-      std::unique_ptr<Handle> handle = std::move(idle_.back());
+    while (!idle_.empty() && handle == nullptr) {
+      std::unique_ptr<Handle> newest = std::move(idle_.back());
       idle_.pop_back();
-      return handle;
+      if (newest->last_used > oldest) {
+        handle = std::move(newest);
+      } else {
+        closing.push_back(std::move(newest));
+      }
     }
   }
-  return std::make_unique<Handle>();
+  // Closed outside the lock: a TLS close_notify is a write.
+  closing.clear();
+  return handle != nullptr ? std::move(handle) : std::make_unique<Handle>();
 }
 
 void UpstreamPool::Release(std::unique_ptr<Handle> handle, bool keep) {
@@ -221,7 +232,7 @@ void UpstreamPool::CloseIdle() {
   {
     MutexLock lock(&mu_);
     auto stale = std::stable_partition(idle_.begin(), idle_.end(),
-                                       [&](const auto& h) { return h->last_used < oldest; });
+                                       [&](const auto& h) { return h->last_used <= oldest; });
     std::move(idle_.begin(), stale, std::back_inserter(closing));
     idle_.erase(idle_.begin(), stale);
   }
@@ -294,6 +305,7 @@ UpstreamAnswer UpstreamPool::Exchange(Handle& handle, const UpstreamRequest& req
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
   curl_easy_setopt(curl, CURLOPT_MAXCONNECTS, 1L);
+  // A backstop in whole seconds; Acquire applies idle_timeout exactly.
   curl_easy_setopt(curl, CURLOPT_MAXAGE_CONN,
                    static_cast<long>(absl::ToInt64Seconds(options_.idle_timeout)));
   const long budget_ms = std::max<long>(1, absl::ToInt64Milliseconds(budget));

@@ -40,7 +40,8 @@ struct UpstreamPoolOptions {
   std::string tls_ca_file;
   std::string tls_cert_file;
   std::string tls_key_file;
-  // Idle connections kept, at most; a connection idle longer than idle_timeout is closed.
+  // Idle connections kept, at most. A connection idle for idle_timeout (by the pool's clock) is
+  // never reused; CloseIdle closes its socket.
   size_t max_idle_connections = 4;
   absl::Duration idle_timeout = absl::Seconds(60);
   // Largest answer body carried; a larger one fails the exchange (kTooLarge).
@@ -124,7 +125,7 @@ class UpstreamPool {
   // that one came. Returns UNAVAILABLE with the failure otherwise.
   absl::Status Warm(absl::string_view status_path, absl::Duration budget);
 
-  // Closes the idle connections unused for longer than idle_timeout.
+  // Closes the idle connections unused for idle_timeout or longer.
   void CloseIdle();
 
   // Makes every exchange in progress, and every later one, end at once with kStopped.

@@ -347,6 +347,24 @@ TEST_F(UpstreamPoolTest, ClosesConnectionsIdlePastTheIdleTimeout) {
   EXPECT_EQ(server->connections(), 2);
 }
 
+TEST_F(UpstreamPoolTest, AConnectionIdleForTheTimeoutIsNeverReusedWhateverTheSweep) {
+  auto server = TestServer::Plain();
+  UpstreamPoolOptions options = Options(absl::StrCat("http://", server->address()));
+  options.idle_timeout = absl::Seconds(3);
+  auto pool = MakePool(std::move(options));
+  ASSERT_TRUE(pool->Send(Get("/"), kBudget).ok());
+  clock_.Advance(absl::Milliseconds(2999));
+  UpstreamAnswer answer = pool->Send(Get("/"), kBudget);
+  ASSERT_TRUE(answer.ok()) << answer.error;
+  EXPECT_TRUE(answer.reused_connection);
+  // No sweep ran: the request itself sees the connection's age.
+  clock_.Advance(absl::Seconds(3));
+  answer = pool->Send(Get("/"), kBudget);
+  ASSERT_TRUE(answer.ok()) << answer.error;
+  EXPECT_FALSE(answer.reused_connection);
+  EXPECT_EQ(server->connections(), 2);
+}
+
 TEST_F(UpstreamPoolTest, AConnectionClosedWhileIdleIsReplacedBeforeUse) {
   DroppingServer server(/*drop=*/{});
   auto proxy = testing::TcpProxy::Start(server.port());
