@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/mutex.h"
+#include "glog/logging.h"
 #include "nlohmann/json.hpp"
 #include "sidecar/ssz/beacon_block.h"
 
@@ -191,20 +192,19 @@ bool JsonTooDeep(absl::string_view json, int max_depth) {
 }
 
 absl::StatusOr<BlindedBlock> ParseBlindedBlock(absl::string_view body,
-                                               absl::string_view content_type) {
+                                               absl::string_view content_type,
+                                               const ssz::Preset& preset) {
   BlindedBlock block;
   absl::StatusOr<ssz::BlockRoot> root;
   if (absl::StartsWithIgnoreCase(content_type, "application/octet-stream")) {
-    root = ssz::SignedBlockRootFromSsz(body, ssz::BlockKind::kBlinded, std::nullopt,
-                                       ssz::Preset::kMainnet);
+    root = ssz::SignedBlockRootFromSsz(body, ssz::BlockKind::kBlinded, std::nullopt, preset);
     if (!root.ok()) return root.status();
     // A valid block: its message (slot first) is in place.
     block.slot = LittleEndian64(SignedSszMessage(body, 8));
   } else {
     const Json json = ParseJson(body);
     if (json.is_discarded()) return absl::InvalidArgumentError("the body is not JSON");
-    root = ssz::SignedBlockRootFromJson(json, ssz::BlockKind::kBlinded, std::nullopt,
-                                        ssz::Preset::kMainnet);
+    root = ssz::SignedBlockRootFromJson(json, ssz::BlockKind::kBlinded, std::nullopt, preset);
     if (!root.ok()) return root.status();
     // A valid block: every member below is in place.
     const Json* signed_block = Member(json, "message") != nullptr ? &json : Member(json, "data");
@@ -263,8 +263,7 @@ std::optional<std::string> Enforcer::Refuse(size_t index, const Route& route) {
   }
   const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
   RefusalCause cause;
-  std::optional<std::string> reason =
-      RefusalReason(snapshot->policy, upstreams_.at(index), &cause);
+  std::optional<std::string> reason = RefusalReason(snapshot->policy, upstreams_.at(index), &cause);
   if (reason) {
     MutexLock lock(&mu_);
     CountRefusal(state_.at(index).counters, cause);
@@ -333,8 +332,23 @@ std::optional<std::string> Enforcer::OnBidAnswered(size_t index, core::Slot slot
 bool Enforcer::OnBlindedBlockAnswered(size_t index, absl::string_view request_body,
                                       absl::string_view content_type, bool failed) {
   if (!failed) return false;
-  const absl::StatusOr<BlindedBlock> block = ParseBlindedBlock(request_body, content_type);
-  if (!block.ok()) return false;
+  ssz::Preset preset;
+  {
+    MutexLock lock(&mu_);
+    preset = preset_;
+  }
+  const absl::StatusOr<BlindedBlock> block = ParseBlindedBlock(request_body, content_type, preset);
+  if (!block.ok()) {
+    {
+      MutexLock lock(&mu_);
+      ++state_.at(index).counters.unreadable_blocks;
+    }
+    LOG(WARNING) << "a reveal via " << upstreams_.at(index).relay_id
+                 << " failed, and its block's root cannot be computed, so the failure is not "
+                    "reported: "
+                 << block.status().message();
+    return false;
+  }
   {
     MutexLock lock(&mu_);
     PerUpstream& upstream = state_.at(index);
@@ -353,6 +367,11 @@ bool Enforcer::OnBlindedBlockAnswered(size_t index, absl::string_view request_bo
   }
   client_.Report(block->slot, core::RelayRevealMissing{upstreams_.at(index).relay_id, block->root});
   return true;
+}
+
+void Enforcer::SetPreset(const ssz::Preset& preset) {
+  MutexLock lock(&mu_);
+  preset_ = preset;
 }
 
 Enforcer::Counters Enforcer::counters(size_t index) const {

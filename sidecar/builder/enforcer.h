@@ -24,7 +24,8 @@
 //   - A submitBlindedBlock (POST /eth/v{1,2}/builder/blinded_blocks) that fails (transport
 //     error, timeout, or a 5xx status) for a block whose header that upstream answered is a
 //     RelayRevealMissing of the block's root. A 4xx answer is not: the upstream judged the
-//     request invalid. Nor is a block whose root cannot be computed (ParseBlindedBlock).
+//     request invalid. Nor is a block whose root cannot be computed (ParseBlindedBlock, with
+//     the beacon node's preset): that is logged, naming why, and counted.
 
 #include <array>
 #include <cstdint>
@@ -40,6 +41,7 @@
 #include "common/mutex.h"
 #include "core/policy.h"
 #include "core/types.h"
+#include "sidecar/ssz/beacon_block.h"
 
 namespace breaker::sidecar {
 
@@ -105,12 +107,12 @@ struct BlindedBlock {
 
 // Parses a SignedBlindedBeaconBlock of Bellatrix to Fulu (sidecar/ssz) in JSON (optionally
 // inside a {"version", "data"} envelope) or, when `content_type` is application/octet-stream,
-// in SSZ, with the mainnet preset's limits (every public network's). The fork is read from the
-// body (the envelope's version, else the fields only that fork's body has), as a body of one
-// fork is no valid body of another. InvalidArgument, naming the field, when the body is none
-// of these.
+// in SSZ, with `preset`'s limits. The fork is read from the body (the envelope's version, else
+// the fields only that fork's body has), as a body of one fork is no valid body of another.
+// InvalidArgument, naming the field, when the body is none of these.
 absl::StatusOr<BlindedBlock> ParseBlindedBlock(absl::string_view body,
-                                               absl::string_view content_type);
+                                               absl::string_view content_type,
+                                               const ssz::Preset& preset);
 
 // The block hash of a getHeader answer in JSON (data.message.header.block_hash), lower-case;
 // empty when the body has none (e.g. SSZ).
@@ -153,6 +155,8 @@ class Enforcer {
     // 200 answers to a header or bid request that could not be read.
     uint64_t malformed_answers = 0;
     uint64_t reveal_failures = 0;
+    // Failed reveals whose block root could not be computed (so not reported), each logged.
+    uint64_t unreadable_blocks = 0;
   };
 
   const UpstreamIdentity& upstream(size_t index) const { return upstreams_.at(index); }
@@ -187,6 +191,9 @@ class Enforcer {
 
   Counters counters(size_t index) const;
 
+  // The limits blocks are read with: the beacon node's preset (mainnet's until it is known).
+  void SetPreset(const ssz::Preset& preset);
+
  private:
   struct Header {
     core::Slot slot = 0;
@@ -201,6 +208,7 @@ class Enforcer {
   const std::vector<UpstreamIdentity> upstreams_;
   mutable Mutex mu_;
   std::vector<PerUpstream> state_ ABSL_GUARDED_BY(mu_);
+  ssz::Preset preset_ ABSL_GUARDED_BY(mu_) = ssz::Preset::kMainnet;
 };
 
 }  // namespace breaker::sidecar
