@@ -21,6 +21,7 @@
 #include "sidecar/builder/enforcer.h"
 #include "sidecar/builder/proposal_warmer.h"
 #include "sidecar/builder/upstream_pool.h"
+#include "sidecar/validator/validator_port.h"
 
 namespace breaker::sidecar {
 
@@ -84,16 +85,22 @@ class Metrics {
   // this object.
   void AddUpstreamLatency(const UpstreamLatency& latency);
 
+  // Serves the validator port's counters too. REQUIRES: called at most once; `port` outlives
+  // this object.
+  void AddValidatorPort(const validator::ValidatorPort& port);
+
  private:
   class Collector;
   class WarmerCollector;
   class LatencyCollector;
+  class ValidatorPortCollector;
 
   Metrics() = default;
 
   std::shared_ptr<Collector> collector_;
   std::shared_ptr<WarmerCollector> warmer_collector_;
   std::shared_ptr<LatencyCollector> latency_collector_;
+  std::shared_ptr<ValidatorPortCollector> validator_port_collector_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
 };

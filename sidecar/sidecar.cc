@@ -4,12 +4,39 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "client/channel_security.h"
 #include "common/clock.h"
 #include "core/chain_time.h"
+#include "core/relay_id.h"
 #include "proto/codec/config_file.h"
 
 namespace breaker::sidecar {
+namespace {
+
+// The urls a validator client's BuilderEntry may name the sidecar's upstream ports by, each
+// normalized, with the upstream behind it.
+absl::flat_hash_map<std::string, validator::OwnPortUpstream> OwnPorts(
+    const SidecarSettings& settings, const Proxy& proxy) {
+  std::vector<std::string> hosts = {settings.listen_host};
+  if (settings.listen_host == "127.0.0.1" || settings.listen_host == "0.0.0.0") {
+    hosts = {"127.0.0.1", "localhost"};
+  }
+  absl::flat_hash_map<std::string, validator::OwnPortUpstream> ports;
+  for (size_t i = 0; i < settings.upstreams.size(); ++i) {
+    for (const std::string& host : hosts) {
+      const std::string bracketed = host.find(':') == std::string::npos ? host : "[" + host + "]";
+      absl::StatusOr<std::string> url =
+          core::NormalizeRelayId(absl::StrCat("http://", bracketed, ":", proxy.port(i)));
+      if (!url.ok()) continue;
+      ports[*url] = {settings.upstreams[i].relay_id, settings.upstreams[i].trusted};
+    }
+  }
+  return ports;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& settings) {
   client::ClientOptions options;
@@ -93,6 +120,19 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
         });
   }
   if (absl::Status started = sidecar->proxy_->Start(); !started.ok()) return started;
+  if (!settings.validator_listen_host.empty()) {
+    validator::ValidatorPortOptions port;
+    port.listen_host = settings.validator_listen_host;
+    port.listen_port = settings.validator_listen_port;
+    port.beacon_node_url = settings.beacon_node_url;
+    port.beacon_node_base = settings.beacon_node_base;
+    port.beacon_node_path_prefix = settings.beacon_node_path_prefix;
+    port.own_ports = OwnPorts(settings, *sidecar->proxy_);
+    port.max_body_bytes = settings.max_body_bytes;
+    sidecar->validator_port_ =
+        std::make_unique<validator::ValidatorPort>(std::move(port), *sidecar->client_);
+    if (absl::Status started = sidecar->validator_port_->Start(); !started.ok()) return started;
+  }
   if (sidecar->warmer_ != nullptr) {
     std::vector<WarmTarget> targets;
     for (size_t i = 0; i < settings.upstreams.size(); ++i) {
@@ -114,6 +154,9 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
     sidecar->metrics_ = *std::move(metrics);
     if (sidecar->warmer_ != nullptr) sidecar->metrics_->AddProposalWarmer(*sidecar->warmer_);
     sidecar->metrics_->AddUpstreamLatency(sidecar->proxy_->latency());
+    if (sidecar->validator_port_ != nullptr) {
+      sidecar->metrics_->AddValidatorPort(*sidecar->validator_port_);
+    }
   }
   return sidecar;
 }
@@ -122,6 +165,7 @@ Sidecar::~Sidecar() { Stop(); }
 
 void Sidecar::Stop() {
   if (warmer_ != nullptr) warmer_->Stop();
+  if (validator_port_ != nullptr) validator_port_->Stop();
   if (proxy_ != nullptr) proxy_->Stop();
   if (watcher_ != nullptr) watcher_->Stop();
   if (client_ != nullptr) client_->Stop();
