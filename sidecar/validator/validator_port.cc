@@ -1,7 +1,5 @@
 #include "sidecar/validator/validator_port.h"
 
-#include <sys/socket.h>
-
 #include <deque>
 #include <optional>
 #include <utility>
@@ -15,6 +13,7 @@
 #include "glog/logging.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "sidecar/http/connection_threads.h"
 
 namespace breaker::sidecar::validator {
 namespace {
@@ -43,13 +42,6 @@ bool HopByHop(const std::string& name) {
 // The Beacon API's error body (code, message).
 std::string ErrorBody(int status, absl::string_view message) {
   return nlohmann::json{{"code", status}, {"message", std::string(message)}}.dump();
-}
-
-// Binds only SO_REUSEADDR, never SO_REUSEPORT (which cpp-httplib sets by default): a second
-// sidecar must not share the port and split the validator client's requests between policies.
-void ExclusivePort(socket_t sock) {
-  int yes = 1;
-  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
 }
 
 size_t ModeIndex(core::Mode mode) { return static_cast<size_t>(mode); }
@@ -217,7 +209,6 @@ ValidatorPort::~ValidatorPort() { Stop(); }
 
 absl::Status ValidatorPort::Start() {
   server_ = std::make_unique<httplib::Server>();
-  server_->set_socket_options(ExclusivePort);
   server_->set_payload_max_length(options_.max_body_bytes);
   const int64_t caller = absl::ToInt64Seconds(options_.caller_timeout);
   server_->set_read_timeout(caller, 0);
@@ -225,8 +216,6 @@ absl::Status ValidatorPort::Start() {
   server_->set_keep_alive_max_count(1000);
   server_->set_keep_alive_timeout(caller);
   server_->set_tcp_nodelay(true);
-  const int threads = options_.threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   auto handler = [this](const httplib::Request& request, httplib::Response& response) {
     Handle(&request, &response);
   };
@@ -236,9 +225,8 @@ absl::Status ValidatorPort::Start() {
   server_->Delete(".*", handler);
   server_->Patch(".*", handler);
   server_->Options(".*", handler);
-  port_ = options_.listen_port == 0 ? server_->bind_to_any_port(options_.listen_host)
-          : server_->bind_to_port(options_.listen_host, options_.listen_port) ? options_.listen_port
-                                                                              : -1;
+  port_ = http::BindOwnPort(*server_, options_.listen_host, options_.listen_port,
+                            options_.max_connections);
   if (port_ <= 0) {
     server_ = nullptr;
     return absl::UnavailableError(absl::StrCat(

@@ -64,8 +64,9 @@ struct ValidatorPortOptions {
   absl::Duration connect_timeout = absl::Seconds(1);
   absl::Duration answer_timeout = absl::Seconds(60);
   absl::Duration caller_timeout = absl::Seconds(5);
-  // Server threads: each request in flight, and each idle kept-alive connection, holds one.
-  int threads = 64;
+  // Connections served at once, each on a thread of its own (an idle kept-alive one or an event
+  // stream holds its thread, and nothing else); more wait for a thread.
+  size_t max_connections = 256;
 };
 
 // What the port did, since its start.
