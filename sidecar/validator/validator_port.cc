@@ -145,7 +145,8 @@ class ValidatorPort::Exchange {
     return unreachable_;
   }
 
-  // The next part of the body. False at its end; *failed when it ended early.
+  // The next part of the body: everything arrived since the last call, in one piece, so that
+  // a large answer is written in large writes. False at its end; *failed when it ended early.
   bool Next(std::string* chunk, bool* failed) {
     MutexLock lock(&mu_);
     while (chunks_.empty() && !done_) changed_.Wait(&mu_);
@@ -153,9 +154,11 @@ class ValidatorPort::Exchange {
       *failed = !error_.empty();
       return false;
     }
-    *chunk = std::move(chunks_.front());
-    chunks_.pop_front();
-    queued_ -= chunk->size();
+    chunk->clear();
+    chunk->reserve(queued_);
+    for (const std::string& part : chunks_) chunk->append(part);
+    chunks_.clear();
+    queued_ = 0;
     changed_.SignalAll();
     return true;
   }

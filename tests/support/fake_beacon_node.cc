@@ -32,6 +32,9 @@ core::BlockRoot FakeBeaconNode::ProducedRoot(core::Slot slot) {
 }
 
 FakeBeaconNode::FakeBeaconNode(const core::ChainSpec& chain, int port) : chain_(chain) {
+  // As beacon nodes' HTTP servers do: an answer's head and body written apart must not wait
+  // for the peer's delayed acknowledgement.
+  server_.set_tcp_nodelay(true);
   server_.Get(".*", [this](const httplib::Request& request, httplib::Response& response) {
     Serve(request, response);
   });
