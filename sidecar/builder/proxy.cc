@@ -207,9 +207,11 @@ absl::Status Proxy::Start() {
   // cpp-httplib's stop() does nothing to a server whose loop has not started yet, which would
   // then serve forever: Stop() may come right after Start() (a later part of the start failed).
   // Bounded: a loop that ended at once (an accept error) never shows as running.
-  const absl::Time give_up = absl::Now() + absl::Seconds(1);
+  const absl::Duration give_up = clock_.Monotonic() + absl::Seconds(1);
   for (auto& server : servers_) {
-    while (!server->is_running() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+    while (!server->is_running() && clock_.Monotonic() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
   }
   maintenance_ = std::make_unique<Maintenance>(pools_);
   return absl::OkStatus();
@@ -222,8 +224,10 @@ void Proxy::Stop(absl::Duration grace) {
   {
     MutexLock lock(&mu_);
     stopping_ = true;
-    const absl::Time deadline = absl::Now() + grace;
-    while (in_flight_ > 0 && !answered_.WaitUntil(&mu_, deadline)) {
+    const absl::Duration deadline = clock_.Monotonic() + grace;
+    for (absl::Duration left = grace; in_flight_ > 0 && left > absl::ZeroDuration();
+         left = deadline - clock_.Monotonic()) {
+      answered_.WaitFor(&mu_, left);
     }
   }
   // What is still in flight ends its upstream exchange now, and is answered 503.
@@ -261,7 +265,10 @@ void Proxy::Forward(size_t index, const void* request_ptr, void* response_ptr) {
     return;
   }
 
-  const absl::Time start = absl::Now();
+  // The budget is the caller's, in wall-clock time (Date-Milliseconds); the latency is measured
+  // on the monotonic clock.
+  const absl::Time start = clock_.Now();
+  const absl::Duration started = clock_.Monotonic();
   // A late header or bid is no use to the proposer any more; any other request (a signed
   // block's reveal above all) is still worth its whole timeout.
   const bool auction =
@@ -283,7 +290,7 @@ void Proxy::Forward(size_t index, const void* request_ptr, void* response_ptr) {
   UpstreamAnswer answer;
   if (budget > absl::ZeroDuration()) {
     answer = pools_[index]->Send(out, budget);
-    if (answer.ok()) latency_.Observe(index, route.endpoint, absl::Now() - start);
+    if (answer.ok()) latency_.Observe(index, route.endpoint, clock_.Monotonic() - started);
   } else {
     answer.failure = UpstreamAnswer::Failure::kTimeout;
   }
