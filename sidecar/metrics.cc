@@ -134,6 +134,10 @@ class Metrics::Collector final : public prometheus::Collectable {
                           "Payloads an upstream signed a header for and failed to reveal, each "
                           "reported to breakerd, by upstream.",
                           MetricType::Counter);
+    auto unreadable = Family("breaker_sidecar_unreadable_blocks_total",
+                             "Failed reveals whose block root could not be computed, so not "
+                             "reported to breakerd (each logged with the reason), by upstream.",
+                             MetricType::Counter);
     for (size_t i = 0; i < enforcer_.upstream_count(); ++i) {
       const std::string& upstream = enforcer_.upstream(i).relay_id;
       const Enforcer::Counters counts = enforcer_.counters(i);
@@ -153,6 +157,8 @@ class Metrics::Collector final : public prometheus::Collectable {
       AddCounter(malformed, static_cast<double>(counts.malformed_answers),
                  {{"upstream", upstream}});
       AddCounter(reveals, static_cast<double>(counts.reveal_failures), {{"upstream", upstream}});
+      AddCounter(unreadable, static_cast<double>(counts.unreadable_blocks),
+                 {{"upstream", upstream}});
     }
 
     const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();

@@ -156,6 +156,43 @@ absl::StatusOr<std::string> BeaconApi::Get(const std::string& path) {
   return body;
 }
 
+namespace {
+
+// The preset a spec names (PRESET_BASE: mainnet, minimal, or mainnet's limits for another),
+// with each limit the spec lists in place of the base's: the limits changed between versions
+// of the consensus specs, and the node's own are those its blocks have.
+absl::StatusOr<ssz::Preset> PresetOf(const Json& spec) {
+  ssz::Preset preset = ssz::Preset::kMainnet;
+  if (const Json* base = JsonMember(spec, "PRESET_BASE"); base != nullptr) {
+    if (!base->is_string()) return absl::InvalidArgumentError("data.PRESET_BASE is no string");
+    if (base->get_ref<const std::string&>() == "minimal") preset = ssz::Preset::kMinimal;
+  }
+  const std::pair<const char*, uint64_t ssz::Preset::*> limits[] = {
+      {"MAX_VALIDATORS_PER_COMMITTEE", &ssz::Preset::max_validators_per_committee},
+      {"MAX_COMMITTEES_PER_SLOT", &ssz::Preset::max_committees_per_slot},
+      {"SYNC_COMMITTEE_SIZE", &ssz::Preset::sync_committee_size},
+      {"MAX_WITHDRAWALS_PER_PAYLOAD", &ssz::Preset::max_withdrawals_per_payload},
+      {"MAX_BLOB_COMMITMENTS_PER_BLOCK", &ssz::Preset::max_blob_commitments_per_block},
+      {"MAX_DEPOSIT_REQUESTS_PER_PAYLOAD", &ssz::Preset::max_deposit_requests_per_payload},
+      {"MAX_WITHDRAWAL_REQUESTS_PER_PAYLOAD", &ssz::Preset::max_withdrawal_requests_per_payload},
+      {"MAX_CONSOLIDATION_REQUESTS_PER_PAYLOAD",
+       &ssz::Preset::max_consolidation_requests_per_payload},
+  };
+  for (const auto& [name, field] : limits) {
+    const Json* value = JsonMember(spec, name);
+    if (value == nullptr) continue;
+    std::optional<uint64_t> limit = Uint64(value);
+    if (!limit.has_value() || *limit == 0 || *limit > ssz::kMaxPresetLimit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data.", name, " is no quoted decimal in 1..", ssz::kMaxPresetLimit));
+    }
+    preset.*field = *limit;
+  }
+  return preset;
+}
+
+}  // namespace
+
 absl::StatusOr<NodeChain> BeaconApi::GetChain() {
   absl::StatusOr<std::string> genesis_body = Get("/eth/v1/beacon/genesis");
   if (!genesis_body.ok()) return genesis_body.status();
@@ -195,6 +232,9 @@ absl::StatusOr<NodeChain> BeaconApi::GetChain() {
     }
     chain.gloas_fork_epoch = *epoch;
   }
+  absl::StatusOr<ssz::Preset> preset = PresetOf(*data);
+  if (!preset.ok()) return BadAnswer("/eth/v1/config/spec", preset.status().message());
+  chain.preset = *preset;
   return chain;
 }
 

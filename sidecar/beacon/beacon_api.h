@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "core/types.h"
+#include "sidecar/ssz/beacon_block.h"
 #include "sidecar/beacon/sse_parser.h"
 
 namespace httplib {
@@ -50,6 +51,9 @@ struct NodeChain {
   uint64_t slots_per_epoch = 0;
   // Absent when the node's spec does not name the fork.
   std::optional<core::Epoch> gloas_fork_epoch;
+  // The limits of the node's preset (its spec's PRESET_BASE, then each limit the spec lists);
+  // mainnet's when the spec names none.
+  ssz::Preset preset = ssz::Preset::kMainnet;
 
   // The node schedules Gloas: its spec names a fork epoch, and not the far future's.
   bool SchedulesGloas() const {

@@ -93,6 +93,33 @@ TEST_F(BeaconApiTest, ReadsTheNodesChain) {
   EXPECT_FALSE(chain->gloas_fork_epoch.has_value());
 }
 
+TEST_F(BeaconApiTest, ReadsTheNodesPresetFromItsSpec) {
+  absl::StatusOr<NodeChain> chain = api_.GetChain();
+  ASSERT_THAT(chain, IsOk());
+  EXPECT_EQ(chain->preset, ssz::Preset::kMainnet) << "a spec that names none";
+
+  const std::string spec = R"({"data":{"SECONDS_PER_SLOT":"6","SLOTS_PER_EPOCH":"8",)";
+  node_.OverridePath("/eth/v1/config/spec", 200, spec + R"("PRESET_BASE":"minimal"}})");
+  chain = api_.GetChain();
+  ASSERT_THAT(chain, IsOk());
+  EXPECT_EQ(chain->preset, ssz::Preset::kMinimal);
+
+  // A limit the spec lists is the node's own, whatever its base's.
+  node_.OverridePath("/eth/v1/config/spec", 200,
+                     spec + R"("PRESET_BASE":"minimal","MAX_BLOB_COMMITMENTS_PER_BLOCK":"16"}})");
+  chain = api_.GetChain();
+  ASSERT_THAT(chain, IsOk());
+  ssz::Preset expected = ssz::Preset::kMinimal;
+  expected.max_blob_commitments_per_block = 16;
+  EXPECT_EQ(chain->preset, expected);
+
+  node_.OverridePath("/eth/v1/config/spec", 200, spec + R"("SYNC_COMMITTEE_SIZE":"0"}})");
+  EXPECT_THAT(api_.GetChain(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("SYNC_COMMITTEE_SIZE")));
+  node_.OverridePath("/eth/v1/config/spec", 200, spec + R"("PRESET_BASE":7}})");
+  EXPECT_THAT(api_.GetChain(), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("PRESET_BASE")));
+}
+
 TEST_F(BeaconApiTest, ReadsTheSyncStatus) {
   absl::StatusOr<SyncStatus> status = api_.GetSyncing();
   ASSERT_THAT(status, IsOk());

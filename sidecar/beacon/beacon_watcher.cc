@@ -70,6 +70,7 @@ absl::StatusOr<std::unique_ptr<BeaconWatcher>> BeaconWatcher::Start(
         !checked.ok()) {
       return checked;
     }
+    if (watcher->options_.on_preset) watcher->options_.on_preset(chain->preset);
   } else {
     LOG(WARNING) << "cannot read the beacon node's chain yet (retrying): "
                  << chain.status().message();
@@ -157,6 +158,7 @@ void BeaconWatcher::StreamLoop() {
       ++chain_mismatches_;
     }
     if (ready.ok()) {
+      if (options_.on_preset) options_.on_preset(chain->preset);
       absl::StatusOr<SyncStatus> sync = api_.GetSyncing();
       if (sync.ok()) SetSynced(!sync->is_syncing && !sync->is_optimistic);
       bool gloas = false;

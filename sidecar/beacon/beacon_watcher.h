@@ -51,6 +51,10 @@ struct BeaconWatcherOptions {
   absl::Duration tick_interval = absl::Milliseconds(250);
   // Called, on the stream thread, for every chain_reorg event; it must not block. Optional.
   std::function<void()> on_chain_reorg;
+  // Called with the node's preset whenever its spec was read and its chain matched (at Start,
+  // on Start's thread, then before each event stream opens, on the stream thread); it must not
+  // block. Optional.
+  std::function<void(const ssz::Preset&)> on_preset;
 };
 
 // Returns OK when `node` follows `chain`, otherwise FAILED_PRECONDITION naming each setting that

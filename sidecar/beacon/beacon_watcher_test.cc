@@ -182,6 +182,22 @@ TEST_F(BeaconWatcherTest, ANodeRestartedOnAnotherGenesisIsNotObserved) {
   EXPECT_EQ(client_.reports().size(), reports);
 }
 
+TEST_F(BeaconWatcherTest, TellsTheNodesPresetOnceItsChainMatches) {
+  node_.OverridePath("/eth/v1/config/spec", 200,
+                     absl::StrCat(R"({"data":{"SECONDS_PER_SLOT":")", chain_.seconds_per_slot,
+                                  R"(","SLOTS_PER_EPOCH":")", chain_.slots_per_epoch,
+                                  R"(","PRESET_BASE":"minimal"}})"));
+  BeaconWatcherOptions options = Options();
+  std::optional<ssz::Preset> told;
+  options.on_preset = [&told](const ssz::Preset& preset) { told = preset; };
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> watcher =
+      BeaconWatcher::Start(std::move(options), SystemClock(), client_);
+  ASSERT_THAT(watcher, IsOk());
+  (*watcher)->Stop();
+  ASSERT_TRUE(told.has_value());
+  EXPECT_EQ(*told, ssz::Preset::kMinimal);
+}
+
 TEST_F(BeaconWatcherTest, GloasBidsPayloadsAndAMissingPayloadWithItsAttestedFraction) {
   core::ChainSpec gloas = chain_;
   gloas.gloas_fork_epoch = 0;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/mutex.h"
+#include "glog/logging.h"
 #include "sidecar/builder/messages.h"
 
 namespace breaker::sidecar {
@@ -89,8 +90,23 @@ std::optional<std::string> Enforcer::OnBidAnswered(size_t index, core::Slot slot
 bool Enforcer::OnBlindedBlockAnswered(size_t index, absl::string_view request_body,
                                       absl::string_view content_type, bool failed) {
   if (!failed) return false;
-  const absl::StatusOr<BlindedBlock> block = ParseBlindedBlock(request_body, content_type);
-  if (!block.ok()) return false;
+  ssz::Preset preset;
+  {
+    MutexLock lock(&mu_);
+    preset = preset_;
+  }
+  const absl::StatusOr<BlindedBlock> block = ParseBlindedBlock(request_body, content_type, preset);
+  if (!block.ok()) {
+    {
+      MutexLock lock(&mu_);
+      ++state_.at(index).counters.unreadable_blocks;
+    }
+    LOG(WARNING) << "a reveal via " << upstreams_.at(index).relay_id
+                 << " failed, and its block's root cannot be computed, so the failure is not "
+                    "reported: "
+                 << block.status().message();
+    return false;
+  }
   {
     MutexLock lock(&mu_);
     PerUpstream& upstream = state_.at(index);
@@ -109,6 +125,11 @@ bool Enforcer::OnBlindedBlockAnswered(size_t index, absl::string_view request_bo
   }
   client_.Report(block->slot, core::RelayRevealMissing{upstreams_.at(index).relay_id, block->root});
   return true;
+}
+
+void Enforcer::SetPreset(const ssz::Preset& preset) {
+  MutexLock lock(&mu_);
+  preset_ = preset;
 }
 
 Enforcer::Counters Enforcer::counters(size_t index) const {

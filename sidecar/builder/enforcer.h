@@ -24,7 +24,8 @@
 //   - A submitBlindedBlock (POST /eth/v{1,2}/builder/blinded_blocks) that fails (transport
 //     error, timeout, or a 5xx status) for a block whose header that upstream answered is a
 //     RelayRevealMissing of the block's root. A 4xx answer is not: the upstream judged the
-//     request invalid. Nor is a block whose root cannot be computed (ParseBlindedBlock).
+//     request invalid. Nor is a block whose root cannot be computed (ParseBlindedBlock, with
+//     the beacon node's preset): that is logged, naming why, and counted.
 //
 // The routes are routes.h's, the rule refusal.h's, the bodies read by messages.h; this class
 // keeps what is remembered between requests and the counters.
@@ -44,6 +45,7 @@
 #include "core/types.h"
 #include "sidecar/builder/refusal.h"
 #include "sidecar/builder/routes.h"
+#include "sidecar/ssz/beacon_block.h"
 
 namespace breaker::sidecar {
 
@@ -73,6 +75,8 @@ class Enforcer {
     // 200 answers to a header or bid request that could not be read.
     uint64_t malformed_answers = 0;
     uint64_t reveal_failures = 0;
+    // Failed reveals whose block root could not be computed (so not reported), each logged.
+    uint64_t unreadable_blocks = 0;
   };
 
   const UpstreamIdentity& upstream(size_t index) const { return upstreams_.at(index); }
@@ -107,6 +111,9 @@ class Enforcer {
 
   Counters counters(size_t index) const;
 
+  // The limits blocks are read with: the beacon node's preset (mainnet's until it is known).
+  void SetPreset(const ssz::Preset& preset);
+
  private:
   struct Header {
     core::Slot slot = 0;
@@ -121,6 +128,7 @@ class Enforcer {
   const std::vector<UpstreamIdentity> upstreams_;
   mutable Mutex mu_;
   std::vector<PerUpstream> state_ ABSL_GUARDED_BY(mu_);
+  ssz::Preset preset_ ABSL_GUARDED_BY(mu_) = ssz::Preset::kMainnet;
 };
 
 }  // namespace breaker::sidecar

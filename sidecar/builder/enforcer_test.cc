@@ -107,7 +107,8 @@ TEST_F(EnforcerTest, AFailedRevealOfAHeaderItSignedIsReported) {
   const auto* missing = std::get_if<core::RelayRevealMissing>(&reported.event);
   ASSERT_NE(missing, nullptr);
   EXPECT_EQ(missing->relay, kRelay);
-  const auto block = ParseBlindedBlock(BlindedBlockJson(5, kHash1), "application/json");
+  const auto block =
+      ParseBlindedBlock(BlindedBlockJson(5, kHash1), "application/json", ssz::Preset::kMainnet);
   ASSERT_TRUE(block.ok()) << block.status();
   EXPECT_EQ(missing->root, block->root);
 }
@@ -132,6 +133,29 @@ TEST_F(EnforcerTest, TheRevealFailureNamesTheBlocksRealRoot) {
       EXPECT_EQ(missing->root, core::BlockRootFromBytes(vector.root)) << content_type;
     }
   }
+}
+
+// A test chain of the minimal preset: its blocks are read with the node's preset, and one whose
+// root cannot be computed is logged and counted, never silently dropped.
+TEST_F(EnforcerTest, ARevealFailureOnAMinimalPresetChainIsReportedWithTheNodesPreset) {
+  const ssz::TestVector vector = ssz::ReadTestVector("electra_minimal_0");
+  const std::string header = HeaderJson(absl::AsciiStrToLower(vector.block_hash));
+  enforcer_.OnHeaderAnswered(0, vector.slot, 200, header, "application/json");
+  EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, vector.ssz, "application/octet-stream",
+                                                /*failed=*/true));
+  EXPECT_EQ(enforcer_.counters(0).unreadable_blocks, 1u);
+  EXPECT_TRUE(client_.reports().empty());
+
+  enforcer_.SetPreset(ssz::Preset::kMinimal);
+  for (const auto& [body, content_type] : {std::pair(vector.json, "application/json"),
+                                           std::pair(vector.ssz, "application/octet-stream")}) {
+    ASSERT_TRUE(enforcer_.OnBlindedBlockAnswered(0, body, content_type, /*failed=*/true));
+    const auto* missing = std::get_if<core::RelayRevealMissing>(&client_.reports().back().event);
+    ASSERT_NE(missing, nullptr);
+    EXPECT_EQ(missing->root, core::BlockRootFromBytes(vector.root)) << content_type;
+  }
+  EXPECT_EQ(enforcer_.counters(0).unreadable_blocks, 1u);
+  EXPECT_EQ(enforcer_.counters(0).reveal_failures, 2u);
 }
 
 TEST_F(EnforcerTest, NoRevealFailureWithoutItsHeaderOrWhenItSucceeded) {

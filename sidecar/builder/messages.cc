@@ -31,18 +31,17 @@ bool IsSsz(absl::string_view content_type) {
 }
 
 absl::StatusOr<BlindedBlock> ParseBlindedBlock(absl::string_view body,
-                                               absl::string_view content_type) {
+                                               absl::string_view content_type,
+                                               const ssz::Preset& preset) {
   BlindedBlock block;
   absl::StatusOr<ssz::BlockRoot> root;
   if (IsSsz(content_type)) {
-    root = ssz::SignedBlockRootFromSsz(body, ssz::BlockKind::kBlinded, std::nullopt,
-                                       ssz::Preset::kMainnet);
+    root = ssz::SignedBlockRootFromSsz(body, ssz::BlockKind::kBlinded, std::nullopt, preset);
     if (!root.ok()) return root.status();
   } else {
     const Json json = ParseBoundedJson(body);
     if (json.is_discarded()) return absl::InvalidArgumentError("the body is not JSON");
-    root = ssz::SignedBlockRootFromJson(json, ssz::BlockKind::kBlinded, std::nullopt,
-                                        ssz::Preset::kMainnet);
+    root = ssz::SignedBlockRootFromJson(json, ssz::BlockKind::kBlinded, std::nullopt, preset);
     if (!root.ok()) return root.status();
     // A valid block: every member below is in place.
     const Json* signed_block =

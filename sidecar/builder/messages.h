@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/types.h"
+#include "sidecar/ssz/beacon_block.h"
 
 namespace breaker::sidecar {
 
@@ -32,12 +33,12 @@ struct BlindedBlock {
 
 // Parses a SignedBlindedBeaconBlock of Bellatrix to Fulu (sidecar/ssz) in JSON (optionally
 // inside a {"version", "data"} envelope) or, when `content_type` is application/octet-stream,
-// in SSZ, with the mainnet preset's limits (every public network's). The fork is read from the
-// body (the envelope's version, else the fields only that fork's body has), as a body of one
-// fork is no valid body of another. InvalidArgument, naming the field, when the body is none
-// of these.
+// in SSZ, with `preset`'s limits. The fork is read from the body (the envelope's version, else
+// the fields only that fork's body has), as a body of one fork is no valid body of another.
+// InvalidArgument, naming the field, when the body is none of these.
 absl::StatusOr<BlindedBlock> ParseBlindedBlock(absl::string_view body,
-                                               absl::string_view content_type);
+                                               absl::string_view content_type,
+                                               const ssz::Preset& preset);
 
 // Whether a getHeader answer in JSON parses as JSON (within the nesting bound).
 bool IsReadableJson(absl::string_view body);

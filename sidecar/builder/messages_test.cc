@@ -33,20 +33,25 @@ TEST(ParseBlindedBlockTest, ABlockWhoseRootCannotBeComputedNamesWhy) {
   std::string block = BlindedBlockJson(5, kHash1);
   block.replace(block.find(kHash1), kHash1.size(), "0x11");
   EXPECT_THAT(
-      std::string(ParseBlindedBlock(block, "application/json").status().message()),
+      std::string(
+          ParseBlindedBlock(block, "application/json", ssz::Preset::kMainnet).status().message()),
       HasSubstr("message.body.execution_payload_header.block_hash: 2 hex digits, expected 64"));
-  EXPECT_FALSE(ParseBlindedBlock("{\"message\":{}}", "application/json").ok());
+  EXPECT_FALSE(
+      ParseBlindedBlock("{\"message\":{}}", "application/json", ssz::Preset::kMainnet).ok());
 }
 
 TEST(ParseBlindedBlockTest, SszGivesTheSlotAndTheRoot) {
   const ssz::TestVector vector = ssz::ReadTestVector("capella_0");
-  const auto block = ParseBlindedBlock(vector.ssz, "application/octet-stream");
+  const auto block =
+      ParseBlindedBlock(vector.ssz, "application/octet-stream", ssz::Preset::kMainnet);
   ASSERT_TRUE(block.ok()) << block.status();
   EXPECT_EQ(block->slot, vector.slot);
   EXPECT_EQ(block->root, core::BlockRootFromBytes(vector.root));
   EXPECT_TRUE(block->block_hash.empty());
-  EXPECT_FALSE(ParseBlindedBlock(vector.ssz.substr(0, 150), "application/octet-stream").ok());
-  EXPECT_FALSE(ParseBlindedBlock("", "application/octet-stream").ok());
+  EXPECT_FALSE(ParseBlindedBlock(vector.ssz.substr(0, 150), "application/octet-stream",
+                                 ssz::Preset::kMainnet)
+                   .ok());
+  EXPECT_FALSE(ParseBlindedBlock("", "application/octet-stream", ssz::Preset::kMainnet).ok());
 }
 
 TEST(BidBuilderIndexTest, JsonAndSsz) {
@@ -67,9 +72,9 @@ TEST(BidBuilderIndexTest, JsonAndSsz) {
   EXPECT_FALSE(BidBuilderIndex(std::string(100000, '['), "").has_value());
   EXPECT_FALSE(BidBuilderIndex(BidSsz(1).substr(0, 300), "application/octet-stream").has_value());
   // The builder is read by the bid's layout: past blob commitments, from the JSON's own SSZ.
-  EXPECT_EQ(BidBuilderIndex(ssz::SignedBidSsz(77, 5, /*commitments=*/3),
-                            "application/octet-stream"),
-            77u);
+  EXPECT_EQ(
+      BidBuilderIndex(ssz::SignedBidSsz(77, 5, /*commitments=*/3), "application/octet-stream"),
+      77u);
   EXPECT_EQ(BidBuilderIndex(ssz::SignedBidJson(77, 5, 3), "application/json"), 77u);
   EXPECT_FALSE(BidBuilderIndex(BidJson("\"42\""), "application/octet-stream").has_value());
 }

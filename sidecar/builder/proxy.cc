@@ -16,6 +16,7 @@
 #include "common/port_holder.h"
 #include "glog/logging.h"
 #include "httplib.h"
+#include "sidecar/http/connection_threads.h"
 
 namespace breaker::sidecar {
 namespace {
@@ -57,13 +58,6 @@ std::string UpstreamErrorText(const UpstreamAnswer& answer) {
   }
 }
 
-// Binds only SO_REUSEADDR (a restart may take a port whose old connections linger), never
-// SO_REUSEPORT, which cpp-httplib sets by default and which lets two processes share a port.
-void ExclusivePort(socket_t sock) {
-  int yes = 1;
-  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-}
-
 // The JSON error body of builder-specs (code, message); `message` may quote the upstream.
 std::string ErrorBody(int status, absl::string_view message) {
   std::string escaped;
@@ -79,6 +73,10 @@ std::string ErrorBody(int status, absl::string_view message) {
   }
   return absl::StrCat("{\"code\":", status, ",\"message\":\"", escaped, "\"}");
 }
+
+// Connections served at once per port: each on its own thread, so that idle or slow ones
+// (a slowloris) hold up no other; far more than a node and its mev-boost open.
+constexpr size_t kMaxConnectionsPerPort = 1024;
 
 }  // namespace
 
@@ -166,7 +164,6 @@ absl::Status Proxy::Start() {
   }
   for (size_t i = 0; i < settings_.upstreams.size(); ++i) {
     auto server = std::make_unique<httplib::Server>();
-    server->set_socket_options(ExclusivePort);
     server->set_payload_max_length(settings_.max_body_bytes);
     server->set_read_timeout(5, 0);
     server->set_write_timeout(5, 0);
@@ -185,9 +182,8 @@ absl::Status Proxy::Start() {
     server->Delete(".*", handler);
     server->Patch(".*", handler);
     const uint16_t port = settings_.upstreams[i].listen_port;
-    const int bound = port == 0 ? server->bind_to_any_port(settings_.listen_host)
-                      : server->bind_to_port(settings_.listen_host, port) ? port
-                                                                          : -1;
+    const int bound =
+        http::BindOwnPort(*server, settings_.listen_host, port, kMaxConnectionsPerPort);
     if (bound <= 0) {
       servers_.clear();
       ports_.clear();
