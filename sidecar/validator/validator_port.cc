@@ -116,12 +116,12 @@ class ValidatorPort::Exchange {
     thread_.join();
   }
 
-  // Waits for the answer's head until `deadline`. False: none came (error() says why; empty
-  // when the deadline passed).
-  bool WaitForHead(absl::Time deadline) {
+  // Waits for the answer's head, for at most `timeout`. False: none came (error() says why;
+  // empty when the time ran out). Before the head, only the head, the end or a cancel signal.
+  bool WaitForHead(absl::Duration timeout) {
     MutexLock lock(&mu_);
-    while (!head_ && !done_) {
-      if (changed_.WaitUntil(&mu_, deadline)) break;
+    while (!head_ && !done_ && !cancelled_) {
+      if (changed_.WaitFor(&mu_, timeout)) break;
     }
     return head_;
   }
@@ -240,8 +240,9 @@ absl::Status ValidatorPort::Start() {
   httplib::Server* raw = server_.get();
   thread_ = std::thread([raw] { raw->listen_after_bind(); });
   // stop() does nothing to a loop that has not started: wait for it, boundedly.
-  const absl::Time give_up = absl::Now() + absl::Seconds(1);
-  while (!server_->is_running() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+  for (int waited_ms = 0; !server_->is_running() && waited_ms < 1000; ++waited_ms) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   return absl::OkStatus();
 }
 
@@ -339,7 +340,7 @@ void ValidatorPort::Handle(const void* request_ptr, void* response_ptr) {
     MutexLock lock(&mu_);
     in_flight_.erase(exchange.get());
   };
-  if (!exchange->WaitForHead(absl::Now() + options_.connect_timeout + options_.answer_timeout)) {
+  if (!exchange->WaitForHead(options_.connect_timeout + options_.answer_timeout)) {
     const std::string error = exchange->error();
     const bool unreachable = exchange->unreachable();
     release(false);
