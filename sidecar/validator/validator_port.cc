@@ -291,36 +291,27 @@ void ValidatorPort::Handle(const void* request_ptr, void* response_ptr) {
         RewriteProduceBlockV4(request.body, request.get_header_value("Content-Type"),
                               RulesOf(snapshot->policy, options_.own_ports));
     changed = rewrite.changed;
-    MutexLock lock(&mu_);
-    counters_.entries_malformed += rewrite.malformed;
-    counters_.entries_refused += rewrite.refused;
-    counters_.keys_dropped += rewrite.keys_dropped;
+    if (rewrite.changed) out.body = rewrite.body;
+    {
+      MutexLock lock(&mu_);
+      counters_.entries_malformed += rewrite.malformed;
+      counters_.entries_refused += rewrite.refused;
+      counters_.keys_dropped += rewrite.keys_dropped;
+      if (rewrite.unreadable) ++counters_.unreadable_by_mode[ModeIndex(mode)];
+    }
     if (rewrite.unreadable) {
-      ++counters_.unreadable_by_mode[ModeIndex(mode)];
       LOG(WARNING) << "produceBlockV4 " << request.path << ": the body cannot be read ("
                    << rewrite.error << "); "
                    << (rewrite.changed ? "replaced by the self-build config"
                                        : "forwarded untouched")
                    << " under policy version " << snapshot->policy.version << " ("
                    << core::ModeName(mode) << ")";
-    }
-    if (rewrite.changed) out.body = rewrite.body;
-    if (route == BlockRoute::kProduceBlockV4 && !rewrite.unreadable) {
+    } else {
       LOG(INFO) << "produceBlockV4 " << request.path << " under policy version "
                 << snapshot->policy.version << " (" << core::ModeName(mode) << "): " << rewrite.kept
                 << " of " << rewrite.entries << " builder entries kept, " << rewrite.refused
                 << " refused, " << rewrite.malformed << " malformed, " << rewrite.keys_dropped
                 << " keys dropped";
-    }
-  }
-  {
-    MutexLock lock(&mu_);
-    ++counters_.requests;
-    if (changed) ++counters_.rewritten_by_mode[ModeIndex(mode)];
-    if (stopping_) {
-      response.status = 503;
-      response.set_content(ErrorBody(503, "breaker-sidecar is stopping"), "application/json");
-      return;
     }
   }
   if (route == BlockRoute::kProduceBlockV3 && changed) {
@@ -330,10 +321,21 @@ void ValidatorPort::Handle(const void* request_ptr, void* response_ptr) {
   }
 
   const bool event_stream = request.path == "/eth/v1/events";
-  auto exchange = std::make_shared<Exchange>(options_, std::move(out), event_stream);
+  std::shared_ptr<Exchange> exchange;
   {
+    // In flight from here, so that Stop() ends it; none starts once Stop() has begun.
     MutexLock lock(&mu_);
-    in_flight_.insert(exchange.get());
+    ++counters_.requests;
+    if (changed) ++counters_.rewritten_by_mode[ModeIndex(mode)];
+    if (!stopping_) {
+      exchange = std::make_shared<Exchange>(options_, std::move(out), event_stream);
+      in_flight_.insert(exchange.get());
+    }
+  }
+  if (exchange == nullptr) {
+    response.status = 503;
+    response.set_content(ErrorBody(503, "breaker-sidecar is stopping"), "application/json");
+    return;
   }
   auto release = [this, exchange](bool) {
     exchange->Cancel();
