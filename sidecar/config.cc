@@ -155,8 +155,8 @@ absl::StatusOr<SidecarSettings> SettingsFromProto(const breaker::v1::SidecarConf
     const size_t colon = listen.rfind(':');
     int port = -1;
     if (colon == std::string::npos || colon == 0 || listen.size() > kMaxUrlBytes ||
-        !PrintableAscii(listen) || !absl::SimpleAtoi(listen.substr(colon + 1), &port) ||
-        port < 0 || port > 65535) {
+        !PrintableAscii(listen) || !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 ||
+        port > 65535) {
       return Invalid("validator_listen",
                      absl::StrCat("\"", listen.substr(0, 64),
                                   "\" is not host:port (e.g. 127.0.0.1:5062, port 0..65535)"));
@@ -167,7 +167,8 @@ absl::StatusOr<SidecarSettings> SettingsFromProto(const breaker::v1::SidecarConf
     }
     settings.validator_listen_host = listen.substr(0, colon);
     // "[::1]:5062": the brackets are the URL's, not the address's.
-    if (settings.validator_listen_host.size() > 2 && settings.validator_listen_host.front() == '[' &&
+    if (settings.validator_listen_host.size() > 2 &&
+        settings.validator_listen_host.front() == '[' &&
         settings.validator_listen_host.back() == ']') {
       settings.validator_listen_host =
           settings.validator_listen_host.substr(1, settings.validator_listen_host.size() - 2);

@@ -102,9 +102,11 @@ TEST(SidecarConfigTest, ErrorsNameTheField) {
        "beacon_node_url: '127.0.0.1:5052' is not an http:// or https:// URL"},
       {base + R"(staleness_limit_seconds: 86401 upstreams { listen_port: 1 url: "http://r" })",
        "staleness_limit_seconds: 86401 is not in 1..86400"},
-      {base + R"(validator_listen: "127.0.0.1" beacon_node_url: "http://b" upstreams { listen_port: 1 url: "http://r" })",
+      {base +
+           R"(validator_listen: "127.0.0.1" beacon_node_url: "http://b" upstreams { listen_port: 1 url: "http://r" })",
        "validator_listen: \"127.0.0.1\" is not host:port"},
-      {base + R"(validator_listen: "127.0.0.1:70000" beacon_node_url: "http://b" upstreams { listen_port: 1 url: "http://r" })",
+      {base +
+           R"(validator_listen: "127.0.0.1:70000" beacon_node_url: "http://b" upstreams { listen_port: 1 url: "http://r" })",
        "validator_listen: \"127.0.0.1:70000\" is not host:port"},
       {base + R"(validator_listen: "127.0.0.1:5062" upstreams { listen_port: 1 url: "http://r" })",
        "validator_listen: needs beacon_node_url"},

@@ -383,9 +383,9 @@ class Metrics::ValidatorPortCollector final : public prometheus::Collectable {
     static constexpr validator::PayloadSource kSources[] = {
         validator::PayloadSource::kBuilderApi, validator::PayloadSource::kP2p,
         validator::PayloadSource::kLocal, validator::PayloadSource::kUnknown};
-    auto requests = Family("breaker_sidecar_validator_requests_total",
-                           "Requests of the validator client on the validator port.",
-                           MetricType::Counter);
+    auto requests =
+        Family("breaker_sidecar_validator_requests_total",
+               "Requests of the validator client on the validator port.", MetricType::Counter);
     AddCounter(requests, static_cast<double>(counters.requests));
     auto unreachable = Family("breaker_sidecar_validator_beacon_node_unreachable_total",
                               "Requests the validator port answered 503 or 504: the beacon node "
@@ -409,21 +409,19 @@ class Metrics::ValidatorPortCollector final : public prometheus::Collectable {
       const size_t m = static_cast<size_t>(mode);
       const std::string name = absl::AsciiStrToLower(core::ModeName(mode));
       AddCounter(rewritten, static_cast<double>(counters.rewritten_by_mode[m]), {{"mode", name}});
-      AddCounter(unreadable, static_cast<double>(counters.unreadable_by_mode[m]),
-                 {{"mode", name}});
+      AddCounter(unreadable, static_cast<double>(counters.unreadable_by_mode[m]), {{"mode", name}});
       for (validator::PayloadSource source : kSources) {
-        AddCounter(blocks,
-                   static_cast<double>(
-                       counters.blocks_by_mode_and_source[m][static_cast<size_t>(source)]),
-                   {{"mode", name}, {"source", std::string(validator::PayloadSourceName(source))}});
+        AddCounter(
+            blocks,
+            static_cast<double>(counters.blocks_by_mode_and_source[m][static_cast<size_t>(source)]),
+            {{"mode", name}, {"source", std::string(validator::PayloadSourceName(source))}});
       }
     }
     auto entries = Family("breaker_sidecar_builder_entries_dropped_total",
                           "produceBlockV4 builder entries dropped: malformed (the node would "
                           "ignore them too) or refused by the policy.",
                           MetricType::Counter);
-    AddCounter(entries, static_cast<double>(counters.entries_malformed),
-               {{"cause", "malformed"}});
+    AddCounter(entries, static_cast<double>(counters.entries_malformed), {{"cause", "malformed"}});
     AddCounter(entries, static_cast<double>(counters.entries_refused), {{"cause", "refused"}});
     auto keys = Family("breaker_sidecar_builder_keys_dropped_total",
                        "Banned builders' keys dropped from the builder_pubkeys of entries kept.",
@@ -437,8 +435,8 @@ class Metrics::ValidatorPortCollector final : public prometheus::Collectable {
     AddCounter(bids, static_cast<double>(counters.bids_reported), {{"outcome", "reported"}});
     AddCounter(bids, static_cast<double>(counters.bids_unreported), {{"outcome", "unreported"}});
     std::vector<prometheus::MetricFamily> families;
-    for (auto* family : {&requests, &unreachable, &rewritten, &unreadable, &blocks, &entries,
-                         &keys, &bids}) {
+    for (auto* family :
+         {&requests, &unreachable, &rewritten, &unreadable, &blocks, &entries, &keys, &bids}) {
       families.push_back(std::move(*family));
     }
     return families;
@@ -474,7 +472,6 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
   }
   return metrics;
 }
-
 
 Metrics::~Metrics() {
   // Stop serving before the collector goes.

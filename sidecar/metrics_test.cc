@@ -281,14 +281,14 @@ TEST(MetricsTest, ServesTheValidatorPortsBlockProductionByModeAndSource) {
 
   const std::string text = Scrape((*metrics)->port());
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_validator_requests_total 1"));
-  EXPECT_THAT(text, HasSubstr(
-      "breaker_sidecar_block_production_rewritten_total{mode=\"self_build\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("breaker_sidecar_block_production_rewritten_total{mode=\"self_build\"} 1"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_blocks_produced_total{mode=\"self_build\","
                               "source=\"local\"} 1"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_blocks_produced_total{mode=\"all_builders\","
                               "source=\"p2p\"} 0"));
-  EXPECT_THAT(text, HasSubstr(
-      "breaker_sidecar_builder_entries_dropped_total{cause=\"refused\"} 0"));
+  EXPECT_THAT(text,
+              HasSubstr("breaker_sidecar_builder_entries_dropped_total{cause=\"refused\"} 0"));
 }
 
 TEST(MetricsTest, ABadAddressNamesTheSetting) {
