@@ -10,8 +10,6 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr uint64_t kOffsetBytes = 4;
-// min_bid, builder_boost_factor and the builders' offset.
-constexpr uint64_t kConfigFixedBytes = 8 + 8 + kOffsetBytes;
 
 absl::Status Invalid(const std::string& path, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(path.empty() ? "value" : path, ": ", what));
