@@ -31,6 +31,10 @@ if readelf -d "$library" | grep -qE 'NEEDED.*lib(asan|tsan)\.so'; then
     "the C API's own tests run under it instead" >&2
   exit 0
 fi
+# The C compiler's layout of the sized structs, which each binding's layout test compares with
+# its own.
+export BREAKER_C_LAYOUT="$tmp/c_api_layout.txt"
+"$root/client/c_api_layout" >"$BREAKER_C_LAYOUT"
 export BREAKERD="$root/service/breakerd"
 export BREAKERCTL="$root/ctl/breakerctl"
 [ -x "$BREAKERD" ] || fail "breakerd is not in the runfiles"

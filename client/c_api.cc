@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -67,17 +68,46 @@ void CopyTruncated(absl::string_view message, char (&out)[N]) {
   out[n] = '\0';
 }
 
+// The size of each sized struct in ABI version 1: a caller's `size` below it was never a
+// layout of the struct (most likely, `size` was not set).
+constexpr size_t kErrorSizeV1 = sizeof(breaker_error);
+constexpr size_t kPolicyInfoSizeV1 = sizeof(breaker_policy_info);
+constexpr size_t kStatsSizeV1 = sizeof(breaker_stats);
+
+// Writes `full` to the caller's sized struct `out`: its first out->size bytes, with `size` as
+// the caller set it, and zeroes past the library's struct when the caller's is larger (fields
+// this library does not know read 0). Returns false, writing nothing, when out->size is below
+// `min_size`.
+template <typename T>
+bool FillSized(T full, T* out, size_t min_size) {
+  const size_t size = out->size;
+  if (size < min_size) return false;
+  full.size = size;
+  std::memcpy(out, &full, std::min(size, sizeof(T)));
+  if (size > sizeof(T)) {
+    std::memset(reinterpret_cast<unsigned char*>(out) + sizeof(T), 0, size - sizeof(T));
+  }
+  return true;
+}
+
+// The refusal of a sized struct `name` whose caller's `size` is below `min_size`.
+std::string SizeTooSmall(absl::string_view function, absl::string_view name, size_t size,
+                         size_t min_size) {
+  return absl::StrCat(function, ": out->size is ", size, ", less than any ", name,
+                      " (at least ", min_size, "); set it to sizeof(", name, ")");
+}
+
 // The result of this thread's last call that returns a code, for breaker_last_error: kept per
 // thread so that concurrent callers never see each other's errors.
-thread_local breaker_error last_error = {BREAKER_OK, ""};
+thread_local breaker_error last_error = {sizeof(breaker_error), BREAKER_OK, ""};
 
-// Records `status` as this thread's last result, fills `err` (when not null) with it, and
-// returns its code.
+// Records `status` as this thread's last result, fills `err` (when not null and sized right)
+// with it, and returns its code.
 int SetError(const absl::Status& status, breaker_error* err = nullptr) {
   const int code = Code(status.code());
   last_error.code = code;
   CopyTruncated(status.message(), last_error.message);
-  if (err != nullptr) *err = last_error;
+  if (err != nullptr) FillSized(last_error, err, kErrorSizeV1);
   return code;
 }
 
@@ -176,8 +206,10 @@ const char* At(const std::vector<const std::string*>& strings, size_t index) {
 
 extern "C" {
 
+int breaker_abi_version(void) { return BREAKER_ABI_VERSION; }
+
 int breaker_last_error(breaker_error* out) {
-  if (out != nullptr) *out = last_error;
+  if (out != nullptr && !FillSized(last_error, out, kErrorSizeV1)) return BREAKER_INVALID_ARGUMENT;
   return last_error.code;
 }
 
@@ -450,15 +482,21 @@ bool breaker_policy_is_current(const breaker_client* client, const breaker_polic
 }
 
 int breaker_policy_read(const breaker_policy* policy, breaker_policy_info* out) {
-  if (policy == nullptr) return Invalid("breaker_policy_read", "policy is NULL");
-  if (out == nullptr) return Invalid("breaker_policy_read", "out is NULL");
-  out->fleet_version = policy->snapshot->fleet_version;
-  out->mode = ModeNumber(policy->snapshot->policy.mode);
-  out->source = SourceNumber(policy->snapshot->source);
-  out->n_banned_builders = policy->banned_builders.size();
-  out->n_trusted_builders = policy->trusted_builders.size();
-  out->n_banned_relays = policy->banned_relays.size();
-  out->n_trusted_relays = policy->trusted_relays.size();
+  constexpr char kFunction[] = "breaker_policy_read";
+  if (policy == nullptr) return Invalid(kFunction, "policy is NULL");
+  if (out == nullptr) return Invalid(kFunction, "out is NULL");
+  breaker_policy_info info{};
+  info.fleet_version = policy->snapshot->fleet_version;
+  info.mode = ModeNumber(policy->snapshot->policy.mode);
+  info.source = SourceNumber(policy->snapshot->source);
+  info.n_banned_builders = policy->banned_builders.size();
+  info.n_trusted_builders = policy->trusted_builders.size();
+  info.n_banned_relays = policy->banned_relays.size();
+  info.n_trusted_relays = policy->trusted_relays.size();
+  if (!FillSized(info, out, kPolicyInfoSizeV1)) {
+    return SetError(absl::InvalidArgumentError(
+        SizeTooSmall(kFunction, "breaker_policy_info", out->size, kPolicyInfoSizeV1)));
+  }
   return Ok();
 }
 
@@ -504,26 +542,37 @@ void breaker_unsubscribe(breaker_client* client, int subscription_id) {
 
 // --- Statistics ---
 
-void breaker_get_stats(const breaker_client* client, breaker_stats* out) {
-  if (out == nullptr) return;
-  *out = breaker_stats{};
-  if (client == nullptr) return;
-  const breaker::client::ClientStats stats = client->impl->stats();
-  out->connected = stats.connected;
-  out->reconnects = stats.reconnects;
-  out->reported = stats.reported;
-  out->acknowledged = stats.acknowledged;
-  out->buffered = stats.buffered;
-  out->dropped_bids = stats.dropped_bids;
-  out->dropped_other = stats.dropped_other;
-  out->dropped_failures = stats.dropped_failures;
-  out->refused = stats.refused;
-  out->fleet_policy_version = stats.fleet_policy_version;
-  out->source = SourceNumber(stats.source);
-  out->fallback_active = stats.fallback_active;
-  out->replayed = stats.replayed;
-  out->sequence_exhausted = stats.sequence_exhausted;
-  CopyTruncated(stats.address, out->address);
+int breaker_get_stats(const breaker_client* client, breaker_stats* out) {
+  constexpr char kFunction[] = "breaker_get_stats";
+  if (out == nullptr) return Invalid(kFunction, "out is NULL");
+  breaker_stats c_stats{};
+  if (client != nullptr) {
+    const breaker::client::ClientStats stats = client->impl->stats();
+    c_stats.connected = stats.connected;
+    c_stats.reconnects = stats.reconnects;
+    c_stats.reported = stats.reported;
+    c_stats.acknowledged = stats.acknowledged;
+    c_stats.buffered = stats.buffered;
+    c_stats.dropped_bids = stats.dropped_bids;
+    c_stats.dropped_other = stats.dropped_other;
+    c_stats.dropped_failures = stats.dropped_failures;
+    c_stats.refused = stats.refused;
+    c_stats.fleet_policy_version = stats.fleet_policy_version;
+    c_stats.source = SourceNumber(stats.source);
+    c_stats.fallback_active = stats.fallback_active;
+    c_stats.replayed = stats.replayed;
+    c_stats.sequence_exhausted = stats.sequence_exhausted;
+    CopyTruncated(stats.address, c_stats.address);
+  }
+  if (!FillSized(c_stats, out, kStatsSizeV1)) {
+    return SetError(absl::InvalidArgumentError(
+        SizeTooSmall(kFunction, "breaker_stats", out->size, kStatsSizeV1)));
+  }
+  return Ok();
+}
+
+bool breaker_is_synced(const breaker_client* client) {
+  return client != nullptr && breaker::client::IsSynced(client->impl->stats());
 }
 
 }  // extern "C"

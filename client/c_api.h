@@ -39,6 +39,21 @@
  *     callback.
  *   - Nothing is thrown across this boundary: the C++ side reports errors as status values.
  *     Running out of memory (other than in breaker_options_new) ends the process.
+ *   - Structs the caller allocates and the library fills (breaker_error, breaker_policy_info,
+ *     breaker_stats) begin with `size_t size`, which the caller sets to sizeof the struct as
+ *     its header declares it (in C, `breaker_stats s = {.size = sizeof s};`). The library
+ *     writes only the first `size` bytes, and zeroes what lies past its own struct when the
+ *     caller's is larger: a struct only ever grows by fields added at its end, so a program
+ *     built against an older or a newer header reads every field it knows, and nothing else is
+ *     written. A `size` below the struct's size in ABI version 1 (a `size` not set) is refused
+ *     with BREAKER_INVALID_ARGUMENT and nothing is written. Sized structs rather than opaque
+ *     handles with an accessor per field: one call reads a consistent set of counters, and a
+ *     binding declares each struct once (bindings check its layout against this header's).
+ *
+ * Versions: breaker_abi_version() returns the library's BREAKER_ABI_VERSION, which is also the
+ * number of its SONAME (libbreaker_client.so.1). It changes only when an existing function or
+ * field changes meaning or place; adding a function, or a field at the end of a sized struct,
+ * keeps it.
  */
 
 #include <stdbool.h>
@@ -48,6 +63,14 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The ABI this header describes. */
+#define BREAKER_ABI_VERSION 1
+
+/* Returns the ABI version of the library loaded (BREAKER_ABI_VERSION of the header it was built
+ * from): a binding compares it with the version it was written for. Thread-safe; does not
+ * block. */
+int breaker_abi_version(void);
 
 /* ------------------------------------------------------------------------------------------
  * Errors. */
@@ -61,16 +84,19 @@ enum breaker_code {
 };
 
 /* Filled by functions that take one. `message` is NUL-terminated (truncated to fit); empty when
- * `code` is 0. */
+ * `code` is 0. A sized struct: set `size` (see the conventions above). */
 typedef struct breaker_error {
+  size_t size;
   int code;
   char message[256];
 } breaker_error;
 
 /* Copies to `*out` (when not NULL) the code and message of the last call on this thread of a
  * function of this API that returns an int code, and returns that code: 0 with an empty
- * message when that call succeeded, or when there was none. A binding whose language moves
- * its tasks between threads calls it in the same native call as the function that failed.
+ * message when that call succeeded, or when there was none. An `out` whose `size` is too small
+ * is not written, and BREAKER_INVALID_ARGUMENT is returned (the last error stays as it was).
+ * A binding whose language moves its tasks between threads calls it in the same native call
+ * as the function that failed.
  * Thread-safe (per thread); does not block; the caller owns `*out`. */
 int breaker_last_error(breaker_error* out);
 
@@ -151,6 +177,7 @@ typedef struct breaker_client breaker_client;
  *     (the message names what is wrong);
  *   BREAKER_NOT_FOUND when the fallback configuration file or a TLS file does not exist;
  *   BREAKER_FAILED_PRECONDITION when one cannot be read.
+ * An `err` whose `size` is too small is not written (breaker_last_error has the error).
  * Thread-safe (`opts` is only read); reads the files named in `opts` but does not wait for the
  * network; the caller owns the client and frees it with breaker_client_free. */
 int breaker_client_new(const breaker_options* opts, breaker_client** out, breaker_error* err);
@@ -273,8 +300,9 @@ void breaker_policy_free(breaker_policy* policy);
  * Thread-safe; does not block; keeps neither pointer. */
 bool breaker_policy_is_current(const breaker_client* client, const breaker_policy* policy);
 
-/* The scalar fields of a held policy. */
+/* The scalar fields of a held policy. A sized struct: set `size`. */
 typedef struct breaker_policy_info {
+  size_t size;
   /* As breaker_policy_version: 0 when no fleet policy has arrived. */
   uint64_t fleet_version;
   /* A breaker_mode. */
@@ -288,7 +316,8 @@ typedef struct breaker_policy_info {
   size_t n_trusted_relays;
 } breaker_policy_info;
 
-/* Fills `*out` from `policy`. Returns 0, or BREAKER_INVALID_ARGUMENT for a NULL argument.
+/* Fills `*out` from `policy`. Returns 0, or BREAKER_INVALID_ARGUMENT for a NULL argument or
+ * an `out->size` too small.
  * Thread-safe; does not block; the caller owns `*out`. */
 int breaker_policy_read(const breaker_policy* policy, breaker_policy_info* out);
 
@@ -341,7 +370,9 @@ void breaker_unsubscribe(breaker_client* client, int subscription_id);
 /* ------------------------------------------------------------------------------------------
  * Statistics. */
 
+/* A sized struct: set `size`. */
 typedef struct breaker_stats {
+  size_t size;
   /* A stream to breakerd is up. */
   bool connected;
   uint64_t reconnects;
@@ -373,10 +404,18 @@ typedef struct breaker_stats {
   char address[256];
 } breaker_stats;
 
-/* Fills `*out` with the client's counters. A NULL client fills zeros; a NULL `out` is
- * ignored. Thread-safe; does not block (it takes the library's counters' locks, which no
- * thread holds across I/O); the caller owns `*out`. */
-void breaker_get_stats(const breaker_client* client, breaker_stats* out);
+/* Fills `*out` with the client's counters and returns 0. A NULL client fills zeros. Returns
+ * BREAKER_INVALID_ARGUMENT, writing nothing, for a NULL `out` or an `out->size` too small.
+ * Thread-safe; does not block (it takes the library's counters' locks, which no thread holds
+ * across I/O); the caller owns `*out`. */
+int breaker_get_stats(const breaker_client* client, breaker_stats* out);
+
+/* Returns whether the client is in sync with breakerd: a stream is up, breakerd has
+ * acknowledged every observation reported so far (none is buffered), and the policy in force
+ * is the fleet's (BREAKER_SOURCE_FLEET). The one definition of "synced" every binding uses: a
+ * node waits for it at start, before its first proposal. False for a NULL client.
+ * Thread-safe; does not block (as breaker_get_stats). */
+bool breaker_is_synced(const breaker_client* client);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -50,7 +50,7 @@ static bool cycle(int i) {
   breaker_options* opts = breaker_options_new();
   char node_id[32];
   snprintf(node_id, sizeof(node_id), "cycle-%d", i);
-  breaker_error err;
+  breaker_error err = {.size = sizeof err};
   breaker_client* client = NULL;
   const bool made = opts != NULL && breaker_options_add_address(opts, "127.0.0.1:1") == 0 &&
                     breaker_options_set_node_id(opts, node_id) == 0 &&
@@ -72,7 +72,7 @@ static bool cycle(int i) {
   if (i % 2 == 0) breaker_unsubscribe(client, subscription);
   breaker_client_free(client);
   /* A held policy outlives its client. */
-  breaker_policy_info info;
+  breaker_policy_info info = {.size = sizeof info};
   ok = ok && breaker_policy_read(policy, &info) == 0 && info.source == BREAKER_SOURCE_LOCAL;
   breaker_policy_free(policy);
   if (!ok) fprintf(stderr, "cycle %d: a call failed\n", i);

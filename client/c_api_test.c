@@ -74,13 +74,14 @@ static void test_option_setters(void) {
 }
 
 static void test_options_errors(void) {
-  breaker_error err;
+  breaker_error err = {.size = sizeof err};
   breaker_client* client = (breaker_client*)&err; /* Must be overwritten with NULL. */
 
   /* No address. */
   breaker_options* opts = breaker_options_new();
   CHECK(breaker_options_set_node_id(opts, "c-node") == BREAKER_OK);
   memset(&err, 0, sizeof(err));
+  err.size = sizeof(err);
   CHECK(breaker_client_new(opts, &client, &err) == BREAKER_INVALID_ARGUMENT);
   CHECK(client == NULL);
   CHECK(err.code == BREAKER_INVALID_ARGUMENT);
@@ -94,6 +95,7 @@ static void test_options_errors(void) {
   opts = breaker_options_new();
   CHECK(breaker_options_add_address(opts, kAddress) == BREAKER_OK);
   memset(&err, 0, sizeof(err));
+  err.size = sizeof(err);
   CHECK(breaker_client_new(opts, &client, &err) == BREAKER_INVALID_ARGUMENT);
   CHECK(client == NULL);
   CHECK(err.code == BREAKER_INVALID_ARGUMENT);
@@ -104,6 +106,7 @@ static void test_options_errors(void) {
   CHECK(breaker_options_set_fallback_config_file(opts, "/nonexistent/breakerd.textproto") ==
         BREAKER_OK);
   memset(&err, 0, sizeof(err));
+  err.size = sizeof(err);
   CHECK(breaker_client_new(opts, &client, &err) == BREAKER_NOT_FOUND);
   CHECK(client == NULL);
   CHECK(err.code == BREAKER_NOT_FOUND);
@@ -113,17 +116,20 @@ static void test_options_errors(void) {
   CHECK(breaker_options_set_fallback_config_file(opts, "") == BREAKER_OK);
   CHECK(breaker_options_set_tls(opts, "/nonexistent/ca.pem", NULL, NULL) == BREAKER_OK);
   memset(&err, 0, sizeof(err));
+  err.size = sizeof(err);
   CHECK(breaker_client_new(opts, &client, &err) == BREAKER_NOT_FOUND);
   CHECK(client == NULL);
   CHECK(strstr(err.message, "/nonexistent/ca.pem") != NULL);
   CHECK(breaker_options_set_tls(opts, "", "/nonexistent/node.pem", NULL) == BREAKER_OK);
   memset(&err, 0, sizeof(err));
+  err.size = sizeof(err);
   CHECK(breaker_client_new(opts, &client, &err) == BREAKER_INVALID_ARGUMENT);
   CHECK(strstr(err.message, "go together") != NULL);
   breaker_options_free(opts);
 
   /* NULL arguments. */
   memset(&err, 0, sizeof(err));
+  err.size = sizeof(err);
   CHECK(breaker_client_new(NULL, &client, &err) == BREAKER_INVALID_ARGUMENT);
   CHECK(err.code == BREAKER_INVALID_ARGUMENT);
   opts = breaker_options_new();
@@ -144,7 +150,7 @@ static bool write_temp_file(const char* name, const char* text, char* path, size
 
 static void test_fallback_config_file(void) {
   char path[4096];
-  breaker_error err;
+  breaker_error err = {.size = sizeof err};
   breaker_client* client = NULL;
   breaker_options* opts = breaker_options_new();
   CHECK(breaker_options_add_address(opts, kAddress) == BREAKER_OK);
@@ -154,6 +160,7 @@ static void test_fallback_config_file(void) {
   CHECK(write_temp_file("bad.textproto", "no_such_field: 1\n", path, sizeof(path)));
   CHECK(breaker_options_set_fallback_config_file(opts, path) == BREAKER_OK);
   memset(&err, 0, sizeof(err));
+  err.size = sizeof(err);
   CHECK(breaker_client_new(opts, &client, &err) == BREAKER_INVALID_ARGUMENT);
   CHECK(client == NULL);
   CHECK(strstr(err.message, "fallback_config_file") != NULL);
@@ -165,6 +172,7 @@ static void test_fallback_config_file(void) {
   CHECK(write_temp_file("good.textproto", "allowed_failures: 1\n", path, sizeof(path)));
   CHECK(breaker_options_set_fallback_config_file(opts, path) == BREAKER_OK);
   memset(&err, 0, sizeof(err));
+  err.size = sizeof(err);
   CHECK(breaker_client_new(opts, &client, &err) == BREAKER_OK);
   if (err.code != BREAKER_OK) fprintf(stderr, "  message: %s\n", err.message);
   CHECK(client != NULL);
@@ -187,8 +195,9 @@ static void test_client(void) {
   breaker_options* opts = breaker_options_new();
   CHECK(breaker_options_add_address(opts, kAddress) == BREAKER_OK);
   CHECK(breaker_options_set_node_id(opts, "c-node") == BREAKER_OK);
-  breaker_error err;
+  breaker_error err = {.size = sizeof err};
   memset(&err, 0x7f, sizeof(err));
+  err.size = sizeof(err);
   breaker_client* client = NULL;
   CHECK(breaker_client_new(opts, &client, &err) == BREAKER_OK);
   CHECK(err.code == BREAKER_OK);
@@ -249,8 +258,9 @@ static void test_client(void) {
   CHECK(breaker_mode(NULL) == 0);
   CHECK(breaker_policy_source(NULL) == 0);
 
-  breaker_stats stats;
+  breaker_stats stats = {.size = sizeof stats};
   memset(&stats, 0x7f, sizeof(stats));
+  stats.size = sizeof(stats);
   breaker_get_stats(client, &stats);
   CHECK(!stats.connected);
   CHECK_EQ_U64(stats.reported, 7);
@@ -262,10 +272,13 @@ static void test_client(void) {
   CHECK(stats.source == BREAKER_SOURCE_LOCAL);
   /* No fleet policy yet: the local engine's rules are in force. */
   CHECK(stats.fallback_active);
-  breaker_get_stats(client, NULL);
-  breaker_get_stats(NULL, &stats);
+  CHECK(breaker_get_stats(client, NULL) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_get_stats(NULL, &stats) == BREAKER_OK);
   CHECK_EQ_U64(stats.reported, 0);
   CHECK(!stats.fallback_active);
+  /* Not connected, observations buffered, the local policy: not in sync. */
+  CHECK(!breaker_is_synced(client));
+  CHECK(!breaker_is_synced(NULL));
 
   /* Subscriptions. */
   int id = -1;
@@ -287,8 +300,9 @@ static void test_client(void) {
 
 /* Every refusal says what was wrong, per thread, through breaker_last_error. */
 static void test_last_error(void) {
-  breaker_error err;
+  breaker_error err = {.size = sizeof err};
   memset(&err, 0x7f, sizeof(err));
+  err.size = sizeof(err);
   CHECK(breaker_options_add_address(NULL, kAddress) == BREAKER_INVALID_ARGUMENT);
   CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
   CHECK(err.code == BREAKER_INVALID_ARGUMENT);
@@ -345,7 +359,7 @@ static void test_last_error(void) {
   CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
   CHECK(strstr(err.message, "callback is NULL") != NULL);
 
-  breaker_stats stats;
+  breaker_stats stats = {.size = sizeof stats};
   breaker_get_stats(client, &stats);
   CHECK_EQ_U64(stats.reported, 1); /* Only the 64 roots. */
   CHECK_EQ_U64(stats.replayed, 0);
@@ -357,7 +371,7 @@ static void test_last_error(void) {
 /* A held policy: one snapshot for several reads, strings owned by it, alive past its client. */
 static void test_policy_handle(void) {
   CHECK(breaker_policy_get(NULL) == NULL);
-  breaker_policy_info info;
+  breaker_policy_info info = {.size = sizeof info};
   CHECK(breaker_policy_read(NULL, &info) == BREAKER_INVALID_ARGUMENT);
   CHECK_EQ_U64(breaker_policy_banned_builders(NULL, NULL, 0), 0);
   CHECK(breaker_policy_banned_relay(NULL, 0) == NULL);
@@ -375,7 +389,7 @@ static void test_policy_handle(void) {
   CHECK(breaker_options_set_node_id(opts, "c-node") == BREAKER_OK);
   CHECK(breaker_options_set_fallback_config_file(opts, path) == BREAKER_OK);
   breaker_client* client = NULL;
-  breaker_error err;
+  breaker_error err = {.size = sizeof err};
   CHECK(breaker_client_new(opts, &client, &err) == BREAKER_OK);
   breaker_options_free(opts);
   if (client == NULL) {
@@ -388,6 +402,7 @@ static void test_policy_handle(void) {
   CHECK(!breaker_policy_is_current(client, NULL));
   CHECK(!breaker_policy_is_current(NULL, policy));
   memset(&info, 0x7f, sizeof(info));
+  info.size = sizeof(info);
   CHECK(breaker_policy_read(policy, &info) == BREAKER_OK);
   CHECK(breaker_policy_read(policy, NULL) == BREAKER_INVALID_ARGUMENT);
   CHECK_EQ_U64(info.fleet_version, 0);
@@ -417,7 +432,46 @@ static void test_policy_handle(void) {
   breaker_policy_free(policy);
 }
 
+/* A caller built against a newer header, whose breaker_stats has one more field at its end. */
+struct newer_stats {
+  breaker_stats known;
+  uint64_t added_later;
+};
+
+/* Sized structs: the library writes the caller's `size` bytes and no more, zeroes what it does
+ * not know, and refuses a size that was never set. */
+static void test_sized_structs(void) {
+  CHECK(breaker_abi_version() == BREAKER_ABI_VERSION);
+
+  struct newer_stats newer;
+  memset(&newer, 0x7f, sizeof(newer));
+  newer.known.size = sizeof(newer);
+  CHECK(breaker_get_stats(NULL, &newer.known) == BREAKER_OK);
+  CHECK_EQ_U64(newer.known.size, sizeof(newer)); /* The caller's size is kept. */
+  CHECK_EQ_U64(newer.known.reported, 0);
+  CHECK_EQ_U64(newer.added_later, 0); /* Unknown to the library: zero. */
+
+  /* `size` not set: refused, nothing written, the message says what to do. */
+  breaker_stats unset;
+  memset(&unset, 0, sizeof(unset));
+  unset.reported = 77;
+  CHECK(breaker_get_stats(NULL, &unset) == BREAKER_INVALID_ARGUMENT);
+  CHECK_EQ_U64(unset.reported, 77);
+  breaker_error err = {.size = sizeof err};
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "set it to sizeof(breaker_stats)") != NULL);
+
+  /* breaker_last_error with an unset size writes nothing and keeps the last error. */
+  breaker_error unset_err;
+  memset(&unset_err, 0, sizeof(unset_err));
+  CHECK(breaker_last_error(&unset_err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(unset_err.message[0] == '\0');
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "breaker_get_stats") != NULL);
+}
+
 int main(void) {
+  test_sized_structs();
   test_last_error();
   test_policy_handle();
   test_option_setters();

@@ -116,6 +116,13 @@ struct ClientStats {
   bool fallback_active = true;
 };
 
+// In sync with breakerd: a stream is up, breakerd has acknowledged every observation reported
+// so far (none is buffered), and the policy in force is the fleet's. What a node waits for at
+// start and before its first proposal; the C API and every binding use this one definition.
+inline bool IsSynced(const ClientStats& stats) {
+  return stats.connected && stats.buffered == 0 && stats.source == PolicySource::kFleet;
+}
+
 // Thread-safe: every method may be called from any thread.
 class BreakerClient {
  public:

@@ -223,6 +223,9 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if v := C.breaker_abi_version(); v != C.BREAKER_ABI_VERSION {
+		return nil, &Error{Code: FailedPrecondition, Message: fmt.Sprintf("libbreaker_client.so has ABI version %d; this package was built for %d: load the library of the same release", int(v), int(C.BREAKER_ABI_VERSION))}
+	}
 	o := C.breaker_options_new()
 	if o == nil {
 		return nil, errors.New("breaker: out of memory allocating options")
@@ -231,7 +234,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	if err := setOptions(o, opts); err != nil {
 		return nil, err
 	}
-	var e C.breaker_error
+	e := newCError()
 	var c *C.breaker_client
 	if code := C.breaker_client_new(o, &c, &e); code != C.BREAKER_OK {
 		return nil, errorFrom(code, &e)
@@ -252,7 +255,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 
 // setOptions copies opts into o; C copies every string before returning.
 func setOptions(o *C.breaker_options, opts Options) error {
-	var e C.breaker_error
+	e := newCError()
 	set := func(code C.int) error {
 		if code != C.BREAKER_OK {
 			C.breaker_last_error(&e)
@@ -363,7 +366,7 @@ func (c *Client) heldIsCurrent() bool {
 
 // convertPolicy copies a held C policy into Go values.
 func convertPolicy(held *C.breaker_policy) Policy {
-	var info C.breaker_policy_info
+	info := C.breaker_policy_info{size: C.size_t(unsafe.Sizeof(C.breaker_policy_info{}))}
 	C.breaker_policy_read(held, &info)
 	p := Policy{
 		Version:    uint64(info.fleet_version),
@@ -418,7 +421,7 @@ func (c *Client) IsAllowed(builder uint64, relay string) bool {
 
 // Stats returns the client's counters (zeros after Close).
 func (c *Client) Stats() Stats {
-	var s C.breaker_stats
+	s := C.breaker_stats{size: C.size_t(unsafe.Sizeof(C.breaker_stats{}))}
 	c.mu.RLock()
 	if c.c != nil {
 		C.breaker_get_stats(c.c, &s)
@@ -443,6 +446,15 @@ func (c *Client) Stats() Stats {
 	}
 }
 
+// IsSynced reports, without waiting, whether the client is connected, breakerd has
+// acknowledged every observation reported so far, and the policy in force is the fleet's (the
+// library's one definition, breaker_is_synced). False after Close.
+func (c *Client) IsSynced() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.c != nil && bool(C.breaker_is_synced(c.c))
+}
+
 // syncPoll is how often WaitSynced looks at the client's counters.
 const syncPoll = 10 * time.Millisecond
 
@@ -459,10 +471,10 @@ func (c *Client) WaitSynced(ctx context.Context) error {
 		if closed {
 			return ErrClosed
 		}
-		s := c.Stats()
-		if s.Connected && s.Buffered == 0 && s.Source == Fleet {
+		if c.IsSynced() {
 			return nil
 		}
+		s := c.Stats()
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("breaker: not in sync with breakerd (connected %v to %q, %d observations unacknowledged, policy from %v): %w",

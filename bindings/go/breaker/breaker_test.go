@@ -37,6 +37,9 @@ func dial(t *testing.T, d *breakerd, nodeID string) *Client {
 	if err := c.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if !c.IsSynced() {
+		t.Fatal("IsSynced is false right after WaitSynced returned")
+	}
 	return c
 }
 
@@ -179,6 +182,9 @@ func TestBadInputIsAnErrorValue(t *testing.T) {
 	defer cancelShort()
 	if err := c.WaitSynced(short); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("WaitSynced towards nothing: %v", err)
+	}
+	if c.IsSynced() {
+		t.Fatal("IsSynced towards nothing")
 	}
 	if p := c.Policy(); p.Source != Local || p.Version != 0 {
 		t.Fatalf("policy without breakerd: %+v", p)

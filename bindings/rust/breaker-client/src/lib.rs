@@ -79,7 +79,7 @@ impl Error {
 
     /// The error the calling thread's last C call recorded.
     fn last(code: c_int) -> Error {
-        let mut err = ffi::breaker_error { code: 0, message: [0; 256] };
+        let mut err = ffi::breaker_error::new();
         // SAFETY: `err` is ours for the call.
         unsafe { ffi::breaker_last_error(&mut err) };
         Error::from_c(code, &err)
@@ -300,7 +300,7 @@ impl Held {
     fn read(client: *const ffi::breaker_client) -> Held {
         // SAFETY: `client` is live (the caller's borrow of Client).
         let snapshot = unsafe { ffi::breaker_policy_get(client) };
-        let mut info = ffi::breaker_policy_info::default();
+        let mut info = ffi::breaker_policy_info::new();
         // SAFETY: `snapshot` is live until Held drops; the lists are copied out.
         unsafe {
             ffi::breaker_policy_read(snapshot, &mut info);
@@ -356,9 +356,20 @@ impl Client {
         if options.addresses.is_empty() {
             return Err(Error::invalid("Options.addresses is empty; give breakerd's address, host:port".into()));
         }
+        // SAFETY: no precondition.
+        let abi = unsafe { ffi::breaker_abi_version() };
+        if abi != ffi::BREAKER_ABI_VERSION {
+            return Err(Error {
+                code: Code::FailedPrecondition,
+                message: format!(
+                    "libbreaker_client.so has ABI version {abi}; this crate was written for {}: load the library of the same release",
+                    ffi::BREAKER_ABI_VERSION
+                ),
+            });
+        }
         let o = options.to_c()?;
         let mut raw = ptr::null_mut();
-        let mut err = ffi::breaker_error { code: 0, message: [0; 256] };
+        let mut err = ffi::breaker_error::new();
         // SAFETY: `o` is live; `raw` and `err` are ours.
         let code = unsafe { ffi::breaker_client_new(o.0, &mut raw, &mut err) };
         if code != ffi::BREAKER_OK {
@@ -399,9 +410,8 @@ impl Client {
 
     /// The client's counters.
     pub fn stats(&self) -> Stats {
-        // SAFETY: breaker_stats is plain data; C fills all of it.
-        let mut s: ffi::breaker_stats = unsafe { std::mem::zeroed() };
-        // SAFETY: live client, `s` is ours.
+        let mut s = ffi::breaker_stats::new();
+        // SAFETY: live client, `s` is ours and sized.
         unsafe { ffi::breaker_get_stats(self.raw, &mut s) };
         Stats {
             connected: s.connected,
@@ -423,17 +433,25 @@ impl Client {
         }
     }
 
+    /// Whether the client is connected, breakerd has acknowledged every observation reported
+    /// so far, and the policy in force is the fleet's (the library's one definition,
+    /// `breaker_is_synced`). Does not block: a task polls it, or awaits its own timer.
+    pub fn is_synced(&self) -> bool {
+        // SAFETY: live client.
+        unsafe { ffi::breaker_is_synced(self.raw) }
+    }
+
     /// Waits at most `timeout` until the client is connected, breakerd has acknowledged every
     /// observation reported so far, and the policy in force is the fleet's. Otherwise returns
     /// a DeadlineExceeded error with the client's state.
     pub fn wait_synced(&self, timeout: Duration) -> Result<(), Error> {
         let deadline = Instant::now() + timeout;
         loop {
-            let s = self.stats();
-            if s.connected && s.buffered == 0 && s.source == Source::Fleet {
+            if self.is_synced() {
                 return Ok(());
             }
             if Instant::now() >= deadline {
+                let s = self.stats();
                 return Err(Error {
                     code: Code::DeadlineExceeded,
                     message: format!(

@@ -12,6 +12,7 @@ use common::{eventually, rss_kib, Breakerd};
 fn connect(d: &Breakerd, node_id: &str) -> Client {
     let client = Client::new(&d.options(node_id)).unwrap();
     client.wait_synced(Duration::from_secs(20)).unwrap();
+    assert!(client.is_synced());
     client
 }
 
@@ -110,6 +111,7 @@ fn bad_input_is_an_error_value() {
     let e = client.wait_synced(Duration::from_millis(200)).unwrap_err();
     assert_eq!(e.code, Code::DeadlineExceeded);
     assert!(e.message.contains("127.0.0.1:1"), "{e}");
+    assert!(!client.is_synced());
     assert_eq!(client.policy().source, Source::Local);
 
     let e = client.observe_bid(1, 1, &"r".repeat(600), &[]).unwrap_err();
