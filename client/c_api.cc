@@ -72,7 +72,7 @@ void CopyTruncated(absl::string_view message, char (&out)[N]) {
 // layout of the struct (most likely, `size` was not set).
 constexpr size_t kErrorSizeV1 = sizeof(breaker_error);
 constexpr size_t kPolicyInfoSizeV1 = sizeof(breaker_policy_info);
-constexpr size_t kStatsSizeV1 = sizeof(breaker_stats);
+constexpr size_t kStatsSizeV1 = offsetof(breaker_stats, last_refusal);
 
 // Writes `full` to the caller's sized struct `out`: its first out->size bytes, with `size` as
 // the caller set it, and zeroes past the library's struct when the caller's is larger (fields
@@ -124,13 +124,6 @@ int Check(absl::string_view function, const absl::Status& status) {
   return SetError(absl::Status(status.code(), absl::StrCat(function, ": ", status.message())));
 }
 
-// A relay identifier within breakerd's bound (an absent one is P2P, within it too).
-absl::Status CheckRelay(const char* relay) {
-  if (relay == nullptr) return absl::OkStatus();
-  return breaker::core::bounds::CheckMaxBytes("relay", relay,
-                                              breaker::core::bounds::kMaxRelayIdBytes);
-}
-
 int ModeNumber(breaker::core::Mode mode) {
   switch (mode) {
     case breaker::core::Mode::kAllBuilders:
@@ -163,10 +156,10 @@ breaker::core::BlockRoot Root(const uint8_t* bytes) {
 
 absl::string_view OrEmpty(const char* s) { return s == nullptr ? absl::string_view() : s; }
 
-// Queues `event`; the caller has checked its arguments.
-int Report(breaker_client* client, uint64_t slot, breaker::core::Event event) {
-  client->impl->Report(slot, std::move(event));
-  return Ok();
+// Queues `event` (the caller has checked its pointers), or records why the library refused it.
+int Report(absl::string_view function, breaker_client* client, uint64_t slot,
+           breaker::core::Event event) {
+  return Check(function, client->impl->Report(slot, std::move(event)));
 }
 
 constexpr char kClientIsNull[] = "client is NULL";
@@ -341,17 +334,11 @@ int breaker_report_bid(breaker_client* client, uint64_t slot, uint64_t builder,
     return Invalid(kFunction, absl::StrCat("pubkey is NULL with pubkey_len ", pubkey_len,
                                            "; pass NULL with 0 when the key is not known"));
   }
-  if (pubkey_len != 0 && pubkey_len != breaker::core::bounds::kPubkeyBytes) {
-    return Invalid(kFunction,
-                   absl::StrCat("pubkey is ", pubkey_len, " bytes; a builder's key is ",
-                                breaker::core::bounds::kPubkeyBytes, " bytes, or none (NULL, 0)"));
-  }
-  if (int code = Check(kFunction, CheckRelay(relay_or_null)); code != BREAKER_OK) return code;
   breaker::core::BidSeen bid;
   bid.builder = builder;
   bid.relay = std::string(OrEmpty(relay_or_null));
   if (pubkey_len != 0) bid.pubkey.assign(reinterpret_cast<const char*>(pubkey), pubkey_len);
-  return Report(client, slot, std::move(bid));
+  return Report(kFunction, client, slot, std::move(bid));
 }
 
 int breaker_report_payload_missing(breaker_client* client, uint64_t slot, uint64_t builder,
@@ -359,16 +346,11 @@ int breaker_report_payload_missing(breaker_client* client, uint64_t slot, uint64
   constexpr char kFunction[] = "breaker_report_payload_missing";
   if (client == nullptr) return Invalid(kFunction, kClientIsNull);
   if (root == nullptr) return Invalid(kFunction, kRootIsNull);
-  // Written so that NaN is refused too.
-  if (!(attested_fraction >= 0 && attested_fraction <= 1)) {
-    return Invalid(kFunction, absl::StrCat("attested_fraction is ", attested_fraction,
-                                           "; it is a fraction of the committee's weight, 0..1"));
-  }
   breaker::core::PayloadMissing missing;
   missing.builder = builder;
   missing.root = Root(root);
   missing.attested_fraction = attested_fraction;
-  return Report(client, slot, std::move(missing));
+  return Report(kFunction, client, slot, std::move(missing));
 }
 
 int breaker_report_payload_delivered(breaker_client* client, uint64_t slot, uint64_t builder,
@@ -379,7 +361,7 @@ int breaker_report_payload_delivered(breaker_client* client, uint64_t slot, uint
   breaker::core::PayloadDelivered delivered;
   delivered.builder = builder;
   delivered.root = Root(root);
-  return Report(client, slot, std::move(delivered));
+  return Report(kFunction, client, slot, std::move(delivered));
 }
 
 int breaker_report_blocks_seen(breaker_client* client, uint64_t slot, const uint8_t* roots,
@@ -389,9 +371,10 @@ int breaker_report_blocks_seen(breaker_client* client, uint64_t slot, const uint
   if (roots == nullptr && n_roots != 0) {
     return Invalid(kFunction, absl::StrCat("roots is NULL with n_roots ", n_roots));
   }
-  if (int code =
-          Check(kFunction, breaker::core::bounds::CheckMaxCount(
-                               "n_roots", n_roots, breaker::core::bounds::kMaxBlockRootsPerSlot));
+  // Before reading `roots`, with breakerd's words.
+  if (int code = Check(kFunction, breaker::core::bounds::CheckMaxCount(
+                                      "blocks_seen.block_roots", n_roots,
+                                      breaker::core::bounds::kMaxBlockRootsPerSlot));
       code != BREAKER_OK) {
     return code;
   }
@@ -399,36 +382,37 @@ int breaker_report_blocks_seen(breaker_client* client, uint64_t slot, const uint
   breaker::core::BlocksSeen seen;
   seen.roots.reserve(n_roots);
   for (size_t i = 0; i < n_roots; ++i) seen.roots.push_back(Root(roots + i * kRootSize));
-  return Report(client, slot, std::move(seen));
+  return Report(kFunction, client, slot, std::move(seen));
 }
 
 int breaker_report_finalized(breaker_client* client, uint64_t slot, uint64_t epoch) {
-  if (client == nullptr) return Invalid("breaker_report_finalized", kClientIsNull);
+  constexpr char kFunction[] = "breaker_report_finalized";
+  if (client == nullptr) return Invalid(kFunction, kClientIsNull);
   breaker::core::Finalized finalized;
   finalized.epoch = epoch;
-  return Report(client, slot, finalized);
+  return Report(kFunction, client, slot, finalized);
 }
 
 int breaker_report_builder_exited(breaker_client* client, uint64_t slot, uint64_t builder) {
-  if (client == nullptr) return Invalid("breaker_report_builder_exited", kClientIsNull);
+  constexpr char kFunction[] = "breaker_report_builder_exited";
+  if (client == nullptr) return Invalid(kFunction, kClientIsNull);
   breaker::core::BuilderExited exited;
   exited.builder = builder;
-  return Report(client, slot, exited);
+  return Report(kFunction, client, slot, exited);
 }
 
 int breaker_report_relay_reveal_missing(breaker_client* client, uint64_t slot, const char* relay,
                                         const uint8_t root[32]) {
   constexpr char kFunction[] = "breaker_report_relay_reveal_missing";
   if (client == nullptr) return Invalid(kFunction, kClientIsNull);
-  if (relay == nullptr || relay[0] == '\0') {
-    return Invalid(kFunction, "relay is empty; name the relay that signed the header");
+  if (relay == nullptr) {
+    return Invalid(kFunction, "relay is NULL; name the relay that signed the header");
   }
   if (root == nullptr) return Invalid(kFunction, kRootIsNull);
-  if (int code = Check(kFunction, CheckRelay(relay)); code != BREAKER_OK) return code;
   breaker::core::RelayRevealMissing missing;
   missing.relay = relay;
   missing.root = Root(root);
-  return Report(client, slot, std::move(missing));
+  return Report(kFunction, client, slot, std::move(missing));
 }
 
 // --- The policy in force ---
@@ -563,6 +547,7 @@ int breaker_get_stats(const breaker_client* client, breaker_stats* out) {
     c_stats.replayed = stats.replayed;
     c_stats.sequence_exhausted = stats.sequence_exhausted;
     CopyTruncated(stats.address, c_stats.address);
+    CopyTruncated(stats.last_refusal, c_stats.last_refusal);
   }
   if (!FillSized(c_stats, out, kStatsSizeV1)) {
     return SetError(absl::InvalidArgumentError(

@@ -45,10 +45,11 @@
  *     writes only the first `size` bytes, and zeroes what lies past its own struct when the
  *     caller's is larger: a struct only ever grows by fields added at its end, so a program
  *     built against an older or a newer header reads every field it knows, and nothing else is
- *     written. A `size` below the struct's size in ABI version 1 (a `size` not set) is refused
- *     with BREAKER_INVALID_ARGUMENT and nothing is written. Sized structs rather than opaque
- *     handles with an accessor per field: one call reads a consistent set of counters, and a
- *     binding declares each struct once (bindings check its layout against this header's).
+ *     written. A `size` below the struct's first layout in ABI version 1 (a `size` not set)
+ *     is refused with BREAKER_INVALID_ARGUMENT and nothing is written. Sized structs rather
+ *     than opaque handles with an accessor per field: one call reads a consistent set of
+ *     counters, and a binding declares each struct once (bindings check its layout against
+ *     this header's).
  *
  * Versions: breaker_abi_version() returns the library's BREAKER_ABI_VERSION, which is also the
  * number of its SONAME (libbreaker_client.so.1). It changes only when an existing function or
@@ -80,7 +81,8 @@ enum breaker_code {
   BREAKER_OK = 0,
   BREAKER_INVALID_ARGUMENT = 3,
   BREAKER_NOT_FOUND = 5,
-  BREAKER_FAILED_PRECONDITION = 9
+  BREAKER_FAILED_PRECONDITION = 9,
+  BREAKER_OUT_OF_RANGE = 11
 };
 
 /* Filled by functions that take one. `message` is NUL-terminated (truncated to fit); empty when
@@ -193,13 +195,22 @@ void breaker_client_free(breaker_client* client);
 
 /* ------------------------------------------------------------------------------------------
  * Reports: what this node saw about `slot`. Each queues one observation and returns at once,
- * never waiting for the network. Each returns 0, or BREAKER_INVALID_ARGUMENT (nothing queued,
- * breaker_last_error says why) for a NULL client, a NULL pointer where one is required, or an
- * input past breakerd's bounds: a relay identifier longer than 512 bytes, a public key that is
- * not 48 bytes, more than 64 roots. Roots are 32 bytes. Builder indices are the chain's
- * (UINT64_MAX is the proposer's own payload). Relays are endpoint identifiers in any spelling
- * ("host:port", URLs with credentials, ...): the library normalizes them, and breakerd refuses
- * (counted in breaker_stats.refused) one that is not an endpoint.
+ * never waiting for the network. Each returns 0, or refuses the observation, queuing nothing,
+ * with a code and a message (breaker_last_error; also kept in breaker_stats.last_refusal):
+ *   BREAKER_INVALID_ARGUMENT for a NULL client or a NULL pointer where one is required, and
+ *     for what breakerd would refuse for its shape, in breakerd's words after the function's
+ *     name: a relay that does not normalize ("ftp://x", longer than 512 bytes, ...), a public
+ *     key neither absent nor 48 bytes, more than 64 roots, the self-build index where a builder
+ *     is needed, an attested fraction outside [0, 1], a finalized epoch after the slot's;
+ *   BREAKER_OUT_OF_RANGE for a slot outside the window as the library's clock sees it: more
+ *     than 2 slots ahead of the current slot or more than 64 behind (breakerd's
+ *     max_future_slots and amendment_window_slots, from its configuration once connected).
+ * breakerd judges the window again by its own clock: with the two clocks apart, an
+ * observation near an edge may be accepted here and refused there (counted in
+ * breaker_stats.refused, and named in breaker_stats.last_refusal).
+ * Roots are 32 bytes. Builder indices are the chain's (UINT64_MAX is the proposer's own
+ * payload). Relays are endpoint identifiers in any spelling ("host:port", URLs with
+ * credentials, ...): the library normalizes them.
  * Each is thread-safe, does not block, and copies what it is given. */
 
 /* A bid for `builder` reached the node, through `relay_or_null` (NULL or "" for a bid received
@@ -402,6 +413,12 @@ typedef struct breaker_stats {
   /* The breakerd address of the current (or last) connection, NUL-terminated (truncated to
    * fit); empty before the first. */
   char address[256];
+  /* Why the last observation refused was refused: at the call (the message the call
+   * returned), or by breakerd ("breakerd refused observation N: ..."); NUL-terminated,
+   * truncated to fit; empty when none was. Added after ABI version 1's first layout: a
+   * caller whose struct ends before it (`size` = offsetof(breaker_stats, last_refusal)) is
+   * served all the same. */
+  char last_refusal[256];
 } breaker_stats;
 
 /* Fills `*out` with the client's counters and returns 0. A NULL client fills zeros. Returns

@@ -43,5 +43,6 @@ int main(void) {
   FIELD(breaker_stats, replayed);
   FIELD(breaker_stats, sequence_exhausted);
   FIELD(breaker_stats, address);
+  FIELD(breaker_stats, last_refusal);
   return 0;
 }

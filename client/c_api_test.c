@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "client/c_api.h"
 
@@ -38,6 +39,10 @@ static int failed = 0;
   } while (0)
 
 static const char kAddress[] = "127.0.0.1:1"; /* Nothing listens on port 1. */
+
+/* The mainnet slot now, as the library's clock sees it (a client without a network or a
+ * fallback configuration follows mainnet's chain). */
+static uint64_t slot_now(void) { return (uint64_t)(time(NULL) - 1606824023) / 12; }
 
 static void fill_root(uint8_t root[32], uint8_t seed) {
   for (int i = 0; i < 32; ++i) root[i] = (uint8_t)(seed + i);
@@ -210,7 +215,7 @@ static void test_client(void) {
   }
 
   /* One observation of each kind. */
-  const uint64_t slot = 1000;
+  const uint64_t slot = slot_now();
   uint8_t root[32];
   fill_root(root, 1);
   uint8_t roots[64];
@@ -220,12 +225,17 @@ static void test_client(void) {
   CHECK(breaker_report_bid(client, slot, 7, "https://relay.example", pubkey, sizeof(pubkey)) ==
         BREAKER_OK);
   CHECK(breaker_report_payload_missing(client, slot, 7, root, 0.9) == BREAKER_OK);
-  CHECK(breaker_report_payload_delivered(client, slot, 8, root) == BREAKER_OK);
+  CHECK(breaker_report_payload_delivered(client, slot, 7, root) == BREAKER_OK);
   CHECK(breaker_report_blocks_seen(client, slot, roots, 2) == BREAKER_OK);
   CHECK(breaker_report_finalized(client, slot, 30) == BREAKER_OK);
   CHECK(breaker_report_builder_exited(client, slot, 9) == BREAKER_OK);
-  CHECK(breaker_report_relay_reveal_missing(client, slot, "relay.example:18550", root) ==
+  /* Another block: breakerd refuses a relay's failure in a block reported for a builder. */
+  uint8_t relay_root[32];
+  fill_root(relay_root, 4);
+  CHECK(breaker_report_relay_reveal_missing(client, slot, "relay.example:18550", relay_root) ==
         BREAKER_OK);
+  CHECK(breaker_report_relay_reveal_missing(client, slot, "relay.example:18550", root) ==
+        BREAKER_INVALID_ARGUMENT);
 
   /* Refused arguments queue nothing. */
   CHECK(breaker_report_bid(NULL, slot, 7, NULL, NULL, 0) == BREAKER_INVALID_ARGUMENT);
@@ -324,32 +334,51 @@ static void test_last_error(void) {
   breaker_options_free(opts);
   if (client == NULL) return;
 
-  /* Inputs past breakerd's bounds are refused here, naming the bound, and queue nothing. */
+  /* What breakerd would refuse is refused here, in breakerd's words, and queues nothing. */
+  const uint64_t slot = slot_now();
   char relay[600];
   memset(relay, 'r', sizeof(relay) - 1);
   relay[sizeof(relay) - 1] = '\0';
   uint8_t root[32];
   fill_root(root, 9);
-  CHECK(breaker_report_bid(client, 10, 1, relay, NULL, 0) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_bid(client, slot, 1, relay, NULL, 0) == BREAKER_INVALID_ARGUMENT);
   CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
-  CHECK(strstr(err.message, "breaker_report_bid: relay is 599 bytes") != NULL);
-  CHECK(strstr(err.message, "512") != NULL);
-  CHECK(breaker_report_relay_reveal_missing(client, 10, relay, root) == BREAKER_INVALID_ARGUMENT);
-  CHECK(breaker_report_relay_reveal_missing(client, 10, "", root) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "breaker_report_bid: relay identifier") != NULL);
+  CHECK(strstr(err.message, "is 599 bytes; accepted: at most 512 bytes") != NULL);
+  CHECK(breaker_report_relay_reveal_missing(client, slot, relay, root) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_relay_reveal_missing(client, slot, "", root) == BREAKER_INVALID_ARGUMENT);
   CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
-  CHECK(strstr(err.message, "relay is empty") != NULL);
+  CHECK(strstr(err.message, "relay identifier \"\" is empty") != NULL);
+  /* A relay that does not normalize: the message breakerd's engine gives. */
+  CHECK(breaker_report_bid(client, slot, 1, "ftp://x", NULL, 0) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message,
+               "breaker_report_bid: relay identifier \"ftp://x\" has unknown "
+               "scheme \"ftp\"; accepted: http, https") != NULL);
+  /* A stale slot, and one too far ahead, as the library's clock sees them. */
+  CHECK(breaker_report_blocks_seen(client, slot - 65, NULL, 0) == BREAKER_OUT_OF_RANGE);
+  CHECK(breaker_last_error(&err) == BREAKER_OUT_OF_RANGE);
+  CHECK(strstr(err.message, "breaker_report_blocks_seen: observation slot") != NULL);
+  CHECK(strstr(err.message, "is older than the amendment window (64 slots") != NULL);
+  breaker_stats refused = {.size = sizeof refused};
+  CHECK(breaker_get_stats(client, &refused) == BREAKER_OK);
+  CHECK(strstr(refused.last_refusal, "older than the amendment window") != NULL);
+  CHECK(breaker_report_finalized(client, slot + 3, 1) == BREAKER_OUT_OF_RANGE);
+  CHECK(breaker_last_error(&err) == BREAKER_OUT_OF_RANGE);
+  CHECK(strstr(err.message, "at most max_future_slots = 2") != NULL);
+  CHECK(breaker_report_bid(client, slot - 64, 1, NULL, NULL, 0) == BREAKER_OK);
   const uint8_t short_key[47] = {0};
-  CHECK(breaker_report_bid(client, 10, 1, NULL, short_key, sizeof(short_key)) ==
+  CHECK(breaker_report_bid(client, slot, 1, NULL, short_key, sizeof(short_key)) ==
         BREAKER_INVALID_ARGUMENT);
   CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
-  CHECK(strstr(err.message, "pubkey is 47 bytes") != NULL);
+  CHECK(strstr(err.message, "bid_seen.builder_pubkey is 47 bytes") != NULL);
   uint8_t roots[65 * 32];
   memset(roots, 1, sizeof(roots));
-  CHECK(breaker_report_blocks_seen(client, 10, roots, 65) == BREAKER_INVALID_ARGUMENT);
+  CHECK(breaker_report_blocks_seen(client, slot, roots, 65) == BREAKER_INVALID_ARGUMENT);
   CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
-  CHECK(strstr(err.message, "n_roots") != NULL);
-  CHECK(breaker_report_blocks_seen(client, 10, roots, 64) == BREAKER_OK);
-  CHECK(breaker_report_payload_missing(client, 10, 1, root, 2.0) == BREAKER_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "blocks_seen.block_roots") != NULL);
+  CHECK(breaker_report_blocks_seen(client, slot, roots, 64) == BREAKER_OK);
+  CHECK(breaker_report_payload_missing(client, slot, 1, root, 2.0) == BREAKER_INVALID_ARGUMENT);
   CHECK(breaker_last_error(&err) == BREAKER_INVALID_ARGUMENT);
   CHECK(strstr(err.message, "attested_fraction is 2") != NULL);
   CHECK(breaker_report_finalized(NULL, 10, 1) == BREAKER_INVALID_ARGUMENT);
@@ -361,7 +390,8 @@ static void test_last_error(void) {
 
   breaker_stats stats = {.size = sizeof stats};
   breaker_get_stats(client, &stats);
-  CHECK_EQ_U64(stats.reported, 1); /* Only the 64 roots. */
+  CHECK_EQ_U64(stats.reported, 2); /* Only the bid 64 slots behind and the 64 roots. */
+  CHECK(strstr(stats.last_refusal, "attested_fraction is 2") != NULL);
   CHECK_EQ_U64(stats.replayed, 0);
   CHECK(!stats.sequence_exhausted);
   CHECK(strlen(stats.address) < sizeof(stats.address));
@@ -470,8 +500,31 @@ static void test_sized_structs(void) {
   CHECK(strstr(err.message, "breaker_get_stats") != NULL);
 }
 
+/* A caller built when breaker_stats ended before `last_refusal` (ABI version 1's first layout):
+ * the library fills every field that caller knows and writes nothing past them. */
+static void test_older_caller(void) {
+  union {
+    breaker_stats stats;
+    unsigned char bytes[sizeof(breaker_stats)];
+  } older;
+  const size_t older_size = offsetof(breaker_stats, last_refusal);
+  memset(&older, 0xab, sizeof(older));
+  older.stats.size = older_size;
+  CHECK(breaker_get_stats(NULL, &older.stats) == BREAKER_OK);
+  CHECK_EQ_U64(older.stats.size, older_size);
+  CHECK_EQ_U64(older.stats.reported, 0);
+  CHECK(older.stats.address[0] == '\0');
+  bool untouched = true;
+  for (size_t i = older_size; i < sizeof(older.bytes); ++i) untouched &= older.bytes[i] == 0xab;
+  CHECK(untouched);
+  /* One byte shorter than that layout is no layout of the struct. */
+  older.stats.size = older_size - 1;
+  CHECK(breaker_get_stats(NULL, &older.stats) == BREAKER_INVALID_ARGUMENT);
+}
+
 int main(void) {
   test_sized_structs();
+  test_older_caller();
   test_last_error();
   test_policy_handle();
   test_option_setters();

@@ -103,6 +103,9 @@ struct ClientStats {
   uint64_t dropped_other = 0;
   uint64_t dropped_failures = 0;
   uint64_t refused = 0;
+  // Why the last observation refused was refused, at the call or by breakerd (whose refusals
+  // name the observation's sequence number); empty when none was.
+  std::string last_refusal;
   // Observations breakerd acknowledged as replays (numbers it had handled already).
   uint64_t replayed = 0;
   // breakerd has handled this node's last sequence number (2^62): observations stay buffered,
@@ -129,7 +132,17 @@ class BreakerClient {
   virtual ~BreakerClient() = default;
 
   // Queues an observation of this node about `slot`. Never blocks on the network.
-  virtual void Report(core::Slot slot, core::Event event) = 0;
+  // Refuses, queuing nothing, what breakerd would refuse for its shape, with breakerd's own
+  // code and message: INVALID_ARGUMENT for a relay that does not normalize (or is longer than
+  // core::bounds::kMaxRelayIdBytes), a public key neither empty nor 48 bytes, more than
+  // core::bounds::kMaxBlockRootsPerSlot roots, the self-build index where a builder is needed,
+  // an attested fraction outside [0, 1], a finalized epoch after the slot's; OUT_OF_RANGE for a
+  // slot outside the window as the library's clock sees it: more than max_future_slots (2)
+  // ahead of its current slot, or more than amendment_window_slots (64) behind, from
+  // breakerd's configuration once connected. breakerd judges again by its own clock: with the
+  // two clocks apart, an observation near an edge may pass here and be refused there
+  // (ClientStats::refused counts those).
+  virtual absl::Status Report(core::Slot slot, core::Event event) = 0;
 
   // The policy in force. Wait-free in the common case (no lock shared with the network path).
   virtual std::shared_ptr<const PolicySnapshot> policy() const = 0;

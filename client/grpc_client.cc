@@ -15,8 +15,10 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <string>
 #include <thread>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "breaker/v1/breaker.grpc.pb.h"
@@ -100,20 +102,26 @@ class GrpcClient : public BreakerClient {
 
   ~GrpcClient() override { Stop(); }
 
-  void Report(core::Slot slot, core::Event event) override {
-    const uint64_t sequence = buffer_.Add(slot, event);
+  absl::Status Report(core::Slot slot, core::Event event) override {
     {
-      // The local engine learns the node's own observations all the time, so that it is ready
-      // when breakerd goes away.
       MutexLock lock(&local_mu_);
       // The ticker moves the engine's time only every evaluation_interval: catch up first, or
-      // an observation of a slot the clock has reached may be refused as too far ahead (and
-      // lost to the local engine for good).
+      // an observation of a slot the clock has reached would be refused as too far ahead.
       const core::Slot now = core::SlotAt(options_.clock->Now(), local_.config().chain);
       if (now > local_.current_slot()) local_.Advance(now);
-      (void)local_.Observe(core::Observation{slot, options_.node_id, sequence, std::move(event)});
+      core::Observation observation{slot, options_.node_id, 0, std::move(event)};
+      if (absl::Status refusal = CheckAsBreakerd(observation); !refusal.ok()) {
+        MutexLock refusal_lock(&refusal_mu_);
+        last_refusal_ = std::string(refusal.message());
+        return refusal;
+      }
+      observation.sequence = buffer_.Add(slot, observation.event);
+      // The local engine learns the node's own observations all the time, so that it is ready
+      // when breakerd goes away.
+      (void)local_.Observe(observation);
     }
     WakeSender();
+    return absl::OkStatus();
   }
 
   std::shared_ptr<const PolicySnapshot> policy() const override { return cell_.Get(); }
@@ -162,6 +170,10 @@ class GrpcClient : public BreakerClient {
     stats.refused = refused_.load();
     stats.replayed = replayed_.load();
     stats.reconnects = reconnects_.load();
+    {
+      MutexLock lock(&refusal_mu_);
+      stats.last_refusal = last_refusal_;
+    }
     const std::shared_ptr<const PolicySnapshot> snapshot = cell_.Get();
     stats.fleet_policy_version = snapshot->fleet_version;
     stats.source = snapshot->source;
@@ -189,6 +201,27 @@ class GrpcClient : public BreakerClient {
   }
 
  private:
+  // What breakerd refuses of `observation` for its shape, with its code and message: the bounds
+  // its codec checks as it reads a batch (under the proto's field names), then its engine's
+  // checks, made by the local engine, whose window is this node's clock's.
+  absl::Status CheckAsBreakerd(const core::Observation& observation) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(local_mu_) {
+    if (const auto* bid = std::get_if<core::BidSeen>(&observation.event)) {
+      if (absl::Status key = core::bounds::CheckExactBytes("bid_seen.builder_pubkey", bid->pubkey,
+                                                           core::bounds::kPubkeyBytes, true);
+          !key.ok()) {
+        return key;
+      }
+    } else if (const auto* seen = std::get_if<core::BlocksSeen>(&observation.event)) {
+      if (absl::Status count = core::bounds::CheckMaxCount(
+              "blocks_seen.block_roots", seen->roots.size(), core::bounds::kMaxBlockRootsPerSlot);
+          !count.ok()) {
+        return count;
+      }
+    }
+    return local_.ValidateObservation(observation);
+  }
+
   // --- The connection ---------------------------------------------------------------------
 
   // The addresses in turn, each at once after the one before failed, with the backoff once per
@@ -359,8 +392,13 @@ class GrpcClient : public BreakerClient {
         refused_ += message.observation_ack().refused_size();
         replayed_ += message.observation_ack().replayed();
         for (const v1::ObservationRefusal& refusal : message.observation_ack().refused()) {
-          LOG(WARNING) << "breakerd refused observation " << refusal.sequence() << ": "
-                       << refusal.message();
+          const std::string why = absl::StrCat("breakerd refused observation ", refusal.sequence(),
+                                               ": ", refusal.message());
+          LOG(WARNING) << why;
+          {
+            MutexLock refusal_lock(&refusal_mu_);
+            last_refusal_ = why;
+          }
           // The node's numbers ran out since its hello (another process under its id used the
           // last one): hold the rest back rather than see each refused.
           if (refusal.code() == static_cast<int32_t>(grpc::StatusCode::FAILED_PRECONDITION)) {
@@ -563,6 +601,10 @@ class GrpcClient : public BreakerClient {
 
   Mutex local_mu_;
   core::Engine local_ ABSL_GUARDED_BY(local_mu_);
+
+  // Taken alone, or inside local_mu_ (as the observation buffer's own mutex is).
+  mutable Mutex refusal_mu_;
+  std::string last_refusal_ ABSL_GUARDED_BY(refusal_mu_);
 
   Mutex subscribers_mu_;
   // Signalled when calling_ changes.

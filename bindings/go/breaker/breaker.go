@@ -8,6 +8,17 @@
 // and the policy is read from an immutable snapshot. When breakerd is unreachable the last
 // fleet policy stays in force (fail-static); the library reconnects by itself.
 //
+// Each Observe method refuses at the call, queuing nothing, what breakerd would refuse for its
+// shape, with breakerd's code and message (an *Error; Stats().LastRefusal keeps it too):
+// InvalidArgument for a relay that does not normalize ("ftp://x", more than 512 bytes), a key
+// neither nil nor 48 bytes, more than 64 roots, the self-build index where a builder is
+// needed, a fraction outside [0, 1], a finalized epoch after the slot's; OutOfRange for a slot
+// outside the window as the library's clock sees it: more than 2 slots ahead of the current
+// slot, or more than 64 behind (breakerd's max_future_slots and amendment_window_slots, from
+// its configuration once connected). breakerd judges the window again by its own clock: with
+// the two clocks apart, an observation near an edge may pass here and be refused there
+// (Stats().Refused counts those, LastRefusal says why).
+//
 // Every method of Client is safe for concurrent use. C memory is the package's: nothing
 // returned needs freeing, and C never keeps a Go pointer. Building needs the library:
 // CGO_LDFLAGS="-L<dir> -Wl,-rpath,<dir>" where <dir> holds libbreaker_client.so (see
@@ -39,6 +50,8 @@ const (
 	InvalidArgument    Code = C.BREAKER_INVALID_ARGUMENT
 	NotFound           Code = C.BREAKER_NOT_FOUND
 	FailedPrecondition Code = C.BREAKER_FAILED_PRECONDITION
+	// A slot outside the window as the library's clock sees it.
+	OutOfRange Code = C.BREAKER_OUT_OF_RANGE
 )
 
 func (c Code) String() string {
@@ -49,6 +62,8 @@ func (c Code) String() string {
 		return "NOT_FOUND"
 	case FailedPrecondition:
 		return "FAILED_PRECONDITION"
+	case OutOfRange:
+		return "OUT_OF_RANGE"
 	}
 	return fmt.Sprintf("code %d", int(c))
 }
@@ -197,6 +212,9 @@ type Stats struct {
 	Source             Source
 	// The local engine takes part in the policy in force: alert on it.
 	FallbackActive bool
+	// Why the last observation refused was refused: at the call (the error the call returned)
+	// or by breakerd ("breakerd refused observation N: ..."); "" when none was.
+	LastRefusal string
 }
 
 // Client is a running client of breakerd. Its methods are safe for concurrent use.
@@ -443,6 +461,7 @@ func (c *Client) Stats() Stats {
 		FleetPolicyVersion: uint64(s.fleet_policy_version),
 		Source:             Source(s.source),
 		FallbackActive:     bool(s.fallback_active),
+		LastRefusal:        C.GoString(&s.last_refusal[0]),
 	}
 }
 

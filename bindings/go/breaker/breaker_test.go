@@ -190,19 +190,34 @@ func TestBadInputIsAnErrorValue(t *testing.T) {
 		t.Fatalf("policy without breakerd: %+v", p)
 	}
 
-	if err := c.ObserveBid(1, 1, strings.Repeat("r", 600), nil); !errors.As(err, &e) || e.Code != InvalidArgument || !strings.Contains(e.Message, "relay is 600 bytes") {
+	// What breakerd would refuse is refused at the call, in breakerd's words. The client has
+	// no network: mainnet's chain, whose slot now is this.
+	slot := uint64((time.Now().Unix() - 1606824023) / 12)
+	if err := c.ObserveBlocksSeen(slot-65, nil); !errors.As(err, &e) || e.Code != OutOfRange || !strings.Contains(e.Message, "older than the amendment window (64 slots") {
+		t.Fatalf("stale slot: %v", err)
+	}
+	if s := c.Stats(); !strings.Contains(s.LastRefusal, "older than the amendment window") {
+		t.Fatalf("last refusal after a stale slot: %q", s.LastRefusal)
+	}
+	if err := c.ObserveFinalized(slot+3, 1); !errors.As(err, &e) || e.Code != OutOfRange || !strings.Contains(e.Message, "max_future_slots = 2") {
+		t.Fatalf("slot ahead: %v", err)
+	}
+	if err := c.ObserveBid(slot, 1, "ftp://x", nil); !errors.As(err, &e) || e.Code != InvalidArgument || !strings.Contains(e.Message, `relay identifier "ftp://x" has unknown scheme "ftp"`) {
+		t.Fatalf("ftp relay: %v", err)
+	}
+	if err := c.ObserveBid(slot, 1, strings.Repeat("r", 600), nil); !errors.As(err, &e) || e.Code != InvalidArgument || !strings.Contains(e.Message, "is 600 bytes; accepted: at most 512 bytes") {
 		t.Fatalf("oversized relay: %v", err)
 	}
-	if err := c.ObserveBid(1, 1, "", make([]byte, 3)); !errors.As(err, &e) || !strings.Contains(e.Message, "pubkey is 3 bytes") {
+	if err := c.ObserveBid(slot, 1, "", make([]byte, 3)); !errors.As(err, &e) || !strings.Contains(e.Message, "bid_seen.builder_pubkey is 3 bytes") {
 		t.Fatalf("short key: %v", err)
 	}
-	if err := c.ObservePayloadMissing(1, 1, Root{}, 1.5); !errors.As(err, &e) || !strings.Contains(e.Message, "attested_fraction") {
+	if err := c.ObservePayloadMissing(slot, 1, Root{}, 1.5); !errors.As(err, &e) || !strings.Contains(e.Message, "attested_fraction") {
 		t.Fatalf("fraction 1.5: %v", err)
 	}
-	if err := c.ObserveRelayRevealMissing(1, "", Root{}); !errors.As(err, &e) || !strings.Contains(e.Message, "relay is empty") {
+	if err := c.ObserveRelayRevealMissing(slot, "", Root{}); !errors.As(err, &e) || !strings.Contains(e.Message, `relay identifier "" is empty`) {
 		t.Fatalf("empty relay: %v", err)
 	}
-	if err := c.ObserveBlocksSeen(1, make([]Root, 65)); !errors.As(err, &e) || !strings.Contains(e.Message, "n_roots") {
+	if err := c.ObserveBlocksSeen(slot, make([]Root, 65)); !errors.As(err, &e) || !strings.Contains(e.Message, "blocks_seen.block_roots") {
 		t.Fatalf("65 roots: %v", err)
 	}
 	if c.Stats().Reported != 0 {

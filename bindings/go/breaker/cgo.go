@@ -65,6 +65,7 @@ func cLayout() map[string]uintptr {
 		"breaker_stats.replayed":                 unsafe.Offsetof(s.replayed),
 		"breaker_stats.sequence_exhausted":       unsafe.Offsetof(s.sequence_exhausted),
 		"breaker_stats.address":                  unsafe.Offsetof(s.address),
+		"breaker_stats.last_refusal":             unsafe.Offsetof(s.last_refusal),
 	}
 }
 

@@ -61,6 +61,7 @@ pub struct breaker_stats {
     pub replayed: u64,
     pub sequence_exhausted: bool,
     pub address: [c_char; 256],
+    pub last_refusal: [c_char; 256],
 }
 
 pub type breaker_policy_callback =
@@ -220,7 +221,7 @@ mod layout_test {
         layout!(rust, breaker_stats {
             size, connected, reconnects, reported, acknowledged, buffered, dropped_bids, dropped_other,
             dropped_failures, refused, fleet_policy_version, source, fallback_active, replayed,
-            sequence_exhausted, address
+            sequence_exhausted, address, last_refusal
         });
         assert_eq!(rust, c, "Rust's layout (left) differs from C's (right)");
     }

@@ -8,6 +8,18 @@
 //! read from an immutable snapshot. When breakerd is unreachable the last fleet policy stays
 //! in force (fail-static); the library reconnects by itself.
 //!
+//! Each `observe_*` method refuses at the call, queuing nothing, what breakerd would refuse for
+//! its shape, with breakerd's code and message ([`Stats::last_refusal`] keeps it too):
+//! [`Code::InvalidArgument`] for a relay that does not normalize (`ftp://x`, more than 512
+//! bytes), a key neither empty nor 48 bytes, more than 64 roots, the self-build index where a
+//! builder is needed, a fraction outside 0..=1, a finalized epoch after the slot's;
+//! [`Code::OutOfRange`] for a slot outside the window as the library's clock sees it: more
+//! than 2 slots ahead of the current slot, or more than 64 behind (breakerd's
+//! `max_future_slots` and `amendment_window_slots`, from its configuration once connected).
+//! breakerd judges the window again by its own clock: with the two clocks apart, an
+//! observation near an edge may pass here and be refused there ([`Stats::refused`] counts
+//! those, `last_refusal` says why).
+//!
 //! Memory is the crate's: C strings and snapshots are freed by it, and C keeps no pointer
 //! into Rust memory except a subscription's callback, which [`Subscription`] owns.
 
@@ -43,6 +55,8 @@ pub enum Code {
     FailedPrecondition,
     /// The client's state is not what the call needs (e.g. not in sync in time).
     DeadlineExceeded,
+    /// A slot outside the window as the library's clock sees it.
+    OutOfRange,
     Other(i32),
 }
 
@@ -53,6 +67,7 @@ impl Code {
             4 => Code::DeadlineExceeded,
             5 => Code::NotFound,
             9 => Code::FailedPrecondition,
+            11 => Code::OutOfRange,
             other => Code::Other(other),
         }
     }
@@ -283,6 +298,9 @@ pub struct Stats {
     pub source: Source,
     /// The local engine takes part in the policy in force: alert on it.
     pub fallback_active: bool,
+    /// Why the last observation refused was refused: at the call (the error the call returned)
+    /// or by breakerd ("breakerd refused observation N: ..."); "" when none was.
+    pub last_refusal: String,
 }
 
 /// A held C snapshot and its conversion. The snapshot is immutable and refers to no client,
@@ -430,6 +448,8 @@ impl Client {
             fleet_policy_version: s.fleet_policy_version,
             source: Source::from_c(s.source),
             fallback_active: s.fallback_active,
+            // SAFETY: NUL-terminated by C.
+            last_refusal: unsafe { CStr::from_ptr(s.last_refusal.as_ptr()) }.to_string_lossy().into_owned(),
         }
     }
 

@@ -114,13 +114,26 @@ fn bad_input_is_an_error_value() {
     assert!(!client.is_synced());
     assert_eq!(client.policy().source, Source::Local);
 
-    let e = client.observe_bid(1, 1, &"r".repeat(600), &[]).unwrap_err();
+    // What breakerd would refuse is refused at the call, in breakerd's words. The client has
+    // no network: mainnet's chain, whose slot now is this.
+    let slot = (common::now_unix() - 1606824023) / 12;
+    let e = client.observe_blocks_seen(slot - 65, &[]).unwrap_err();
+    assert_eq!(e.code, Code::OutOfRange);
+    assert!(e.message.contains("older than the amendment window (64 slots"), "{e}");
+    assert!(client.stats().last_refusal.contains("older than the amendment window"));
+    let e = client.observe_finalized(slot + 3, 1).unwrap_err();
+    assert_eq!(e.code, Code::OutOfRange);
+    assert!(e.message.contains("max_future_slots = 2"), "{e}");
+    let e = client.observe_bid(slot, 1, "ftp://x", &[]).unwrap_err();
     assert_eq!(e.code, Code::InvalidArgument);
-    assert!(e.message.contains("relay is 600 bytes"), "{e}");
-    assert!(client.observe_bid(1, 1, "", &[0; 3]).unwrap_err().message.contains("pubkey is 3 bytes"));
-    assert!(client.observe_payload_missing(1, 1, &[0; 32], f64::NAN).unwrap_err().message.contains("attested_fraction"));
-    assert!(client.observe_relay_reveal_missing(1, "", &[0; 32]).unwrap_err().message.contains("relay is empty"));
-    assert!(client.observe_blocks_seen(1, &[[0; 32]; 65]).unwrap_err().message.contains("n_roots"));
+    assert!(e.message.contains("relay identifier \"ftp://x\" has unknown scheme \"ftp\""), "{e}");
+    let e = client.observe_bid(slot, 1, &"r".repeat(600), &[]).unwrap_err();
+    assert_eq!(e.code, Code::InvalidArgument);
+    assert!(e.message.contains("is 600 bytes; accepted: at most 512 bytes"), "{e}");
+    assert!(client.observe_bid(slot, 1, "", &[0; 3]).unwrap_err().message.contains("bid_seen.builder_pubkey is 3 bytes"));
+    assert!(client.observe_payload_missing(slot, 1, &[0; 32], f64::NAN).unwrap_err().message.contains("attested_fraction"));
+    assert!(client.observe_relay_reveal_missing(slot, "", &[0; 32]).unwrap_err().message.contains("relay identifier \"\" is empty"));
+    assert!(client.observe_blocks_seen(slot, &[[0; 32]; 65]).unwrap_err().message.contains("blocks_seen.block_roots"));
     assert!(client.observe_bid(1, 1, "a\0b", &[]).unwrap_err().message.contains("NUL"));
     assert!(!client.is_allowed(1, "a\0b"));
     assert_eq!(client.stats().reported, 0, "a refused observation was queued");
