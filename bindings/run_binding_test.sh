@@ -62,8 +62,8 @@ case "$language" in
     export CARGO_HOME="$tmp/cargo" CARGO_TARGET_DIR="$tmp/target" BREAKER_CLIENT_LIB_DIR="$library_dir"
     cd "$src/bindings/rust/breaker-client"
     rustc --version
-    cargo test --offline --locked -- --nocapture
-    cargo build --offline --locked --examples
+    cargo test --offline --locked --all-features -- --nocapture
+    cargo build --offline --locked --all-features --examples
     ;;
   *)
     fail "unknown language '$language': go or rust"

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -33,6 +34,9 @@
 
 struct breaker_options {
   breaker::client::ClientOptions options;
+  // NULL: warnings and errors to stderr.
+  breaker_log_callback log_callback = nullptr;
+  void* log_user_data = nullptr;
   // Read by breaker_client_new; empty: none.
   std::string fallback_config_file;
   breaker::client::ChannelSecurityFiles security_files;
@@ -195,6 +199,35 @@ const char* At(const std::vector<const std::string*>& strings, size_t index) {
   return index < strings.size() ? strings[index]->c_str() : nullptr;
 }
 
+const char* LevelName(breaker::client::LogLevel level) {
+  switch (level) {
+    case breaker::client::LogLevel::kInfo:
+      return "INFO";
+    case breaker::client::LogLevel::kWarning:
+      return "WARNING";
+    case breaker::client::LogLevel::kError:
+      return "ERROR";
+  }
+  return "LOG";
+}
+
+// Where a client's log lines go: the caller's callback, or, by default, warnings and errors to
+// stderr (never through glog, which the host program may own or may never have initialized).
+breaker::client::LogFunction LogFunctionOf(const breaker_options& opts) {
+  if (opts.log_callback != nullptr) {
+    return [callback = opts.log_callback, user_data = opts.log_user_data](
+               breaker::client::LogLevel level, absl::string_view message) {
+      const std::string line(message);
+      callback(user_data, static_cast<int>(level), line.c_str());
+    };
+  }
+  return [](breaker::client::LogLevel level, absl::string_view message) {
+    if (level == breaker::client::LogLevel::kInfo) return;
+    std::fprintf(stderr, "breaker-client: %s: %.*s\n", LevelName(level),
+                 static_cast<int>(message.size()), message.data());
+  };
+}
+
 }  // namespace
 
 extern "C" {
@@ -276,6 +309,14 @@ int breaker_options_set_tls(breaker_options* opts, const char* ca_file, const ch
   return Ok();
 }
 
+int breaker_options_set_log_callback(breaker_options* opts, breaker_log_callback callback,
+                                     void* user_data) {
+  if (opts == nullptr) return Invalid("breaker_options_set_log_callback", "options is NULL");
+  opts->log_callback = callback;
+  opts->log_user_data = user_data;
+  return Ok();
+}
+
 int breaker_options_set_bearer_token(breaker_options* opts, const char* token) {
   BREAKER_CHECK_SETTER("breaker_options_set_bearer_token", opts, token);
   opts->options.bearer_token = token;
@@ -295,6 +336,7 @@ int breaker_client_new(const breaker_options* opts, breaker_client** out, breake
         err);
   }
   breaker::client::ClientOptions options = opts->options;
+  options.log = LogFunctionOf(*opts);
   if (!opts->fallback_config_file.empty()) {
     absl::StatusOr<breaker::core::Config> config =
         breaker::codec::LoadConfigFile(opts->fallback_config_file);

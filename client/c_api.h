@@ -159,6 +159,38 @@ int breaker_options_set_max_buffered_observations(breaker_options* opts, size_t 
  * value. */
 int breaker_options_set_staleness_limit_seconds(breaker_options* opts, double seconds);
 
+/* The level of a log line. */
+enum breaker_log_level {
+  /* What goes as expected: connected, a failed connection attempt (repeated while breakerd is
+   * away). */
+  BREAKER_LOG_INFO = 0,
+  /* What an operator should know: a stream that ended, an observation breakerd refused, the
+   * policy's source changed. */
+  BREAKER_LOG_WARNING = 1,
+  /* What needs an operator: breakerd sent what this client cannot use, sequence numbers ran
+   * out. */
+  BREAKER_LOG_ERROR = 2
+};
+
+/* Receives each line the library logs: its level (a breaker_log_level) and the line,
+ * NUL-terminated, without a newline, valid for the call only. Called on a thread of the
+ * client's own (its log thread: neither a caller's thread nor the one of policy callbacks),
+ * one line at a time, in order, with no lock of the library held: it may call any function of
+ * this API on the client except breaker_client_free. Lines wait in a bounded queue: a slow
+ * callback delays only later lines (past 1024 waiting, lines are dropped and counted in the
+ * next one). */
+typedef void (*breaker_log_callback)(void* user_data, int level, const char* message);
+
+/* Sends the library's log lines, every level, to `callback` (passed `user_data` as is), and
+ * nothing to stderr. `user_data` must stay valid until breaker_client_free has returned.
+ * Without a callback (the default, or `callback` NULL) the library writes its warnings and
+ * errors to stderr, one line each ("breaker-client: WARNING: ..."), and nothing else: no
+ * line at start, none per connection attempt. The library never initializes glog nor writes
+ * through it, so a program's own glog is left as the program set it up. (gRPC, a shared
+ * library of its own, logs its errors to stderr as GRPC_VERBOSITY says.) */
+int breaker_options_set_log_callback(breaker_options* opts, breaker_log_callback callback,
+                                     void* user_data);
+
 /* Sets the path of a breakerd configuration file (text-format breaker.v1.Config) whose
  * configuration the local engine uses until breakerd sends its own. The file is read by
  * breaker_client_new, not here. Empty (the default): the library's defaults for the network. */

@@ -40,6 +40,12 @@ class ChannelCredentials;
 
 namespace breaker::client {
 
+// The level of a line the library logs.
+enum class LogLevel { kInfo = 0, kWarning = 1, kError = 2 };
+
+// Receives each line the library logs (no trailing newline).
+using LogFunction = std::function<void(LogLevel level, absl::string_view message)>;
+
 struct ClientOptions {
   // breakerd addresses ("host:port"): every replica's, when breakerd runs on etcd. Tried in
   // turn: when one fails (down, or a standby), the next at once; the backoff below waits once
@@ -84,6 +90,18 @@ struct ClientOptions {
   // How often the library moves the local engine to the clock's slot and re-evaluates the
   // policy in force (staleness included), in real time. Tests with a fake clock shorten it.
   absl::Duration evaluation_interval = absl::Seconds(1);
+
+  // Where the library's log lines go. Empty: glog, as the program has set it up (the library
+  // never initializes glog; the sidecar and breakerd do). Set: every line, at every level, goes
+  // to `log` and nothing to glog. `log` is called on a thread of the client's own (not the
+  // caller's, nor the one of policy callbacks), one line at a time, in order, with no lock of
+  // the library held: it may call the client (stats, policy), but not Stop. Lines are queued
+  // (client/log_thread.h): a slow `log` delays nothing but later lines.
+  // Levels: kInfo for what goes as expected (connected, a failed connection attempt, which
+  // repeats while breakerd is away), kWarning for what an operator should know (a stream that
+  // ended, an observation breakerd refused, the policy's source changed), kError for what
+  // needs an operator (breakerd sent what this client cannot use, sequence numbers ran out).
+  LogFunction log;
 
   // REQUIRES: outlives the client.
   const Clock* clock = &SystemClock();

@@ -35,6 +35,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"math"
 	"runtime/cgo"
 	"sync"
@@ -117,6 +118,51 @@ type Options struct {
 	// A breakerd configuration file for the local engine until breakerd sends its own;
 	// "": the library's defaults for Network.
 	FallbackConfigFile string
+	// Receives every line the library logs, at every level, and nothing goes to stderr. It is
+	// called on a thread of the library's own, one line at a time, in order, with no lock of
+	// the library held (it may call the Client, but not Close); a slow one delays only later
+	// lines. nil: the library writes its warnings and errors to stderr ("breaker-client:
+	// WARNING: ..."), and nothing else. Go 1.19 has no log/slog (Go 1.21 does): StdLog routes
+	// to a standard *log.Logger, and a function of the caller's to any other logger.
+	Log func(level LogLevel, message string)
+}
+
+// LogLevel is the level of a line the library logs.
+type LogLevel int
+
+// The levels.
+const (
+	// What goes as expected: connected, a failed connection attempt (repeated while breakerd
+	// is away).
+	LogInfo LogLevel = C.BREAKER_LOG_INFO
+	// What an operator should know: a stream that ended, an observation breakerd refused, the
+	// policy's source changed.
+	LogWarning LogLevel = C.BREAKER_LOG_WARNING
+	// What needs an operator: breakerd sent what this client cannot use, sequence numbers ran
+	// out.
+	LogError LogLevel = C.BREAKER_LOG_ERROR
+)
+
+func (l LogLevel) String() string {
+	switch l {
+	case LogInfo:
+		return "INFO"
+	case LogWarning:
+		return "WARNING"
+	case LogError:
+		return "ERROR"
+	}
+	return fmt.Sprintf("level %d", int(l))
+}
+
+// StdLog returns an Options.Log that prints each line of level min or above to logger, as
+// "breaker: <LEVEL>: <line>".
+func StdLog(logger *log.Logger, min LogLevel) func(LogLevel, string) {
+	return func(level LogLevel, message string) {
+		if level >= min {
+			logger.Printf("breaker: %v: %s", level, message)
+		}
+	}
 }
 
 // Mode is the fleet's fallback mode.
@@ -230,8 +276,10 @@ type Client struct {
 
 	handle       cgo.Handle
 	subscription C.int
-	watchers     watchers
-	closeOnce    sync.Once
+	// The cgo.Handle of Options.Log, freed once the library's threads have ended; 0 when nil.
+	logHandle cgo.Handle
+	watchers  watchers
+	closeOnce sync.Once
 }
 
 // Dial starts a client. It does not wait for breakerd: the library connects in the background
@@ -252,18 +300,29 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	if err := setOptions(o, opts); err != nil {
 		return nil, err
 	}
+	var logHandle cgo.Handle
+	if opts.Log != nil {
+		logHandle = cgo.NewHandle(opts.Log)
+		C.go_options_set_log(o, C.uintptr_t(logHandle))
+	}
 	e := newCError()
 	var c *C.breaker_client
 	if code := C.breaker_client_new(o, &c, &e); code != C.BREAKER_OK {
+		if logHandle != 0 {
+			logHandle.Delete()
+		}
 		return nil, errorFrom(code, &e)
 	}
-	client := &Client{c: c}
+	client := &Client{c: c, logHandle: logHandle}
 	client.watchers.init()
 	client.handle = cgo.NewHandle(client)
 	// Subscribed before the first read: a change in between is then delivered.
 	if code := C.go_subscribe(c, C.uintptr_t(client.handle), &client.subscription, &e); code != C.BREAKER_OK {
 		C.breaker_client_free(c)
 		client.handle.Delete()
+		if logHandle != 0 {
+			logHandle.Delete()
+		}
 		return nil, errorFrom(code, &e)
 	}
 	client.held = C.breaker_policy_get(c)
@@ -352,6 +411,10 @@ func (c *Client) Close() error {
 		C.breaker_policy_free(c.held)
 		c.held = nil
 		c.handle.Delete()
+		// The library's log thread has ended with breaker_client_free.
+		if c.logHandle != 0 {
+			c.logHandle.Delete()
+		}
 	})
 	return nil
 }

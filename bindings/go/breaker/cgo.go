@@ -98,6 +98,12 @@ func goPolicyChanged(handle C.uintptr_t) {
 	cgo.Handle(handle).Value().(*Client).watchers.kick()
 }
 
+//export goLog
+func goLog(handle C.uintptr_t, level C.int, message *C.char) {
+	// Runs on the client's log thread, with no lock of the library held.
+	cgo.Handle(handle).Value().(func(LogLevel, string))(LogLevel(level), C.GoString(message))
+}
+
 // report runs one report call with c.mu held shared, and turns its code into an error.
 func (c *Client) report(call func(*C.breaker_client, *C.breaker_error) C.int) error {
 	e := newCError()

@@ -64,6 +64,8 @@ pub struct breaker_stats {
     pub last_refusal: [c_char; 256],
 }
 
+pub type breaker_log_callback = unsafe extern "C" fn(user_data: *mut c_void, level: c_int, message: *const c_char);
+
 pub type breaker_policy_callback =
     unsafe extern "C" fn(user_data: *mut c_void, fleet_version: u64, mode: c_int, source: c_int);
 
@@ -116,6 +118,11 @@ extern "C" {
     pub fn breaker_options_set_client_version(opts: *mut breaker_options, version: *const c_char) -> c_int;
     pub fn breaker_options_set_max_buffered_observations(opts: *mut breaker_options, max: usize) -> c_int;
     pub fn breaker_options_set_staleness_limit_seconds(opts: *mut breaker_options, seconds: c_double) -> c_int;
+    pub fn breaker_options_set_log_callback(
+        opts: *mut breaker_options,
+        callback: Option<breaker_log_callback>,
+        user_data: *mut c_void,
+    ) -> c_int;
     pub fn breaker_options_set_fallback_config_file(opts: *mut breaker_options, path: *const c_char) -> c_int;
 
     pub fn breaker_client_new(

@@ -137,6 +137,61 @@ pub struct Tls {
     pub key_file: String,
 }
 
+/// The level of a line the library logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// What goes as expected: connected, a failed connection attempt (repeated while breakerd
+    /// is away).
+    Info,
+    /// What an operator should know: a stream that ended, an observation breakerd refused,
+    /// the policy's source changed.
+    Warning,
+    /// What needs an operator: breakerd sent what this client cannot use, sequence numbers
+    /// ran out.
+    Error,
+}
+
+impl LogLevel {
+    fn from_c(level: c_int) -> LogLevel {
+        match level {
+            0 => LogLevel::Info,
+            1 => LogLevel::Warning,
+            _ => LogLevel::Error,
+        }
+    }
+}
+
+/// Where the library's log lines go (see [`Options::log`]): a function of the caller's, or,
+/// with the `log` feature, the `log` facade.
+#[derive(Clone)]
+pub struct LogSink(Arc<dyn Fn(LogLevel, &str) + Send + Sync>);
+
+impl LogSink {
+    /// Every line to `f`.
+    pub fn new(f: impl Fn(LogLevel, &str) + Send + Sync + 'static) -> LogSink {
+        LogSink(Arc::new(f))
+    }
+
+    /// Every line to the `log` facade, target "breaker_client", at the level of the same name.
+    #[cfg(feature = "log")]
+    pub fn facade() -> LogSink {
+        LogSink::new(|level, message| {
+            let level = match level {
+                LogLevel::Info => log::Level::Info,
+                LogLevel::Warning => log::Level::Warn,
+                LogLevel::Error => log::Level::Error,
+            };
+            log::log!(target: "breaker_client", level, "{message}");
+        })
+    }
+}
+
+impl fmt::Debug for LogSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LogSink")
+    }
+}
+
 /// How to reach breakerd and who this node is.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -159,6 +214,12 @@ pub struct Options {
     pub staleness_limit: Option<Duration>,
     /// A breakerd configuration file for the local engine until breakerd sends its own.
     pub fallback_config_file: String,
+    /// Receives every line the library logs, at every level, and nothing goes to stderr. It is
+    /// called on a thread of the library's own, one line at a time, in order, with no lock of
+    /// the library held (it may call the client); a slow one delays only later lines. None:
+    /// the library writes its warnings and errors to stderr ("breaker-client: WARNING: ..."),
+    /// and nothing else.
+    pub log: Option<LogSink>,
 }
 
 /// Owns a breaker_options for the duration of Client::new.
@@ -360,6 +421,8 @@ impl Drop for Held {
 pub struct Client {
     raw: *mut ffi::breaker_client,
     held: RwLock<Held>,
+    // The library calls it until breaker_client_free returns: dropped after it.
+    log: Option<Box<LogSink>>,
 }
 
 // SAFETY: see Client.
@@ -386,6 +449,13 @@ impl Client {
             });
         }
         let o = options.to_c()?;
+        // Owned by the client, freed once the library's threads have ended (Drop).
+        let log = options.log.clone().map(Box::new);
+        if let Some(sink) = &log {
+            let user_data = &**sink as *const LogSink as *mut c_void;
+            // SAFETY: `o` is live; `user_data` outlives the client's threads (see above).
+            check(unsafe { ffi::breaker_options_set_log_callback(o.0, Some(log_trampoline), user_data) })?;
+        }
         let mut raw = ptr::null_mut();
         let mut err = ffi::breaker_error::new();
         // SAFETY: `o` is live; `raw` and `err` are ours.
@@ -394,7 +464,7 @@ impl Client {
             return Err(Error::from_c(code, &err));
         }
         let held = RwLock::new(Held::read(raw));
-        Ok(Client { raw, held })
+        Ok(Client { raw, held, log })
     }
 
     /// The policy in force, converted once per new policy and shared afterwards. Does not
@@ -560,6 +630,18 @@ impl Drop for Client {
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no other call is running and none can start.
         unsafe { ffi::breaker_client_free(self.raw) }
+        // The library's log thread has ended: nothing calls the sink any more.
+        drop(self.log.take());
+    }
+}
+
+unsafe extern "C" fn log_trampoline(user_data: *mut c_void, level: c_int, message: *const c_char) {
+    // SAFETY: user_data is the client's Box<LogSink>, alive until its threads have ended;
+    // `message` is NUL-terminated, valid for the call.
+    let sink = &*(user_data as *const LogSink);
+    let message = CStr::from_ptr(message).to_string_lossy();
+    if catch_unwind(AssertUnwindSafe(|| (sink.0)(LogLevel::from_c(level), &message))).is_err() {
+        eprintln!("breaker-client: a log function panicked; the panic stops at the library's thread");
     }
 }
 
