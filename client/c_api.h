@@ -165,7 +165,7 @@ enum breaker_log_level {
    * away). */
   BREAKER_LOG_INFO = 0,
   /* What an operator should know: a stream that ended, an observation breakerd refused, the
-   * policy's source changed. */
+   * local engine's policy taking part. */
   BREAKER_LOG_WARNING = 1,
   /* What needs an operator: breakerd sent what this client cannot use, sequence numbers ran
    * out. */

@@ -97,9 +97,10 @@ struct ClientOptions {
   // caller's, nor the one of policy callbacks), one line at a time, in order, with no lock of
   // the library held: it may call the client (stats, policy), but not Stop. Lines are queued
   // (client/log_thread.h): a slow `log` delays nothing but later lines.
-  // Levels: kInfo for what goes as expected (connected, a failed connection attempt, which
-  // repeats while breakerd is away), kWarning for what an operator should know (a stream that
-  // ended, an observation breakerd refused, the policy's source changed), kError for what
+  // Levels: kInfo for what goes as expected (connected, the fleet's policy in force, a failed
+  // connection attempt, which repeats while breakerd is away), kWarning for what an operator
+  // should know (a stream that ended, an observation breakerd refused, the local engine's
+  // policy taking part), kError for what
   // needs an operator (breakerd sent what this client cannot use, sequence numbers ran out).
   LogFunction log;
 

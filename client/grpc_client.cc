@@ -568,7 +568,9 @@ class GrpcClient : public BreakerClient {
         return;
       }
       if (current != nullptr && current->source != next->source) {
-        LogLine(this, LogLevel::kWarning)
+        // Back to the fleet's policy is how it should be; the local engine taking part is
+        // what an operator should know.
+        LogLine(this, next->source == PolicySource::kFleet ? LogLevel::kInfo : LogLevel::kWarning)
             << "breaker policy now from " << PolicySourceName(next->source) << " (was "
             << PolicySourceName(current->source) << "), mode " << core::ModeName(next->policy.mode);
       }

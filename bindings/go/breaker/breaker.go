@@ -136,7 +136,7 @@ const (
 	// is away).
 	LogInfo LogLevel = C.BREAKER_LOG_INFO
 	// What an operator should know: a stream that ended, an observation breakerd refused, the
-	// policy's source changed.
+	// local engine's policy taking part.
 	LogWarning LogLevel = C.BREAKER_LOG_WARNING
 	// What needs an operator: breakerd sent what this client cannot use, sequence numbers ran
 	// out.

@@ -30,7 +30,7 @@ use std::fmt;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// The builder index of the proposer's own payload: always allowed.
@@ -144,7 +144,7 @@ pub enum LogLevel {
     /// is away).
     Info,
     /// What an operator should know: a stream that ended, an observation breakerd refused,
-    /// the policy's source changed.
+    /// the local engine's policy taking part.
     Warning,
     /// What needs an operator: breakerd sent what this client cannot use, sequence numbers
     /// ran out.
@@ -285,9 +285,10 @@ pub enum Mode {
 impl Mode {
     fn from_c(mode: c_int) -> Mode {
         match mode {
+            1 => Mode::AllBuilders,
             2 => Mode::TrustedOnly,
-            3 => Mode::SelfBuild,
-            _ => Mode::AllBuilders,
+            // A mode this crate does not know (a newer library's): the strictest.
+            _ => Mode::SelfBuild,
         }
     }
 }
@@ -417,7 +418,10 @@ impl Drop for Held {
 ///
 /// `Client` is `Send` and `Sync`: every function of the C API may be called from any thread
 /// concurrently, except `breaker_client_free`, which `Drop` calls with the exclusive access
-/// ownership gives (no borrow, hence no other call and no [`Subscription`], is left).
+/// ownership gives (no borrow, hence no other call, is left; a [`Subscription`] or a
+/// [`PolicyWatch`] holds an `Arc` of the client, so none is left either). Do not drop the last
+/// `Arc<Client>`, a `Subscription` or a `PolicyWatch` inside a policy callback: the library
+/// would be freed from its own thread.
 pub struct Client {
     raw: *mut ffi::breaker_client,
     held: RwLock<Held>,
@@ -604,15 +608,41 @@ impl Client {
         check(unsafe { ffi::breaker_report_relay_reveal_missing(self.raw, slot, relay.as_ptr(), root.as_ptr()) })
     }
 
-    /// Calls `callback` with every new policy in force (its fleet version, mode and source)
-    /// until the returned [`Subscription`] drops. The callback runs on a library thread, one
-    /// call at a time, and should return quickly; it may read the client (policy, is_allowed)
-    /// through its own handle. A panic in it is caught and printed, never unwound into C.
-    pub fn subscribe<F>(&self, callback: F) -> Result<Subscription<'_>, Error>
+    /// Calls `callback` with every new policy in force until the returned [`Subscription`]
+    /// drops. The subscription owns a handle of the client (it is `Send + Sync + 'static`: a
+    /// task holds it across `.await`, a struct beside its `Arc<Client>`). The callback runs on
+    /// a library thread, one call at a time, and should return quickly. A panic in it is
+    /// caught and printed, never unwound into C.
+    ///
+    /// The subscription owns the client, so the client must be in an `Arc`:
+    ///
+    /// ```compile_fail,E0599
+    /// fn subscribe_a_bare_client(client: breaker_client::Client) {
+    ///     let _subscription = client.subscribe(|_policy| {});
+    /// }
+    /// ```
+    ///
+    /// and the callback runs on another thread, so it must be `Send + Sync`:
+    ///
+    /// ```compile_fail,E0277
+    /// fn subscribe_a_callback_that_is_not_send(client: std::sync::Arc<breaker_client::Client>) {
+    ///     let counter = std::rc::Rc::new(std::cell::Cell::new(0));
+    ///     let _subscription = client.subscribe(move |_policy| counter.set(counter.get() + 1));
+    /// }
+    /// ```
+    pub fn subscribe<F>(self: &Arc<Self>, callback: F) -> Result<Subscription, Error>
     where
-        F: Fn(u64, Mode, Source) + Send + Sync + 'static,
+        F: Fn(Arc<Policy>) + Send + Sync + 'static,
     {
-        let boxed: Box<Callback> = Box::new(Box::new(callback));
+        // Weak: the library owns the callback, the client owns the library. The subscription's
+        // own Arc keeps the client alive while the callback can run, so the upgrade never
+        // holds the last one (whose drop would free the client from its own thread).
+        let client = Arc::downgrade(self);
+        let boxed: Box<Callback> = Box::new(Box::new(move || {
+            if let Some(client) = client.upgrade() {
+                callback(client.policy());
+            }
+        }));
         let user_data = Box::into_raw(boxed);
         let mut id: c_int = 0;
         // SAFETY: live client; `user_data` lives until Subscription's drop has unsubscribed.
@@ -622,9 +652,38 @@ impl Client {
             drop(unsafe { Box::from_raw(user_data) });
             return Err(e);
         }
-        Ok(Subscription { client: self, id, user_data })
+        Ok(Subscription { client: Arc::clone(self), id, user_data })
+    }
+
+    /// A receiver of whole policies, watch-style: it holds the latest policy in force, and
+    /// [`PolicyWatch::changed`] waits for a newer one (a reader that falls behind sees only
+    /// the latest). Built on `std::sync` (Mutex and Condvar), so that any runtime can use it:
+    /// a tokio task calls `changed_timeout` from `spawn_blocking`, or polls `try_changed`.
+    pub fn watch(self: &Arc<Self>) -> Result<PolicyWatch, Error> {
+        let shared = Arc::new(WatchShared { latest: Mutex::new((0, self.policy())), changed: Condvar::new() });
+        let writer = Arc::clone(&shared);
+        let subscription = self.subscribe(move |policy| {
+            let mut latest = writer.latest.lock().unwrap_or_else(|e| e.into_inner());
+            *latest = (latest.0 + 1, policy);
+            writer.changed.notify_all();
+        })?;
+        Ok(PolicyWatch { shared, seen: 0, _subscription: subscription })
     }
 }
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.stats();
+        f.debug_struct("Client")
+            .field("address", &s.address)
+            .field("connected", &s.connected)
+            .field("synced", &self.is_synced())
+            .field("fleet_policy_version", &s.fleet_policy_version)
+            .field("source", &s.source)
+            .finish()
+    }
+}
+
 
 impl Drop for Client {
     fn drop(&mut self) {
@@ -645,30 +704,95 @@ unsafe extern "C" fn log_trampoline(user_data: *mut c_void, level: c_int, messag
     }
 }
 
-type Callback = Box<dyn Fn(u64, Mode, Source) + Send + Sync>;
+type Callback = Box<dyn Fn() + Send + Sync>;
 
-unsafe extern "C" fn trampoline(user_data: *mut c_void, version: u64, mode: c_int, source: c_int) {
+unsafe extern "C" fn trampoline(user_data: *mut c_void, _version: u64, _mode: c_int, _source: c_int) {
     // SAFETY: user_data is the Box of subscribe, alive until unsubscribed.
     let callback = &*(user_data as *const Callback);
-    if catch_unwind(AssertUnwindSafe(|| callback(version, Mode::from_c(mode), Source::from_c(source)))).is_err() {
+    if catch_unwind(AssertUnwindSafe(callback)).is_err() {
         eprintln!("breaker-client: a policy callback panicked; the panic stops at the library's thread");
     }
 }
 
-/// A policy subscription; dropping it unsubscribes (waiting for a running callback).
-pub struct Subscription<'a> {
-    client: &'a Client,
+/// A policy subscription; dropping it unsubscribes (waiting for a running callback), then
+/// lets go of its client. `Send + Sync + 'static`.
+pub struct Subscription {
+    client: Arc<Client>,
     id: c_int,
     user_data: *mut Callback,
 }
 
-impl Drop for Subscription<'_> {
+// SAFETY: the callback it owns is Send + Sync; the C API may be called from any thread.
+unsafe impl Send for Subscription {}
+unsafe impl Sync for Subscription {}
+
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscription").field("id", &self.id).finish()
+    }
+}
+
+impl Drop for Subscription {
     fn drop(&mut self) {
         // SAFETY: once breaker_unsubscribe returns, the callback is neither running nor called
-        // again, so the box is ours to free.
+        // again, so the box is ours to free; the client is alive (self.client).
         unsafe {
             ffi::breaker_unsubscribe(self.client.raw, self.id);
             drop(Box::from_raw(self.user_data));
         }
+    }
+}
+
+struct WatchShared {
+    // A count of the policies delivered, and the latest.
+    latest: Mutex<(u64, Arc<Policy>)>,
+    changed: Condvar,
+}
+
+/// The latest policy in force, and a wait for the next ([`Client::watch`]). `Send + Sync`;
+/// it keeps its client alive, and stops when dropped.
+#[derive(Debug)]
+pub struct PolicyWatch {
+    shared: Arc<WatchShared>,
+    // The count of the policy last returned.
+    seen: u64,
+    _subscription: Subscription,
+}
+
+impl fmt::Debug for WatchShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("WatchShared")
+    }
+}
+
+impl PolicyWatch {
+    /// The latest policy, without waiting and without marking it seen.
+    pub fn borrow(&self) -> Arc<Policy> {
+        Arc::clone(&self.shared.latest.lock().unwrap_or_else(|e| e.into_inner()).1)
+    }
+
+    /// The latest policy if it is newer than the last one returned; does not block.
+    pub fn try_changed(&mut self) -> Option<Arc<Policy>> {
+        let latest = self.shared.latest.lock().unwrap_or_else(|e| e.into_inner());
+        if latest.0 == self.seen {
+            return None;
+        }
+        self.seen = latest.0;
+        Some(Arc::clone(&latest.1))
+    }
+
+    /// Waits at most `timeout` for a policy newer than the last one returned.
+    pub fn changed_timeout(&mut self, timeout: Duration) -> Option<Arc<Policy>> {
+        let deadline = Instant::now() + timeout;
+        let mut latest = self.shared.latest.lock().unwrap_or_else(|e| e.into_inner());
+        while latest.0 == self.seen {
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            latest = self.shared.changed.wait_timeout(latest, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        self.seen = latest.0;
+        Some(Arc::clone(&latest.1))
     }
 }

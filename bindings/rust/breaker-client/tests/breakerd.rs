@@ -29,7 +29,7 @@ fn ban_builder(d: &Breakerd, client: &Client, builder: u64, seed: u8) {
 #[test]
 fn ban_then_reset_through_breakerctl() {
     let d = Breakerd::start("ban");
-    let client = connect(&d, "rust-node-1");
+    let client = Arc::new(connect(&d, "rust-node-1"));
     let before = client.policy();
     assert_eq!((before.source, before.mode), (Source::Fleet, Mode::AllBuilders));
     assert!(!before.bans(5));
@@ -38,7 +38,7 @@ fn ban_then_reset_through_breakerctl() {
     let notified = Arc::new(AtomicU64::new(0));
     let seen = Arc::clone(&notified);
     let subscription = client
-        .subscribe(move |version, _mode, _source| seen.store(version, Ordering::SeqCst))
+        .subscribe(move |policy| seen.store(policy.version, Ordering::SeqCst))
         .unwrap();
 
     ban_builder(&d, &client, 5, 0xab);
@@ -196,8 +196,8 @@ fn thousand_new_drop_cycles_keep_memory_flat() {
     const WARM_UP: usize = 100;
     let mut before = 0;
     for i in 0..CYCLES {
-        let client = Client::new(&d.options("rust-cycle")).unwrap();
-        let subscription = client.subscribe(|_, _, _| {}).unwrap();
+        let client = Arc::new(Client::new(&d.options("rust-cycle")).unwrap());
+        let subscription = client.subscribe(|_| {}).unwrap();
         client.observe_bid(d.current_slot(), 9, "relay.example:18550", &[]).unwrap();
         let _ = client.policy();
         drop(subscription);
