@@ -29,6 +29,7 @@
 #include "core/input_bounds.h"
 #include "core/observation.h"
 #include "core/policy.h"
+#include "core/relay_id.h"
 #include "core/types.h"
 #include "proto/codec/config_file.h"
 
@@ -462,6 +463,13 @@ int breaker_report_relay_reveal_missing(breaker_client* client, uint64_t slot, c
 bool breaker_is_allowed(const breaker_client* client, uint64_t builder, const char* relay_or_null) {
   if (client == nullptr) return false;
   return client->impl->IsAllowed(builder, OrEmpty(relay_or_null));
+}
+
+bool breaker_is_relay_allowed(const breaker_client* client, const char* relay) {
+  if (client == nullptr || relay == nullptr) return false;
+  absl::StatusOr<std::string> normalized = breaker::core::NormalizeRelayId(relay);
+  // An identifier that cannot be normalized is nobody's relay.
+  return normalized.ok() && client->impl->policy()->policy.IsRelayAllowed(*normalized);
 }
 
 int breaker_mode(const breaker_client* client) {

@@ -309,6 +309,13 @@ enum breaker_source {
  * normalized (it is nobody's relay), and for a NULL client. */
 bool breaker_is_allowed(const breaker_client* client, uint64_t builder, const char* relay_or_null);
 
+/* Before Gloas a relay's header names no builder index: returns whether the node may take a
+ * header from `relay` (any spelling) whatever its builder: the relay is not banned, the mode is
+ * not BREAKER_MODE_SELF_BUILD, and under BREAKER_MODE_TRUSTED_ONLY the relay is trusted. False
+ * for a relay that cannot be normalized, NULL or "", and for a NULL client. Thread-safe; does
+ * not block. */
+bool breaker_is_relay_allowed(const breaker_client* client, const char* relay);
+
 /* Returns the mode in force (a breaker_mode), or 0 for a NULL client. */
 int breaker_mode(const breaker_client* client);
 

@@ -289,6 +289,11 @@ static void test_client(void) {
   /* Not connected, observations buffered, the local policy: not in sync. */
   CHECK(!breaker_is_synced(client));
   CHECK(!breaker_is_synced(NULL));
+  /* The local policy bans nothing: any relay's header may be taken, but not a non-relay's. */
+  CHECK(breaker_is_relay_allowed(client, "relay.example:18550"));
+  CHECK(!breaker_is_relay_allowed(client, "ftp://x"));
+  CHECK(!breaker_is_relay_allowed(client, NULL));
+  CHECK(!breaker_is_relay_allowed(NULL, "relay.example:18550"));
 
   /* Subscriptions. */
   int id = -1;

@@ -213,8 +213,8 @@ func (s Source) String() string {
 	return fmt.Sprintf("source %d", int(s))
 }
 
-// Policy is one policy in force. Its slices are shared by every caller that read the same
-// policy: treat them as read-only.
+// Policy is one policy in force. Each Policy returned is the caller's own: its slices are
+// copies, which the caller may change without changing anyone else's.
 type Policy struct {
 	// The fleet policy's version; 0 before any arrived. It goes up with every change.
 	Version uint64
@@ -283,8 +283,11 @@ type Client struct {
 }
 
 // Dial starts a client. It does not wait for breakerd: the library connects in the background
-// and keeps reconnecting until Close (WaitSynced waits). It returns an *Error naming a missing
-// or invalid option or an unreadable file, or ctx's error when ctx is done.
+// and keeps reconnecting until Close (WaitSynced waits). ctx bounds the start: when it ends
+// before the client's first connection to breakerd, the client is closed (its calls return
+// ErrClosed); after that connection ctx no longer matters, and only Close ends the client. It
+// returns an *Error naming a missing or invalid option or an unreadable file, or ctx's error
+// when ctx is done already.
 func Dial(ctx context.Context, opts Options) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -327,7 +330,34 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	}
 	client.held = C.breaker_policy_get(c)
 	client.policy = convertPolicy(client.held)
+	go client.closeIfNotConnectedBefore(ctx)
 	return client, nil
+}
+
+// connectPoll is how often a client not connected yet looks whether it is.
+const connectPoll = 10 * time.Millisecond
+
+// closeIfNotConnectedBefore closes c when ctx ends before c's first connection to breakerd,
+// and returns at that connection, or when c is closed.
+func (c *Client) closeIfNotConnectedBefore(ctx context.Context) {
+	if ctx.Done() == nil {
+		return // A context that never ends.
+	}
+	ticker := time.NewTicker(connectPoll)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.Close()
+			return
+		case <-c.watchers.done:
+			return
+		case <-ticker.C:
+			if c.Stats().Connected {
+				return
+			}
+		}
+	}
 }
 
 // setOptions copies opts into o; C copies every string before returning.
@@ -419,12 +449,13 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Policy returns the policy in force. It reads the library's snapshot without blocking and
-// converts it only when it changed since the last call.
+// Policy returns the policy in force. It reads the library's snapshot without blocking,
+// converts it only when it changed since the last call, and returns a copy of its lists (one
+// allocation per non-empty list): the caller may change what it got.
 func (c *Client) Policy() Policy {
 	c.mu.RLock()
 	if c.c == nil || c.heldIsCurrent() {
-		p := c.policy
+		p := c.policy.clone()
 		c.mu.RUnlock()
 		return p
 	}
@@ -436,7 +467,23 @@ func (c *Client) Policy() Policy {
 		c.held = C.breaker_policy_get(c.c)
 		c.policy = convertPolicy(c.held)
 	}
-	return c.policy
+	return c.policy.clone()
+}
+
+// clone returns p with lists of its own.
+func (p Policy) clone() Policy {
+	p.BannedBuilders = cloneSlice(p.BannedBuilders)
+	p.TrustedBuilders = cloneSlice(p.TrustedBuilders)
+	p.BannedRelays = cloneSlice(p.BannedRelays)
+	p.TrustedRelays = cloneSlice(p.TrustedRelays)
+	return p
+}
+
+func cloneSlice[T any](s []T) []T {
+	if s == nil {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
 }
 
 // heldIsCurrent reports whether c.held is the library's policy in force.
@@ -498,6 +545,18 @@ func (c *Client) IsAllowed(builder uint64, relay string) bool {
 		return false
 	}
 	return bool(C.go_is_allowed(C.uintptr_t(uintptr(unsafe.Pointer(c.c))), C.uint64_t(builder), C.uintptr_t(uintptr(unsafe.Pointer(r)))))
+}
+
+// IsRelayAllowed reports whether the node may take a header from relay (any spelling) whatever
+// its builder: what a node asks before Gloas, when a header names no builder index. False when
+// the relay is banned, the mode is SelfBuild, or the mode is TrustedOnly and the relay is not
+// trusted; false for a relay that is no endpoint, and after Close.
+func (c *Client) IsRelayAllowed(relay string) bool {
+	r := C.CString(relay)
+	defer C.free(unsafe.Pointer(r))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.c != nil && bool(C.breaker_is_relay_allowed(c.c, r))
 }
 
 // Stats returns the client's counters (zeros after Close).

@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client/c_api.h"
+// The package's own copy of client/c_api.h, so that a vendored copy of the package builds
+// wherever it lies (//bindings:go_test checks that the two are the same).
+#include "c_api.h"
 
 int go_report_bid(breaker_client* c, uint64_t slot, uint64_t builder, const char* relay,
                   const uint8_t* pubkey, size_t pubkey_len, breaker_error* err);

@@ -78,6 +78,12 @@ func TestBanThenResetThroughBreakerctl(t *testing.T) {
 
 	banBuilder(t, d, c, 5, 0xab)
 	banned := c.Policy()
+	// Each Policy is the caller's own: changing it changes no one else's.
+	banned.BannedBuilders[0] = 999
+	if again := c.Policy(); !again.Bans(5) || again.Bans(999) {
+		t.Fatalf("a caller's change reached another's policy: %+v", again)
+	}
+	banned = c.Policy()
 	if banned.Version <= before.Version {
 		t.Fatalf("the ban's version %d is not above %d", banned.Version, before.Version)
 	}
@@ -185,6 +191,9 @@ func TestBadInputIsAnErrorValue(t *testing.T) {
 	}
 	if c.IsSynced() {
 		t.Fatal("IsSynced towards nothing")
+	}
+	if !c.IsRelayAllowed("relay.example:18550") || c.IsRelayAllowed("ftp://x") {
+		t.Fatal("IsRelayAllowed under the local policy, which bans nothing")
 	}
 	if p := c.Policy(); p.Source != Local || p.Version != 0 {
 		t.Fatalf("policy without breakerd: %+v", p)
@@ -339,5 +348,38 @@ func TestDialCloseCycles(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > baseGoroutines {
 		t.Fatalf("%d goroutines after the cycles, %d before", n, baseGoroutines)
+	}
+}
+
+// Dial's context bounds the start: ended before the first connection, it closes the client;
+// ended after it, it changes nothing.
+func TestDialContextBoundsTheStartOnly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := Dial(ctx, Options{Addresses: []string{"127.0.0.1:1"}, NodeID: "go-dial-ctx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cancel()
+	eventually(t, 5*time.Second, "the client closes with its Dial context", func() bool {
+		return errors.Is(c.ObserveFinalized(1, 1), ErrClosed)
+	})
+
+	d := startBreakerd(t)
+	ctx, cancel = context.WithCancel(context.Background())
+	connected, err := Dial(ctx, d.options("go-dial-ctx-connected"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer connected.Close()
+	waitCtx, waitCancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer waitCancel()
+	if err := connected.WaitSynced(waitCtx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	time.Sleep(5 * connectPoll)
+	if err := connected.ObserveBlocksSeen(d.currentSlot(), nil); err != nil {
+		t.Fatalf("the Dial context ended after the first connection, and the client stopped: %v", err)
 	}
 }

@@ -2,7 +2,7 @@ package breaker
 
 /*
 
-#cgo CFLAGS: -I${SRCDIR}/../../..
+#cgo CFLAGS: -I${SRCDIR}
 #cgo LDFLAGS: -lbreaker_client
 #include <stdlib.h>
 #include "breaker_cgo.h"

@@ -158,6 +158,7 @@ extern "C" {
         root: *const u8,
     ) -> c_int;
 
+    pub fn breaker_is_relay_allowed(client: *const breaker_client, relay: *const c_char) -> bool;
     pub fn breaker_is_allowed(client: *const breaker_client, builder: u64, relay_or_null: *const c_char) -> bool;
 
     pub fn breaker_policy_get(client: *const breaker_client) -> *mut breaker_policy;

@@ -500,6 +500,18 @@ impl Client {
         unsafe { ffi::breaker_is_allowed(self.raw, builder, ptr_or_null(&relay)) }
     }
 
+    /// Whether the node may take a header from `relay` (any spelling) whatever its builder:
+    /// what a node asks before Gloas, when a header names no builder index. False when the
+    /// relay is banned, the mode is SelfBuild, or the mode is TrustedOnly and the relay is not
+    /// trusted; false for a relay that is no endpoint.
+    pub fn is_relay_allowed(&self, relay: &str) -> bool {
+        match CString::new(relay) {
+            // SAFETY: live client; C copies `relay`.
+            Ok(relay) => unsafe { ffi::breaker_is_relay_allowed(self.raw, relay.as_ptr()) },
+            Err(_) => false,
+        }
+    }
+
     /// The client's counters.
     pub fn stats(&self) -> Stats {
         let mut s = ffi::breaker_stats::new();

@@ -112,6 +112,7 @@ fn bad_input_is_an_error_value() {
     assert_eq!(e.code, Code::DeadlineExceeded);
     assert!(e.message.contains("127.0.0.1:1"), "{e}");
     assert!(!client.is_synced());
+    assert!(client.is_relay_allowed("relay.example:18550") && !client.is_relay_allowed("ftp://x"));
     assert_eq!(client.policy().source, Source::Local);
 
     // What breakerd would refuse is refused at the call, in breakerd's words. The client has
