@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/bounded_json.h"
 #include "common/mutex.h"
 #include "glog/logging.h"
 #include "httplib.h"
@@ -19,27 +20,14 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Deeper than any answer the observer reads; a deeper one is garbage.
-constexpr int kMaxJsonDepth = 32;
-
-Json ParseJson(absl::string_view text) {
-  return Json::parse(
-      text.begin(), text.end(),
-      [](int depth, Json::parse_event_t, Json&) { return depth <= kMaxJsonDepth; },
-      /*allow_exceptions=*/false);
-}
-
-const Json* Member(const Json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
+// A deeper answer than any the observer reads is garbage (common/bounded_json.h).
+Json ParseJson(absl::string_view text) { return ParseBoundedJson(text); }
 
 // Follows `path`, a list of object keys.
 const Json* Path(const Json& json, std::initializer_list<const char*> path) {
   const Json* at = &json;
   for (const char* key : path) {
-    at = Member(*at, key);
+    at = JsonMember(*at, key);
     if (at == nullptr) return nullptr;
   }
   return at;
@@ -88,8 +76,12 @@ absl::string_view TopicsFormName(TopicsForm form) {
   return form == TopicsForm::kRepeated ? "repeated" : "comma";
 }
 
-BeaconApi::BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits)
-    : base_(std::move(base)), path_prefix_(std::move(path_prefix)), limits_(limits) {}
+BeaconApi::BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits,
+                     const Clock& clock)
+    : base_(std::move(base)),
+      path_prefix_(std::move(path_prefix)),
+      limits_(limits),
+      clock_(clock) {}
 
 BeaconApi::~BeaconApi() { Interrupt(); }
 
@@ -117,7 +109,7 @@ absl::StatusOr<std::string> BeaconApi::Get(const std::string& path) {
       api->rest_clients_.erase(client);
     }
   } unregister{this, &client};
-  const absl::Time deadline = absl::Now() + limits_.request_timeout;
+  const absl::Duration deadline = clock_.Monotonic() + limits_.request_timeout;
   std::string body;
   bool too_big = false;
   bool too_slow = false;
@@ -133,7 +125,7 @@ absl::StatusOr<std::string> BeaconApi::Get(const std::string& path) {
                      too_big = true;
                      return false;
                    }
-                   if (absl::Now() > deadline) {
+                   if (clock_.Monotonic() > deadline) {
                      too_slow = true;
                      return false;
                    }
@@ -171,7 +163,7 @@ namespace {
 // of the consensus specs, and the node's own are those its blocks have.
 absl::StatusOr<ssz::Preset> PresetOf(const Json& spec) {
   ssz::Preset preset = ssz::Preset::kMainnet;
-  if (const Json* base = Member(spec, "PRESET_BASE"); base != nullptr) {
+  if (const Json* base = JsonMember(spec, "PRESET_BASE"); base != nullptr) {
     if (!base->is_string()) return absl::InvalidArgumentError("data.PRESET_BASE is no string");
     if (base->get_ref<const std::string&>() == "minimal") preset = ssz::Preset::kMinimal;
   }
@@ -187,7 +179,7 @@ absl::StatusOr<ssz::Preset> PresetOf(const Json& spec) {
        &ssz::Preset::max_consolidation_requests_per_payload},
   };
   for (const auto& [name, field] : limits) {
-    const Json* value = Member(spec, name);
+    const Json* value = JsonMember(spec, name);
     if (value == nullptr) continue;
     std::optional<uint64_t> limit = Uint64(value);
     if (!limit.has_value() || *limit == 0 || *limit > ssz::kMaxPresetLimit) {
@@ -215,17 +207,17 @@ absl::StatusOr<NodeChain> BeaconApi::GetChain() {
   absl::StatusOr<std::string> spec_body = Get("/eth/v1/config/spec");
   if (!spec_body.ok()) return spec_body.status();
   const Json spec = ParseJson(*spec_body);
-  const Json* data = Member(spec, "data");
+  const Json* data = JsonMember(spec, "data");
   std::optional<uint64_t> seconds =
-      Uint64(Member(data == nullptr ? spec : *data, "SECONDS_PER_SLOT"));
+      Uint64(JsonMember(data == nullptr ? spec : *data, "SECONDS_PER_SLOT"));
   if (!seconds.has_value()) {
     // Later forks give the slot in milliseconds instead.
     std::optional<uint64_t> ms =
-        Uint64(data == nullptr ? nullptr : Member(*data, "SLOT_DURATION_MS"));
+        Uint64(data == nullptr ? nullptr : JsonMember(*data, "SLOT_DURATION_MS"));
     if (ms.has_value() && *ms % 1000 == 0) seconds = *ms / 1000;
   }
   std::optional<uint64_t> slots =
-      Uint64(data == nullptr ? nullptr : Member(*data, "SLOTS_PER_EPOCH"));
+      Uint64(data == nullptr ? nullptr : JsonMember(*data, "SLOTS_PER_EPOCH"));
   if (data == nullptr || !seconds.has_value() || !slots.has_value() || *seconds == 0 ||
       *slots == 0) {
     return BadAnswer("/eth/v1/config/spec",
@@ -233,7 +225,7 @@ absl::StatusOr<NodeChain> BeaconApi::GetChain() {
   }
   chain.seconds_per_slot = *seconds;
   chain.slots_per_epoch = *slots;
-  if (const Json* gloas = Member(*data, "GLOAS_FORK_EPOCH"); gloas != nullptr) {
+  if (const Json* gloas = JsonMember(*data, "GLOAS_FORK_EPOCH"); gloas != nullptr) {
     std::optional<uint64_t> epoch = Uint64(gloas);
     if (!epoch.has_value()) {
       return BadAnswer("/eth/v1/config/spec", "data.GLOAS_FORK_EPOCH is not a quoted decimal");
@@ -266,13 +258,13 @@ absl::StatusOr<std::vector<core::BlockRoot>> BeaconApi::GetHeaders(core::Slot sl
   if (absl::IsNotFound(body.status())) return std::vector<core::BlockRoot>{};
   if (!body.ok()) return body.status();
   const Json json = ParseJson(*body);
-  const Json* data = Member(json, "data");
+  const Json* data = JsonMember(json, "data");
   if (data == nullptr || !data->is_array()) {
     return BadAnswer("/eth/v1/beacon/headers", "no data array");
   }
   std::vector<core::BlockRoot> roots;
   for (const Json& header : *data) {
-    std::optional<core::BlockRoot> root = Root(Member(header, "root"));
+    std::optional<core::BlockRoot> root = Root(JsonMember(header, "root"));
     std::optional<uint64_t> header_slot = Uint64(Path(header, {"header", "message", "slot"}));
     if (!root.has_value()) return BadAnswer("/eth/v1/beacon/headers", "a header without root");
     // A node that ignores the query would list other slots' headers.
@@ -297,20 +289,20 @@ absl::StatusOr<std::vector<ForkChoiceNode>> BeaconApi::GetForkChoice() {
   absl::StatusOr<std::string> body = Get("/eth/v1/debug/fork_choice");
   if (!body.ok()) return body.status();
   const Json json = ParseJson(*body);
-  const Json* nodes = Member(json, "fork_choice_nodes");
+  const Json* nodes = JsonMember(json, "fork_choice_nodes");
   if (nodes == nullptr || !nodes->is_array()) {
     return BadAnswer("/eth/v1/debug/fork_choice", "no fork_choice_nodes array");
   }
   std::vector<ForkChoiceNode> out;
   for (const Json& node : *nodes) {
-    std::optional<uint64_t> slot = Uint64(Member(node, "slot"));
-    std::optional<core::BlockRoot> root = Root(Member(node, "block_root"));
-    std::optional<uint64_t> weight = Uint64(Member(node, "weight"));
+    std::optional<uint64_t> slot = Uint64(JsonMember(node, "slot"));
+    std::optional<core::BlockRoot> root = Root(JsonMember(node, "block_root"));
+    std::optional<uint64_t> weight = Uint64(JsonMember(node, "weight"));
     if (!slot.has_value() || !root.has_value() || !weight.has_value()) {
       return BadAnswer("/eth/v1/debug/fork_choice", "a node without slot, block_root and weight");
     }
     // The anchor has no parent: clients leave parent_root out or write null.
-    const Json* parent = Member(node, "parent_root");
+    const Json* parent = JsonMember(node, "parent_root");
     std::optional<core::BlockRoot> parent_root;
     if (parent != nullptr && !parent->is_null()) {
       parent_root = Root(parent);
@@ -388,13 +380,13 @@ absl::StatusOr<std::vector<ValidatorKeyIndex>> BeaconApi::GetValidatorIndices(
     absl::StatusOr<std::string> body = Get(absl::StrCat(kEndpoint, "?", query));
     if (!body.ok()) return body.status();
     const Json json = ParseJson(*body);
-    const Json* data = Member(json, "data");
+    const Json* data = JsonMember(json, "data");
     if (data == nullptr || !data->is_array() || data->size() > asked.size()) {
       return BadAnswer(kEndpoint, "no data array of at most the validators asked about");
     }
     std::vector<ValidatorKeyIndex> out;
     for (const Json& validator : *data) {
-      std::optional<uint64_t> index = Uint64(Member(validator, "index"));
+      std::optional<uint64_t> index = Uint64(JsonMember(validator, "index"));
       std::optional<std::string> key = Pubkey(Path(validator, {"validator", "pubkey"}));
       if (!index.has_value() || !key.has_value()) {
         return BadAnswer(kEndpoint, "a validator without index and validator.pubkey");
@@ -431,16 +423,16 @@ absl::StatusOr<std::vector<ProposerDuty>> BeaconApi::GetProposerDuties(core::Epo
   absl::StatusOr<std::string> body = Get(absl::StrCat(kEndpoint, "/", epoch));
   if (!body.ok()) return body.status();
   const Json json = ParseJson(*body);
-  const Json* data = Member(json, "data");
+  const Json* data = JsonMember(json, "data");
   if (data == nullptr || !data->is_array() || data->size() > slots_per_epoch) {
     return BadAnswer(kEndpoint,
                      absl::StrCat("no data array of at most ", slots_per_epoch, " duties"));
   }
   std::vector<ProposerDuty> out;
   for (const Json& duty : *data) {
-    std::optional<std::string> key = Pubkey(Member(duty, "pubkey"));
-    std::optional<uint64_t> index = Uint64(Member(duty, "validator_index"));
-    std::optional<uint64_t> slot = Uint64(Member(duty, "slot"));
+    std::optional<std::string> key = Pubkey(JsonMember(duty, "pubkey"));
+    std::optional<uint64_t> index = Uint64(JsonMember(duty, "validator_index"));
+    std::optional<uint64_t> slot = Uint64(JsonMember(duty, "slot"));
     if (!key.has_value() || !index.has_value() || !slot.has_value()) {
       return BadAnswer(kEndpoint, "a duty without pubkey, validator_index and slot");
     }
@@ -470,12 +462,12 @@ absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics, Top
 
   int status = 0;
   std::string error_body;
-  absl::Time second_start = absl::Now();
+  absl::Duration second_start = clock_.Monotonic();
   uint32_t in_second = 0;
   SseParser parser(
       limits_.sse,
       [&](SseEvent event) {
-        const absl::Time now = absl::Now();
+        const absl::Duration now = clock_.Monotonic();
         if (now - second_start >= absl::Seconds(1)) {
           second_start = now;
           in_second = 0;
@@ -572,23 +564,23 @@ absl::StatusOr<BeaconEvent> DecodeEvent(const SseEvent& event) {
   }
   // Gloas events come as {"version": ..., "data": {...}}.
   const Json& body =
-      Member(json, "version") != nullptr && Member(json, "data") != nullptr ? json["data"] : json;
+      JsonMember(json, "version") != nullptr && JsonMember(json, "data") != nullptr ? json["data"] : json;
   BeaconEvent out;
   const std::string& what = event.name;
   auto slot = [&](const Json& object) -> absl::Status {
-    std::optional<uint64_t> value = Uint64(Member(object, "slot"));
+    std::optional<uint64_t> value = Uint64(JsonMember(object, "slot"));
     if (!value.has_value()) return Malformed(what, "slot");
     out.slot = *value;
     return absl::OkStatus();
   };
   auto root = [&](const Json& object, const char* field, core::BlockRoot& into) -> absl::Status {
-    std::optional<core::BlockRoot> value = Root(Member(object, field));
+    std::optional<core::BlockRoot> value = Root(JsonMember(object, field));
     if (!value.has_value()) return Malformed(what, field);
     into = *value;
     return absl::OkStatus();
   };
   auto builder = [&](const Json& object) -> absl::Status {
-    std::optional<uint64_t> value = Uint64(Member(object, "builder_index"));
+    std::optional<uint64_t> value = Uint64(JsonMember(object, "builder_index"));
     if (!value.has_value()) return Malformed(what, "builder_index");
     out.builder = *value;
     return absl::OkStatus();
@@ -602,7 +594,7 @@ absl::StatusOr<BeaconEvent> DecodeEvent(const SseEvent& event) {
     out.kind = Kind::kHead;
     status.Update(slot(body));
     status.Update(root(body, "block", out.root));
-    if (const Json* payload = Member(body, "payload_status");
+    if (const Json* payload = JsonMember(body, "payload_status");
         payload != nullptr && payload->is_string()) {
       out.payload_full = payload->get_ref<const std::string&>() == "full";
     }
@@ -613,12 +605,12 @@ absl::StatusOr<BeaconEvent> DecodeEvent(const SseEvent& event) {
     status.Update(root(body, "old_head_block", out.old_root));
   } else if (what == "finalized_checkpoint") {
     out.kind = Kind::kFinalized;
-    std::optional<uint64_t> epoch = Uint64(Member(body, "epoch"));
+    std::optional<uint64_t> epoch = Uint64(JsonMember(body, "epoch"));
     if (!epoch.has_value()) return Malformed(what, "epoch");
     out.epoch = *epoch;
   } else if (what == "execution_payload_bid") {
     out.kind = Kind::kBid;
-    const Json* message = Member(body, "message");
+    const Json* message = JsonMember(body, "message");
     if (message == nullptr) return Malformed(what, "message");
     status.Update(slot(*message));
     status.Update(builder(*message));

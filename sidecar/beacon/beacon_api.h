@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "core/types.h"
 #include "sidecar/ssz/beacon_block.h"
@@ -121,8 +122,10 @@ struct BeaconApiStats {
 class BeaconApi {
  public:
   // `base` is "scheme://host[:port]" and `path_prefix` what goes before every path ("" or
-  // "/prefix").
-  BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits);
+  // "/prefix"). `clock` times each read and the events per second. REQUIRES: `clock` outlives
+  // the client.
+  BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits,
+            const Clock& clock);
   ~BeaconApi();
 
   // Each REST read returns UNAVAILABLE when the node cannot be reached or answers 5xx,
@@ -179,6 +182,7 @@ class BeaconApi {
   const std::string base_;
   const std::string path_prefix_;
   const BeaconApiLimits limits_;
+  const Clock& clock_;
 
   Mutex mu_;
   httplib::Client* stream_client_ ABSL_GUARDED_BY(mu_) = nullptr;  // The stream's, while it runs.
