@@ -32,7 +32,7 @@
  *     _free functions, which must not race with any other call on the same object. A
  *     breaker_options is not shared state: do not modify one from two threads at once. No
  *     function keeps a pointer the caller passed past its return, except `user_data` of
- *     breaker_subscribe.
+ *     breaker_subscribe and of breaker_options_set_log_callback.
  *   - Blocking: only breaker_client_free (which ends the library's threads) and
  *     breaker_unsubscribe (which waits for a running callback) wait; every other function
  *     returns without waiting for the network, a lock held across I/O, or another thread's
