@@ -88,8 +88,10 @@ absl::Status ValidateOptions(const ClientOptions& options) {
 
 class GrpcClient : public BreakerClient {
  public:
-  GrpcClient(ClientOptions options, core::Engine local_engine, absl::Duration staleness_limit)
-      : options_(std::move(options)),
+  GrpcClient(ClientOptions options, core::Engine local_engine, absl::Duration staleness_limit,
+             core::ChainSpec chain)
+      : chain_(std::move(chain)),
+        options_(std::move(options)),
         log_thread_(options_.log ? std::make_unique<LogThread>(options_.log) : nullptr),
         buffer_(options_.max_buffered_observations,
                 static_cast<uint64_t>(absl::ToUnixMicros(options_.clock->Now()))),
@@ -106,6 +108,8 @@ class GrpcClient : public BreakerClient {
   }
 
   ~GrpcClient() override { Stop(); }
+
+  core::ChainSpec chain() const override { return chain_; }
 
   absl::Status Report(core::Slot slot, core::Event event) override {
     {
@@ -625,6 +629,7 @@ class GrpcClient : public BreakerClient {
     return stopping_;
   }
 
+  const core::ChainSpec chain_;
   const ClientOptions options_;
   // Delivers log lines to options_.log; null when it is empty (glog). Outlives every other
   // thread of the client: they end in Stop(), it in its destructor, which runs after.
@@ -703,7 +708,7 @@ absl::StatusOr<std::unique_ptr<BreakerClient>> StartGrpcClient(ClientOptions opt
   const absl::Duration staleness_limit = options.staleness_limit.value_or(
       absl::Seconds(2 * config.chain.slots_per_epoch * config.chain.seconds_per_slot));
   return std::unique_ptr<BreakerClient>(
-      new GrpcClient(std::move(options), *std::move(engine), staleness_limit));
+      new GrpcClient(std::move(options), *std::move(engine), staleness_limit, config.chain));
 }
 
 }  // namespace breaker::client

@@ -66,6 +66,11 @@ std::optional<std::string> Pubkey(const Json* value) {
   return ValidatorPubkey(value->get_ref<const std::string&>());
 }
 
+// An answer that is not what the spec says: DATA_LOSS naming the endpoint and the field.
+absl::Status BadBody(absl::string_view endpoint, absl::string_view what) {
+  return absl::DataLossError(absl::StrCat("the beacon node's ", endpoint, ": ", what));
+}
+
 absl::Status Malformed(absl::string_view what, absl::string_view field) {
   return absl::DataLossError(absl::StrCat(what, ": '", field, "' is missing or malformed"));
 }
@@ -84,11 +89,6 @@ BeaconApi::BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits 
       clock_(clock) {}
 
 BeaconApi::~BeaconApi() { Interrupt(); }
-
-absl::Status BeaconApi::BadAnswer(absl::string_view endpoint, absl::string_view what) {
-  ++bad_answers_;
-  return absl::DataLossError(absl::StrCat("the beacon node's ", endpoint, ": ", what));
-}
 
 absl::StatusOr<std::string> BeaconApi::Get(const std::string& path) {
   httplib::Client client(base_);
@@ -193,20 +193,17 @@ absl::StatusOr<ssz::Preset> PresetOf(const Json& spec) {
 
 }  // namespace
 
-absl::StatusOr<NodeChain> BeaconApi::GetChain() {
-  absl::StatusOr<std::string> genesis_body = Get("/eth/v1/beacon/genesis");
-  if (!genesis_body.ok()) return genesis_body.status();
-  const Json genesis = ParseJson(*genesis_body);
+absl::StatusOr<NodeChain> DecodeChain(absl::string_view genesis_body,
+                                      absl::string_view spec_body) {
+  const Json genesis = ParseJson(genesis_body);
   NodeChain chain;
   std::optional<uint64_t> genesis_time = Uint64(Path(genesis, {"data", "genesis_time"}));
   if (!genesis_time.has_value() || *genesis_time > (uint64_t{1} << 62)) {
-    return BadAnswer("/eth/v1/beacon/genesis", "no data.genesis_time, a quoted decimal");
+    return BadBody("/eth/v1/beacon/genesis", "no data.genesis_time, a quoted decimal");
   }
   chain.genesis_time_unix = static_cast<int64_t>(*genesis_time);
 
-  absl::StatusOr<std::string> spec_body = Get("/eth/v1/config/spec");
-  if (!spec_body.ok()) return spec_body.status();
-  const Json spec = ParseJson(*spec_body);
+  const Json spec = ParseJson(spec_body);
   const Json* data = JsonMember(spec, "data");
   std::optional<uint64_t> seconds =
       Uint64(JsonMember(data == nullptr ? spec : *data, "SECONDS_PER_SLOT"));
@@ -220,7 +217,7 @@ absl::StatusOr<NodeChain> BeaconApi::GetChain() {
       Uint64(data == nullptr ? nullptr : JsonMember(*data, "SLOTS_PER_EPOCH"));
   if (data == nullptr || !seconds.has_value() || !slots.has_value() || *seconds == 0 ||
       *slots == 0) {
-    return BadAnswer("/eth/v1/config/spec",
+    return BadBody("/eth/v1/config/spec",
                      "no data.SECONDS_PER_SLOT and data.SLOTS_PER_EPOCH, quoted decimals above 0");
   }
   chain.seconds_per_slot = *seconds;
@@ -228,23 +225,35 @@ absl::StatusOr<NodeChain> BeaconApi::GetChain() {
   if (const Json* gloas = JsonMember(*data, "GLOAS_FORK_EPOCH"); gloas != nullptr) {
     std::optional<uint64_t> epoch = Uint64(gloas);
     if (!epoch.has_value()) {
-      return BadAnswer("/eth/v1/config/spec", "data.GLOAS_FORK_EPOCH is not a quoted decimal");
+      return BadBody("/eth/v1/config/spec", "data.GLOAS_FORK_EPOCH is not a quoted decimal");
     }
     chain.gloas_fork_epoch = *epoch;
   }
   absl::StatusOr<ssz::Preset> preset = PresetOf(*data);
-  if (!preset.ok()) return BadAnswer("/eth/v1/config/spec", preset.status().message());
+  if (!preset.ok()) return BadBody("/eth/v1/config/spec", preset.status().message());
   chain.preset = *preset;
   return chain;
+}
+
+absl::StatusOr<NodeChain> BeaconApi::GetChain() {
+  absl::StatusOr<std::string> genesis_body = Get("/eth/v1/beacon/genesis");
+  if (!genesis_body.ok()) return genesis_body.status();
+  absl::StatusOr<std::string> spec_body = Get("/eth/v1/config/spec");
+  if (!spec_body.ok()) return spec_body.status();
+  return Checked(DecodeChain(*genesis_body, *spec_body));
 }
 
 absl::StatusOr<SyncStatus> BeaconApi::GetSyncing() {
   absl::StatusOr<std::string> body = Get("/eth/v1/node/syncing");
   if (!body.ok()) return body.status();
-  const Json json = ParseJson(*body);
+  return Checked(DecodeSyncing(*body));
+}
+
+absl::StatusOr<SyncStatus> DecodeSyncing(absl::string_view body) {
+  const Json json = ParseJson(body);
   std::optional<bool> syncing = Bool(Path(json, {"data", "is_syncing"}));
   if (!syncing.has_value()) {
-    return BadAnswer("/eth/v1/node/syncing", "no data.is_syncing, a boolean");
+    return BadBody("/eth/v1/node/syncing", "no data.is_syncing, a boolean");
   }
   SyncStatus status;
   status.is_syncing = *syncing;
@@ -257,16 +266,21 @@ absl::StatusOr<std::vector<core::BlockRoot>> BeaconApi::GetHeaders(core::Slot sl
   absl::StatusOr<std::string> body = Get(absl::StrCat("/eth/v1/beacon/headers?slot=", slot));
   if (absl::IsNotFound(body.status())) return std::vector<core::BlockRoot>{};
   if (!body.ok()) return body.status();
-  const Json json = ParseJson(*body);
+  return Checked(DecodeHeaders(*body, slot));
+}
+
+absl::StatusOr<std::vector<core::BlockRoot>> DecodeHeaders(absl::string_view body,
+                                                           core::Slot slot) {
+  const Json json = ParseJson(body);
   const Json* data = JsonMember(json, "data");
   if (data == nullptr || !data->is_array()) {
-    return BadAnswer("/eth/v1/beacon/headers", "no data array");
+    return BadBody("/eth/v1/beacon/headers", "no data array");
   }
   std::vector<core::BlockRoot> roots;
   for (const Json& header : *data) {
     std::optional<core::BlockRoot> root = Root(JsonMember(header, "root"));
     std::optional<uint64_t> header_slot = Uint64(Path(header, {"header", "message", "slot"}));
-    if (!root.has_value()) return BadAnswer("/eth/v1/beacon/headers", "a header without root");
+    if (!root.has_value()) return BadBody("/eth/v1/beacon/headers", "a header without root");
     // A node that ignores the query would list other slots' headers.
     if (header_slot.has_value() && *header_slot != slot) continue;
     roots.push_back(*root);
@@ -277,9 +291,13 @@ absl::StatusOr<std::vector<core::BlockRoot>> BeaconApi::GetHeaders(core::Slot sl
 absl::StatusOr<core::Epoch> BeaconApi::GetFinalizedEpoch() {
   absl::StatusOr<std::string> body = Get("/eth/v1/beacon/states/head/finality_checkpoints");
   if (!body.ok()) return body.status();
-  std::optional<uint64_t> epoch = Uint64(Path(ParseJson(*body), {"data", "finalized", "epoch"}));
+  return Checked(DecodeFinalizedEpoch(*body));
+}
+
+absl::StatusOr<core::Epoch> DecodeFinalizedEpoch(absl::string_view body) {
+  std::optional<uint64_t> epoch = Uint64(Path(ParseJson(body), {"data", "finalized", "epoch"}));
   if (!epoch.has_value()) {
-    return BadAnswer("/eth/v1/beacon/states/head/finality_checkpoints",
+    return BadBody("/eth/v1/beacon/states/head/finality_checkpoints",
                      "no data.finalized.epoch, a quoted decimal");
   }
   return *epoch;
@@ -288,10 +306,14 @@ absl::StatusOr<core::Epoch> BeaconApi::GetFinalizedEpoch() {
 absl::StatusOr<std::vector<ForkChoiceNode>> BeaconApi::GetForkChoice() {
   absl::StatusOr<std::string> body = Get("/eth/v1/debug/fork_choice");
   if (!body.ok()) return body.status();
-  const Json json = ParseJson(*body);
+  return Checked(DecodeForkChoice(*body));
+}
+
+absl::StatusOr<std::vector<ForkChoiceNode>> DecodeForkChoice(absl::string_view body) {
+  const Json json = ParseJson(body);
   const Json* nodes = JsonMember(json, "fork_choice_nodes");
   if (nodes == nullptr || !nodes->is_array()) {
-    return BadAnswer("/eth/v1/debug/fork_choice", "no fork_choice_nodes array");
+    return BadBody("/eth/v1/debug/fork_choice", "no fork_choice_nodes array");
   }
   std::vector<ForkChoiceNode> out;
   for (const Json& node : *nodes) {
@@ -299,7 +321,7 @@ absl::StatusOr<std::vector<ForkChoiceNode>> BeaconApi::GetForkChoice() {
     std::optional<core::BlockRoot> root = Root(JsonMember(node, "block_root"));
     std::optional<uint64_t> weight = Uint64(JsonMember(node, "weight"));
     if (!slot.has_value() || !root.has_value() || !weight.has_value()) {
-      return BadAnswer("/eth/v1/debug/fork_choice", "a node without slot, block_root and weight");
+      return BadBody("/eth/v1/debug/fork_choice", "a node without slot, block_root and weight");
     }
     // The anchor has no parent: clients leave parent_root out or write null.
     const Json* parent = JsonMember(node, "parent_root");
@@ -307,7 +329,7 @@ absl::StatusOr<std::vector<ForkChoiceNode>> BeaconApi::GetForkChoice() {
     if (parent != nullptr && !parent->is_null()) {
       parent_root = Root(parent);
       if (!parent_root.has_value()) {
-        return BadAnswer("/eth/v1/debug/fork_choice", "a parent_root that is not a 32-byte hex");
+        return BadBody("/eth/v1/debug/fork_choice", "a parent_root that is not a 32-byte hex");
       }
     }
     out.push_back(ForkChoiceNode{*slot, *root, *weight, parent_root});
@@ -337,12 +359,16 @@ absl::StatusOr<core::BuilderIndex> BeaconApi::GetBlockBidBuilder(const core::Blo
       absl::string_view(reinterpret_cast<const char*>(root.bytes.data()), root.bytes.size()));
   absl::StatusOr<std::string> body = Get(absl::StrCat("/eth/v2/beacon/blocks/0x", hex));
   if (!body.ok()) return body.status();
-  const Json json = ParseJson(*body);
+  return Checked(DecodeBlockBidBuilder(*body));
+}
+
+absl::StatusOr<core::BuilderIndex> DecodeBlockBidBuilder(absl::string_view body) {
+  const Json json = ParseJson(body);
   std::optional<uint64_t> builder =
       Uint64(Path(json, {"data", "message", "body", "signed_execution_payload_bid", "message",
                          "builder_index"}));
   if (!builder.has_value()) {
-    return BadAnswer("/eth/v2/beacon/blocks",
+    return BadBody("/eth/v2/beacon/blocks",
                      "no data.message.body.signed_execution_payload_bid.message.builder_index");
   }
   return *builder;
@@ -356,6 +382,29 @@ std::optional<std::string> ValidatorPubkey(absl::string_view text) {
     if (!absl::ascii_isxdigit(text[i])) return std::nullopt;
   }
   return absl::AsciiStrToLower(text);
+}
+
+absl::StatusOr<std::vector<ValidatorKeyIndex>> DecodeValidators(
+    absl::string_view body, const std::vector<std::string>& asked) {
+  constexpr absl::string_view kEndpoint = "/eth/v1/beacon/states/head/validators";
+  const Json json = ParseJson(body);
+  const Json* data = JsonMember(json, "data");
+  if (data == nullptr || !data->is_array() || data->size() > asked.size()) {
+    return BadBody(kEndpoint, "no data array of at most the validators asked about");
+  }
+  std::vector<ValidatorKeyIndex> out;
+  for (const Json& validator : *data) {
+    std::optional<uint64_t> index = Uint64(JsonMember(validator, "index"));
+    std::optional<std::string> key = Pubkey(Path(validator, {"validator", "pubkey"}));
+    if (!index.has_value() || !key.has_value()) {
+      return BadBody(kEndpoint, "a validator without index and validator.pubkey");
+    }
+    if (std::find(asked.begin(), asked.end(), *key) == asked.end()) {
+      return BadBody(kEndpoint, absl::StrCat("validator ", *key, " was not asked about"));
+    }
+    out.push_back(ValidatorKeyIndex{*std::move(key), *index});
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<ValidatorKeyIndex>> BeaconApi::GetValidatorIndices(
@@ -379,24 +428,7 @@ absl::StatusOr<std::vector<ValidatorKeyIndex>> BeaconApi::GetValidatorIndices(
   auto read = [&](absl::string_view query) -> absl::StatusOr<std::vector<ValidatorKeyIndex>> {
     absl::StatusOr<std::string> body = Get(absl::StrCat(kEndpoint, "?", query));
     if (!body.ok()) return body.status();
-    const Json json = ParseJson(*body);
-    const Json* data = JsonMember(json, "data");
-    if (data == nullptr || !data->is_array() || data->size() > asked.size()) {
-      return BadAnswer(kEndpoint, "no data array of at most the validators asked about");
-    }
-    std::vector<ValidatorKeyIndex> out;
-    for (const Json& validator : *data) {
-      std::optional<uint64_t> index = Uint64(JsonMember(validator, "index"));
-      std::optional<std::string> key = Pubkey(Path(validator, {"validator", "pubkey"}));
-      if (!index.has_value() || !key.has_value()) {
-        return BadAnswer(kEndpoint, "a validator without index and validator.pubkey");
-      }
-      if (std::find(asked.begin(), asked.end(), *key) == asked.end()) {
-        return BadAnswer(kEndpoint, absl::StrCat("validator ", *key, " was not asked about"));
-      }
-      out.push_back(ValidatorKeyIndex{*std::move(key), *index});
-    }
-    return out;
+    return Checked(DecodeValidators(*body, asked));
   };
   // The array as repeated keys (OpenAPI's default form, which Lodestar reads), and, when that
   // finds fewer than asked, comma-joined too (which other clients read): a node that takes the
@@ -422,10 +454,17 @@ absl::StatusOr<std::vector<ProposerDuty>> BeaconApi::GetProposerDuties(core::Epo
   constexpr absl::string_view kEndpoint = "/eth/v1/validator/duties/proposer";
   absl::StatusOr<std::string> body = Get(absl::StrCat(kEndpoint, "/", epoch));
   if (!body.ok()) return body.status();
-  const Json json = ParseJson(*body);
+  return Checked(DecodeProposerDuties(*body, epoch, slots_per_epoch));
+}
+
+absl::StatusOr<std::vector<ProposerDuty>> DecodeProposerDuties(absl::string_view body,
+                                                               core::Epoch epoch,
+                                                               uint64_t slots_per_epoch) {
+  constexpr absl::string_view kEndpoint = "/eth/v1/validator/duties/proposer";
+  const Json json = ParseJson(body);
   const Json* data = JsonMember(json, "data");
   if (data == nullptr || !data->is_array() || data->size() > slots_per_epoch) {
-    return BadAnswer(kEndpoint,
+    return BadBody(kEndpoint,
                      absl::StrCat("no data array of at most ", slots_per_epoch, " duties"));
   }
   std::vector<ProposerDuty> out;
@@ -434,10 +473,10 @@ absl::StatusOr<std::vector<ProposerDuty>> BeaconApi::GetProposerDuties(core::Epo
     std::optional<uint64_t> index = Uint64(JsonMember(duty, "validator_index"));
     std::optional<uint64_t> slot = Uint64(JsonMember(duty, "slot"));
     if (!key.has_value() || !index.has_value() || !slot.has_value()) {
-      return BadAnswer(kEndpoint, "a duty without pubkey, validator_index and slot");
+      return BadBody(kEndpoint, "a duty without pubkey, validator_index and slot");
     }
     if (*slot / slots_per_epoch != epoch) {
-      return BadAnswer(kEndpoint, absl::StrCat("a duty of slot ", *slot, ", not of epoch ", epoch));
+      return BadBody(kEndpoint, absl::StrCat("a duty of slot ", *slot, ", not of epoch ", epoch));
     }
     out.push_back(ProposerDuty{*std::move(key), *index, *slot});
   }

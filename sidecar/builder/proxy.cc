@@ -124,21 +124,8 @@ class Proxy::Maintenance {
   std::thread thread_;
 };
 
-namespace {
-
-std::vector<std::string> RelayIds(const std::vector<UpstreamSettings>& upstreams) {
-  std::vector<std::string> ids;
-  for (const UpstreamSettings& upstream : upstreams) ids.push_back(upstream.relay_id);
-  return ids;
-}
-
-}  // namespace
-
 Proxy::Proxy(const SidecarSettings& settings, Enforcer& enforcer, const Clock& clock)
-    : settings_(settings),
-      enforcer_(enforcer),
-      clock_(clock),
-      latency_(RelayIds(settings.upstreams)) {}
+    : settings_(settings), enforcer_(enforcer), clock_(clock) {}
 
 Proxy::~Proxy() { Stop(); }
 
@@ -174,7 +161,7 @@ absl::Status Proxy::Start() {
     // waits for the peer's delayed acknowledgement, about 40 ms on Linux.
     server->set_tcp_nodelay(true);
     auto handler = [this, i](const httplib::Request& request, httplib::Response& response) {
-      Handle(i, &request, &response);
+      Handle(i, request, response);
     };
     server->Get(".*", handler);
     server->Post(".*", handler);
@@ -238,7 +225,7 @@ void Proxy::Stop(absl::Duration grace) {
   maintenance_ = nullptr;
 }
 
-void Proxy::Handle(size_t index, const void* request, void* response) {
+void Proxy::Handle(size_t index, const httplib::Request& request, httplib::Response& response) {
   {
     MutexLock lock(&mu_);
     ++in_flight_;
@@ -248,9 +235,7 @@ void Proxy::Handle(size_t index, const void* request, void* response) {
   if (--in_flight_ == 0) answered_.SignalAll();
 }
 
-void Proxy::Forward(size_t index, const void* request_ptr, void* response_ptr) {
-  const auto& request = *static_cast<const httplib::Request*>(request_ptr);
-  auto& response = *static_cast<httplib::Response*>(response_ptr);
+void Proxy::Forward(size_t index, const httplib::Request& request, httplib::Response& response) {
   const UpstreamSettings& upstream = settings_.upstreams[index];
   const Route route = ClassifyRoute(request.method, request.path);
 
@@ -286,7 +271,9 @@ void Proxy::Forward(size_t index, const void* request_ptr, void* response_ptr) {
   UpstreamAnswer answer;
   if (budget > absl::ZeroDuration()) {
     answer = pools_[index]->Send(out, budget);
-    if (answer.ok()) latency_.Observe(index, route.endpoint, clock_.Monotonic() - started);
+    if (answer.ok() && latency_observer_) {
+      latency_observer_(index, route.endpoint, clock_.Monotonic() - started);
+    }
   } else {
     answer.failure = UpstreamAnswer::Failure::kTimeout;
   }
