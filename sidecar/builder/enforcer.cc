@@ -27,8 +27,7 @@ std::optional<std::string> Enforcer::Refuse(size_t index, const Route& route) {
   }
   const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
   RefusalCause cause;
-  std::optional<std::string> reason =
-      RefusalReason(snapshot->policy, upstreams_.at(index), &cause);
+  std::optional<std::string> reason = RefusalReason(snapshot->policy, upstreams_.at(index), &cause);
   if (reason) {
     MutexLock lock(&mu_);
     CountRefusal(state_.at(index).counters, cause);

@@ -144,8 +144,7 @@ class Watchdog {
   Watchdog(std::string what, absl::Duration limit)
       : what_(std::move(what)), thread_([this, limit] {
           MutexLock lock(&mu_);
-          const auto deadline =
-              std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(limit);
+          const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(limit);
           while (!done_ && !cv_.WaitUntil(&mu_, deadline)) {
           }
           if (!done_) {
