@@ -463,7 +463,14 @@ void ValidatorPort::ReportWin(const std::string& body, const std::string& conten
     ++counters_.bids_unreported;
     return;
   }
-  client_.Report(slot, core::BidSeen{*builder, *relay, ""});
+  if (absl::Status reported = client_.Report(slot, core::BidSeen{*builder, *relay, ""});
+      !reported.ok()) {
+    LOG(WARNING) << "the builder-API bid that won slot " << slot << " through " << builder_url
+                 << " is refused by the client library: " << reported.message();
+    MutexLock lock(&mu_);
+    ++counters_.bids_unreported;
+    return;
+  }
   MutexLock lock(&mu_);
   ++counters_.bids_reported;
 }

@@ -84,7 +84,8 @@ struct ValidatorPortCounters {
   uint64_t keys_dropped = 0;
   // Blocks produced (200 answers), by mode and PayloadSource.
   std::array<std::array<uint64_t, 4>, 3> blocks_by_mode_and_source = {};
-  // Builder-API wins reported as a BidSeen, and those whose builder could not be read.
+  // Builder-API wins reported as a BidSeen, and those not reported: the builder could not be
+  // read, or the client library refused the observation.
   uint64_t bids_reported = 0;
   uint64_t bids_unreported = 0;
 };
