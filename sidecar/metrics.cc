@@ -430,7 +430,8 @@ class Metrics::ValidatorPortCollector final : public prometheus::Collectable {
     auto bids = Family("breaker_sidecar_validator_bids_total",
                        "Builder-API bids that won a produceBlockV4 through an entry other than "
                        "the sidecar's own ports: reported to breakerd, or unreported (the "
-                       "builder could not be read from the answer).",
+                       "builder could not be read from the answer, or the client library "
+                       "refused the observation).",
                        MetricType::Counter);
     AddCounter(bids, static_cast<double>(counters.bids_reported), {{"outcome", "reported"}});
     AddCounter(bids, static_cast<double>(counters.bids_unreported), {{"outcome", "unreported"}});
