@@ -348,7 +348,11 @@ func (c *Client) closeIfNotConnectedBefore(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			c.Close()
+			// The first connection may have come since the last tick: a fleet policy
+			// received says it did.
+			if s := c.Stats(); !s.Connected && s.FleetPolicyVersion == 0 {
+				c.Close()
+			}
 			return
 		case <-c.watchers.done:
 			return
