@@ -147,6 +147,8 @@ class Fleet : private JournalWriter::Sink {
   // Storage faults above): none of them was acknowledged, the node resends them; or with
   // AdmitNode's RESOURCE_EXHAUSTED for a new node beyond max_known_nodes. It runs on the
   // journal writer's threads, or on the caller's when the answer is known at once.
+  // Observations refused for their content (codec::RefusedForContent) or beyond the node's
+  // rate are cut before the journal: never stored, and the batch's bytes stored are the rest.
   void SubmitObservations(std::string node_id, codec::ReceivedBatch batch, AckCallback done);
 
   // Submits an operator action; `done` gets the resulting policy or the action's error, or
@@ -294,6 +296,10 @@ class Fleet : private JournalWriter::Sink {
   // simulate` does), then keeps what the fleet holds beside the engine: the fleet id, the
   // configuration's publication and limits, the answer to the submitter, the metrics.
   void ApplyOne(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  // Cuts from `batch` the observations refused for their content, listing and counting them
+  // in `ack`, the metrics and the node's registry entry.
+  void CutRefusedContent(const std::string& node_id, codec::ReceivedBatch& batch,
+                         breaker::v1::ObservationAck& ack);
   // Fills the acknowledgement of an observations entry from what applying it did, and counts
   // it (not for a replay).
   void AnswerObservations(Work& work, const codec::AppliedEntry& applied)

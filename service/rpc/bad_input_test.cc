@@ -473,6 +473,58 @@ TEST_F(BadInputTest, TheRateLimitRefillsWithTheFleetClock) {
   EXPECT_TRUE(Bans(GetPolicy(), 8));
 }
 
+// The bytes of every file under `dir`.
+uintmax_t TotalBytes(const std::string& dir) {
+  uintmax_t total = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) total += entry.file_size();
+  }
+  return total;
+}
+
+// A bid whose builder key is `key_bytes` long: refused for its content whatever the state.
+v1::Observation BidWithKeyOf(uint64_t sequence, size_t key_bytes) {
+  v1::Observation bid = Bid(sequence, 5, "https://relay.example");
+  bid.mutable_bid_seen()->set_builder_pubkey(std::string(key_bytes, 'k'));
+  return bid;
+}
+
+TEST_F(BadInputTest, ObservationsRefusedForTheirContentAreNeverStored) {
+  StartServer(kLimits);
+  std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
+  ASSERT_TRUE(node->ObserveAndAwaitAck(NoEffect(1, 1)).has_value());
+  const std::string state = dir_ + "/state";
+  const uintmax_t before = TotalBytes(state);
+
+  // A batch refused whole: nothing is written at all.
+  std::optional<v1::ObservationAck> ack =
+      node->ObserveAndAwaitAck({BidWithKeyOf(2, 1 << 18), BidWithKeyOf(3, 1 << 18)});
+  ASSERT_TRUE(ack.has_value());
+  ASSERT_EQ(ack->refused_size(), 2);
+  EXPECT_EQ(ack->refused(0).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(ack->refused(0).message(), HasSubstr("bid_seen.builder_pubkey"));
+  EXPECT_EQ(TotalBytes(state), before);
+
+  // Beside an accepted observation, the refused ones are cut from what the journal stores:
+  // the directory grows by far less than one refused key.
+  ack = node->ObserveAndAwaitAck({Missing(4, 5, 'n', 0.1), BidWithKeyOf(5, 1 << 18)});
+  ASSERT_TRUE(ack.has_value());
+  ASSERT_EQ(ack->refused_size(), 1);
+  EXPECT_EQ(ack->refused(0).sequence(), 5u);
+  EXPECT_LT(TotalBytes(state), before + (1 << 16));
+
+  // What was refused for its content took no number, live or replayed from the journal: sent
+  // again, it is refused again rather than taken for a replay.
+  EXPECT_EQ(GetNode("bn-1").last_sequence(), 4u);
+  Restart();
+  EXPECT_EQ(GetNode("bn-1").last_sequence(), 4u);
+  node = ConnectedNode("bn-1");
+  ack = node->ObserveAndAwaitAck({BidWithKeyOf(5, 7)});
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->refused_size(), 1);
+  EXPECT_EQ(ack->replayed(), 0u);
+}
+
 TEST_F(BadInputTest, ALargeLegitimateBatchFitsTheMessageSize) {
   StartServer(kLimits);
   std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
