@@ -270,6 +270,17 @@ TEST_F(BadInputTest, EveryBadInputGetsItsErrorAndChangesNothing) {
        absl::StatusCode::kInvalidArgument, "second hello"},
       {"empty node id", [](BadInputTest& t) { return t.StreamEnd({HelloMessage("")}); },
        absl::StatusCode::kInvalidArgument, "node_id is empty"},
+      {"a node id that begins with a space",
+       [](BadInputTest& t) { return t.StreamEnd({HelloMessage(" bn-sp")}); },
+       absl::StatusCode::kInvalidArgument, "hello.node_id \" bn-sp\" begins with a space"},
+      {"a node id of a space alone",
+       [](BadInputTest& t) { return t.StreamEnd({HelloMessage(" ")}); },
+       absl::StatusCode::kInvalidArgument, "hello.node_id \" \" begins with a space"},
+      {"a network name with a NUL byte",
+       [](BadInputTest& t) {
+         return t.StreamEnd({HelloMessage("n2", std::string("main\0net", 8))});
+       },
+       absl::StatusCode::kInvalidArgument, "hello.network \"main\\x00net\" has byte 0x00"},
       {"unknown network",
        [](BadInputTest& t) { return t.StreamEnd({HelloMessage("n2", "hoodi")}); },
        absl::StatusCode::kInvalidArgument, "hello.network is 'hoodi'"},
