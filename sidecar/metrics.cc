@@ -134,6 +134,10 @@ class Metrics::Collector final : public prometheus::Collectable {
                           "Payloads an upstream signed a header for and failed to reveal, each "
                           "reported to breakerd, by upstream.",
                           MetricType::Counter);
+    auto unreadable = Family("breaker_sidecar_unreadable_blocks_total",
+                             "Failed reveals whose block root could not be computed, so not "
+                             "reported to breakerd (each logged with the reason), by upstream.",
+                             MetricType::Counter);
     for (size_t i = 0; i < enforcer_.upstream_count(); ++i) {
       const std::string& upstream = enforcer_.upstream(i).relay_id;
       const Enforcer::Counters counts = enforcer_.counters(i);
@@ -153,6 +157,8 @@ class Metrics::Collector final : public prometheus::Collectable {
       AddCounter(malformed, static_cast<double>(counts.malformed_answers),
                  {{"upstream", upstream}});
       AddCounter(reveals, static_cast<double>(counts.reveal_failures), {{"upstream", upstream}});
+      AddCounter(unreadable, static_cast<double>(counts.unreadable_blocks),
+                 {{"upstream", upstream}});
     }
 
     const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
@@ -209,7 +215,7 @@ class Metrics::Collector final : public prometheus::Collectable {
   }
 
  private:
-  // The connections to each upstream (sidecar/upstream_pool.h), labelled as the requests are.
+  // The connections to each upstream (sidecar/builder/upstream_pool.h), labelled as the requests are.
   void AddPools(std::vector<prometheus::MetricFamily>& families) const {
     using prometheus::MetricType;
     auto hits = Family("breaker_sidecar_upstream_connection_reuses_total",
@@ -319,7 +325,7 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
   return metrics;
 }
 
-// The proposal warmer's keys, proposals and warm-ups (sidecar/proposal_warmer.h).
+// The proposal warmer's keys, proposals and warm-ups (sidecar/builder/proposal_warmer.h).
 class Metrics::WarmerCollector final : public prometheus::Collectable {
  public:
   explicit WarmerCollector(const ProposalWarmer& warmer) : warmer_(warmer) {}

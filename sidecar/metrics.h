@@ -17,10 +17,10 @@
 #include "prometheus/exposer.h"
 #include "prometheus/histogram.h"
 #include "prometheus/metric_family.h"
-#include "sidecar/beacon_watcher.h"
-#include "sidecar/enforcer.h"
-#include "sidecar/proposal_warmer.h"
-#include "sidecar/upstream_pool.h"
+#include "sidecar/beacon/beacon_watcher.h"
+#include "sidecar/builder/enforcer.h"
+#include "sidecar/builder/proposal_warmer.h"
+#include "sidecar/builder/upstream_pool.h"
 
 namespace breaker::sidecar {
 

@@ -14,16 +14,18 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "sidecar/beacon_watcher.h"
-#include "sidecar/enforcer.h"
+#include "sidecar/beacon/beacon_watcher.h"
+#include "sidecar/builder/enforcer.h"
 #include "tests/support/fake_beacon_node.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::sidecar {
 namespace {
 
 using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
+using ::breaker::testing::WaitFor;
 using ::testing::HasSubstr;
 
 constexpr char kRelay[] = "http://relay.example";
@@ -103,13 +105,11 @@ TEST(MetricsTest, ServesWhatTheObserverOfTheBeaconNodeSaw) {
       Metrics::Start("127.0.0.1:0", enforcer, client, watcher->get());
   ASSERT_THAT(metrics, IsOk());
   // Syncing until the watcher has read the node's sync status: each scrape reads it anew.
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  std::string text = Scrape((*metrics)->port());
-  while (!absl::StrContains(text, "breaker_sidecar_beacon_node_syncing 0") &&
-         absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(20));
+  std::string text;
+  EXPECT_TRUE(WaitFor([&] {
     text = Scrape((*metrics)->port());
-  }
+    return absl::StrContains(text, "breaker_sidecar_beacon_node_syncing 0");
+  }));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_node_syncing 0"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_stream_reconnects_total 0"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_bad_answers_total 0"));
@@ -140,13 +140,11 @@ TEST(MetricsTest, ServesTheFormOfTheTopicsQueryInUse) {
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
       Metrics::Start("127.0.0.1:0", enforcer, client, watcher->get());
   ASSERT_THAT(metrics, IsOk());
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  std::string text = Scrape((*metrics)->port());
-  while (!absl::StrContains(text, "breaker_sidecar_beacon_topics_form{form=\"comma\"} 1") &&
-         absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(20));
+  std::string text;
+  EXPECT_TRUE(WaitFor([&] {
     text = Scrape((*metrics)->port());
-  }
+    return absl::StrContains(text, "breaker_sidecar_beacon_topics_form{form=\"comma\"} 1");
+  }));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_topics_form{form=\"comma\"} 1"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_topics_form{form=\"repeated\"} 0"));
 }

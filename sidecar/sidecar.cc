@@ -55,6 +55,13 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
   if (!client.ok()) return client.status();
   sidecar->client_ = *std::move(client);
 
+  // Before the watcher, which tells it the node's preset.
+  std::vector<UpstreamIdentity> identities;
+  for (const UpstreamSettings& upstream : settings.upstreams) {
+    identities.push_back(UpstreamIdentity{upstream.relay_id, upstream.trusted});
+  }
+  sidecar->enforcer_ = std::make_unique<Enforcer>(*sidecar->client_, std::move(identities));
+
   if (!settings.beacon_node_url.empty()) {
     ProposalWarmerOptions warming;
     warming.base = settings.beacon_node_base;
@@ -69,17 +76,15 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
     watcher.path_prefix = settings.beacon_node_path_prefix;
     watcher.observer.chain = chain;
     watcher.on_chain_reorg = [warmer = sidecar->warmer_.get()] { warmer->OnChainReorg(); };
+    watcher.on_preset = [enforcer = sidecar->enforcer_.get()](const ssz::Preset& preset) {
+      enforcer->SetPreset(preset);
+    };
     absl::StatusOr<std::unique_ptr<BeaconWatcher>> started =
         BeaconWatcher::Start(std::move(watcher), SystemClock(), *sidecar->client_);
     if (!started.ok()) return started.status();
     sidecar->watcher_ = *std::move(started);
   }
 
-  std::vector<UpstreamIdentity> identities;
-  for (const UpstreamSettings& upstream : settings.upstreams) {
-    identities.push_back(UpstreamIdentity{upstream.relay_id, upstream.trusted});
-  }
-  sidecar->enforcer_ = std::make_unique<Enforcer>(*sidecar->client_, std::move(identities));
   sidecar->proxy_ = std::make_unique<Proxy>(settings, *sidecar->enforcer_, SystemClock());
   if (ProposalWarmer* warmer = sidecar->warmer_.get(); warmer != nullptr) {
     sidecar->proxy_->set_registration_observer(

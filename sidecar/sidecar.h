@@ -9,12 +9,12 @@
 
 #include "absl/status/statusor.h"
 #include "client/client.h"
-#include "sidecar/beacon_watcher.h"
+#include "sidecar/beacon/beacon_watcher.h"
 #include "sidecar/config.h"
-#include "sidecar/enforcer.h"
+#include "sidecar/builder/enforcer.h"
 #include "sidecar/metrics.h"
-#include "sidecar/proposal_warmer.h"
-#include "sidecar/proxy.h"
+#include "sidecar/builder/proposal_warmer.h"
+#include "sidecar/builder/proxy.h"
 
 namespace breaker::sidecar {
 

@@ -41,6 +41,7 @@ TestVector ReadTestVector(const std::string& name) {
   TestVector out;
   out.fork = vector["fork"];
   out.full = vector["kind"] == "full";
+  out.minimal = vector["preset"] == "minimal";
   out.json = vector["block"].dump();
   out.ssz = Unhex(vector["ssz"]);
   out.root = Unhex(vector["root"]);

@@ -13,6 +13,8 @@ struct TestVector {
   std::string fork;
   // A SignedBeaconBlock (a full one) rather than a SignedBlindedBeaconBlock.
   bool full = false;
+  // The minimal preset's block rather than mainnet's.
+  bool minimal = false;
   // The signed block in JSON, and in SSZ.
   std::string json;
   std::string ssz;

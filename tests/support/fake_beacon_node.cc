@@ -93,6 +93,12 @@ void FakeBeaconNode::ClearOverride(const std::string& path) {
   overrides_.erase(path);
 }
 
+void FakeBeaconNode::SetForkChoiceParent(const core::BlockRoot& child,
+                                         const core::BlockRoot& parent) {
+  MutexLock lock(&mu_);
+  parents_[Hex(child)] = Hex(parent);
+}
+
 void FakeBeaconNode::SetForkChoiceWeights(uint64_t total, const core::BlockRoot& root,
                                           uint64_t weight) {
   MutexLock lock(&mu_);
@@ -187,19 +193,22 @@ void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& r
                         R"("previous_justified":)", checkpoint, R"(,"current_justified":)",
                         checkpoint, R"(,"finalized":)", checkpoint, "}}");
   } else if (request.path == "/eth/v1/debug/fork_choice") {
+    const std::string tree_root = absl::StrCat("0x", std::string(64, '0'));
     std::string nodes;
     for (const auto& [slot, blocks] : blocks_) {
       for (const Block& block : blocks) {
         auto weight = weights_.find(Hex(block.root));
+        auto parent = parents_.find(Hex(block.root));
         absl::StrAppend(&nodes, nodes.empty() ? "" : ",", R"({"slot":)", Quoted(slot),
-                        R"(,"block_root":")", Hex(block.root), R"(","weight":)",
-                        Quoted(weight == weights_.end() ? 0 : weight->second),
+                        R"(,"block_root":")", Hex(block.root), R"(","parent_root":")",
+                        parent == parents_.end() ? tree_root : parent->second,
+                        R"(","weight":)", Quoted(weight == weights_.end() ? 0 : weight->second),
                         R"(,"validity":"valid"})");
       }
     }
-    // The tree's root, holding every vote.
-    absl::StrAppend(&nodes, nodes.empty() ? "" : ",", R"({"slot":"0","block_root":"0x)",
-                    std::string(64, '0'), R"(","weight":)", Quoted(total_weight_), "}");
+    // The tree's root, holding every vote; the anchor, without a parent.
+    absl::StrAppend(&nodes, nodes.empty() ? "" : ",", R"({"slot":"0","block_root":")",
+                    tree_root, R"(","parent_root":null,"weight":)", Quoted(total_weight_), "}");
     body = absl::StrCat(R"({"justified_checkpoint":{"epoch":"0","root":"0x)", std::string(64, '0'),
                         R"("},"fork_choice_nodes":[)", nodes, "]}");
   } else if (request.path == "/eth/v1/beacon/states/head/validators") {

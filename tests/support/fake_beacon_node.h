@@ -68,6 +68,10 @@ class FakeBeaconNode {
   void ClearOverride(const std::string& path);
   // Fork choice weights: the tree root's (every vote) and a block's.
   void SetForkChoiceWeights(uint64_t total, const core::BlockRoot& root, uint64_t weight);
+  // Fork choice's tree: `child`'s parent is `parent` (by default a block's parent is the tree's
+  // root). A block's weight as set above is what the node answers: set it to include its
+  // descendants' votes, as a real node's does.
+  void SetForkChoiceParent(const core::BlockRoot& child, const core::BlockRoot& parent);
   // A validator the node knows (/eth/v1/beacon/states/head/validators?id=...): `pubkey` (0x and
   // hex, any case) has `index`.
   void AddValidator(const std::string& pubkey, uint64_t index);
@@ -153,6 +157,7 @@ class FakeBeaconNode {
   core::Epoch finalized_epoch_ = 0;
   uint64_t total_weight_ = 0;
   std::map<std::string, uint64_t> weights_;
+  std::map<std::string, std::string> parents_;
   std::map<std::string, uint64_t> validators_;  // By lower-case pubkey.
   std::map<core::Epoch, std::vector<ProposerDuty>> duties_;
   std::map<std::string, int> requests_;
