@@ -314,7 +314,7 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
                                                         const client::BreakerClient& client,
                                                         const BeaconWatcher* watcher,
                                                         std::vector<const UpstreamPool*> pools) {
-  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+  absl::StatusOr<std::unique_ptr<common::MetricsServer>> exposer =
       common::StartMetricsExposer(listen_address, "metrics_listen");
   if (!exposer.ok()) return exposer.status();
   std::unique_ptr<Metrics> metrics(new Metrics());

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/client.h"
-#include "prometheus/exposer.h"
+#include "common/metrics_exposer.h"
 #include "prometheus/histogram.h"
 #include "prometheus/metric_family.h"
 #include "sidecar/beacon/beacon_watcher.h"
@@ -94,7 +94,7 @@ class Metrics {
   std::shared_ptr<Collector> collector_;
   std::shared_ptr<WarmerCollector> warmer_collector_;
   std::shared_ptr<LatencyCollector> latency_collector_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<common::MetricsServer> exposer_;
   int port_ = 0;
 };
 
