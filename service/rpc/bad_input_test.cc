@@ -852,6 +852,11 @@ TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
          return Flags([](ServerOptions& o) { o.drain_period = absl::Hours(1e6); });
        },
        absl::StatusCode::kInvalidArgument, "--drain_seconds is"},
+      {"--hello_timeout_seconds 0",
+       [](BadInputTest&) {
+         return Flags([](ServerOptions& o) { o.hello_timeout = absl::ZeroDuration(); });
+       },
+       absl::StatusCode::kInvalidArgument, "--hello_timeout_seconds is 0; accepted: 1..600"},
       {"--listen without a port",
        [](BadInputTest&) { return Flags([](ServerOptions& o) { o.listen_address = "0.0.0.0"; }); },
        absl::StatusCode::kInvalidArgument, "--listen is \"0.0.0.0\""},

@@ -147,6 +147,22 @@ TEST_F(ServerTest, StreamNotStartingWithHelloIsRefused) {
   EXPECT_THAT(status.error_message(), HasSubstr("hello"));
 }
 
+TEST_F(ServerTest, AStreamThatSaysNoHelloEndsAtTheHelloDeadline) {
+  ServerOptions options = Options();
+  options.hello_timeout = absl::Seconds(10);
+  WriteConfig("");
+  StartServerWith(options);
+  NodeClient silent(channel_);
+  std::unique_ptr<NodeClient> talking = ConnectedNode("bn-1");
+  // Past the deadline by the fleet's clock: the silent stream ends, the one that said hello
+  // goes on.
+  clock_.Advance(absl::Seconds(11));
+  const grpc::Status status = silent.AwaitEnd();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(), HasSubstr("no hello within 10s"));
+  EXPECT_TRUE(talking->ObserveAndAwaitAck({Bid(1, 7, "")}).has_value());
+}
+
 TEST_F(ServerTest, HelloWithoutNodeIdIsRefused) {
   StartServer();
   NodeClient node(channel_);

@@ -101,6 +101,12 @@ absl::Status CheckServerOptions(const ServerOptions& options) {
         absl::StrCat("--drain_seconds is ", absl::FormatDuration(options.drain_period),
                      "; accepted: 0..", absl::ToInt64Seconds(kMaxDrainPeriod), " seconds"));
   }
+  if (!(options.hello_timeout >= kMinHelloTimeout && options.hello_timeout <= kMaxHelloTimeout)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hello_timeout_seconds is ", absl::FormatDuration(options.hello_timeout),
+                     "; accepted: ", absl::ToInt64Seconds(kMinHelloTimeout), "..",
+                     absl::ToInt64Seconds(kMaxHelloTimeout), " seconds"));
+  }
   if (!options.advertise_address.empty()) {
     if (options.store != "etcd") {
       return absl::InvalidArgumentError(
@@ -147,8 +153,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   server->gate_ = std::make_unique<RestoreGate>(kMaxRestoreHold);
   server->served_fleet_ = std::make_shared<ServedFleet>(server->gate_.get());
   server->authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
-  server->node_service_ =
-      std::make_unique<NodeService>(server->served_fleet_, server->authorizer_.get());
+  server->node_service_ = std::make_unique<NodeService>(
+      server->served_fleet_, server->authorizer_.get(), options.hello_timeout);
   AdminService::ReplicationReader replication;
   if (options.store == "etcd") {
     replication = [server = server.get()] { return server->ReadReplication(); };
