@@ -223,6 +223,13 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   writer.clock = &fleet->clock_;
   writer.snapshot_every_entries = fleet->snapshot_every_entries_;
   writer.snapshot_every_bytes = fleet->snapshot_every_bytes_;
+  writer.snapshot_every_time = fleet->snapshot_every_time_;
+  // The journal replayed counts toward the next snapshot: processes killed before theirs
+  // must not leave each restart more to replay than the one before.
+  if (!new_identity) {
+    writer.stored_entries = stored->journal.size();
+    for (const auto& [sequence, bytes] : stored->journal) writer.stored_bytes += bytes.size();
+  }
   fleet->writer_ = std::make_unique<JournalWriter>(writer);
 
   // The configuration given now replaces the stored one, through the journal like a reload.
@@ -249,6 +256,7 @@ Fleet::Fleet(Options options, core::Engine engine, ServiceLimits limits, std::st
       network_(options.config.chain.network),
       snapshot_every_entries_(options.snapshot_every_entries),
       snapshot_every_bytes_(options.snapshot_every_bytes),
+      snapshot_every_time_(options.snapshot_every_time),
       ticker_enabled_(options.run_ticker),
       metrics_(options.metrics != nullptr ? *options.metrics : NoMetrics()),
       page_tokens_(std::move(page_tokens)),
