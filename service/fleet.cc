@@ -275,6 +275,7 @@ Fleet::Fleet(Options options, core::Engine engine, ServiceLimits limits, std::st
 Fleet::~Fleet() {
   ticker_.Stop();
   writer_.reset();
+  if (skip_final_snapshot_) return;
   if (absl::Status status = WriteSnapshot(); !status.ok()) {
     LOG(ERROR) << "final snapshot failed (the journal still holds every change): " << status;
   }

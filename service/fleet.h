@@ -137,8 +137,14 @@ class Fleet : private JournalWriter::Sink {
   // configuration given could not be stored.
   static absl::StatusOr<std::unique_ptr<Fleet>> Open(Options options);
 
-  // Stops the ticker, applies and persists everything submitted, writes a final snapshot.
+  // Stops the ticker, applies and persists everything submitted, writes a final snapshot
+  // (unless SkipFinalSnapshot).
   ~Fleet();
+
+  // The store is handed to another writer (a leader on etcd that resigned): the destructor
+  // writes no final snapshot, which the store would refuse; the next leader replays the
+  // journal.
+  void SkipFinalSnapshot() { skip_final_snapshot_ = true; }
 
   using AckCallback = std::function<void(absl::StatusOr<breaker::v1::ObservationAck>)>;
   using PolicyCallback =
@@ -319,6 +325,7 @@ class Fleet : private JournalWriter::Sink {
   const uint64_t snapshot_every_entries_;
   const uint64_t snapshot_every_bytes_;
   const absl::Duration snapshot_every_time_;
+  std::atomic<bool> skip_final_snapshot_{false};
   const bool ticker_enabled_;
   MetricsSink& metrics_;
   // Seals and checks ListBuilders' and ListNodes' page tokens, under a key of this fleet's: a

@@ -351,6 +351,17 @@ void Server::StepDown(const ServerOptions& options, const absl::Status& why) {
   StoppedLeading(options, why);
 }
 
+void Server::HandOver() {
+  const absl::Status why = absl::UnavailableError(
+      "this breakerd is stopping and hands its lead over; reconnect to the new leader");
+  node_service_->Shutdown(why);
+  admin_service_->Shutdown(why, AdminService::Pending::kEnd);
+  fleet_->Sync();
+  // The store refuses writes once resigned: the new leader replays the journal instead.
+  fleet_->SkipFinalSnapshot();
+  etcd_->Resign();
+}
+
 void Server::StoppedLeading(const ServerOptions& options, const absl::Status& why) {
   {
     MutexLock lock(&replica_mu_);
@@ -441,6 +452,7 @@ void Server::Shutdown() {
     if (fleet_ != nullptr) {
       fleet_->WatchStorage(nullptr);  // a store recovering now must not turn health back on
       SetServing(*server_, false);
+      if (etcd_ != nullptr && !stepped_down) HandOver();
       // One that stepped down has no one left to drain away from it, but calls that reached it
       // meanwhile to refuse (its services refuse them since the step-down).
       if (stepped_down) {

@@ -195,6 +195,10 @@ class Server {
   void RunReplica(const ServerOptions& options, const ServiceConfig& config);
   // Ends the streams with `why`, goes NOT_SERVING and tells the owner.
   void StepDown(const ServerOptions& options, const absl::Status& why);
+  // A leader's planned stop: ends the streams and operators' calls (no more writes), waits
+  // until the journal holds what was submitted, then resigns the lead, so that a standby
+  // leads at once, before the drain and the server's shutdown.
+  void HandOver();
   // Marks the replica stepped down and tells the owner why.
   void StoppedLeading(const ServerOptions& options, const absl::Status& why);
   // Tells the metrics, if any, that this replica took (true) or lost (false) the lead.

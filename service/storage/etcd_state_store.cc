@@ -303,6 +303,34 @@ EtcdStateStore::~EtcdStateStore() {
   }
 }
 
+void EtcdStateStore::Resign() {
+  {
+    MutexLock lock(&lease_mu_);
+    if (deposing_ || lease_id_ == 0) return;
+    deposing_ = true;
+  }
+  grpc::ClientContext context;
+  SetDeadline(context, std::min(options_.call_timeout, absl::Seconds(2)));
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(lease_id_);
+  etcdserverpb::LeaseRevokeResponse response;
+  const grpc::Status status = Current().lease->LeaseRevoke(&context, request, &response);
+  if (status.ok()) {
+    LOG(INFO) << "resigned the lead of " << options_.prefix << ": lease "
+              << absl::StrFormat("%x", lease_id_) << " revoked, the leader key is free";
+  } else {
+    LOG(WARNING) << "could not revoke etcd lease " << absl::StrFormat("%x", lease_id_) << " ("
+                 << status.error_message() << "): the leader key under " << options_.prefix
+                 << " frees when the lease expires";
+  }
+  MutexLock lock(&lease_mu_);
+  deposed_ = absl::UnavailableError(absl::StrCat(
+      "this breakerd resigned the lead of ", options_.prefix,
+      " to stop; nothing more is written: write to the new leader"));
+  for (grpc::ClientContext* call : calls_) call->TryCancel();
+  lease_changed_.SignalAll();
+}
+
 EtcdStateStore::Endpoint& EtcdStateStore::Current() const {
   return *endpoints_[current_.load() % endpoints_.size()];
 }

@@ -73,6 +73,7 @@ using ::breaker::testing::StatusIs;
 using ::breaker::testing::Subprocess;
 using ::breaker::testing::Told;
 using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::HasSubstr;
 
 using Stream = Subprocess::Stream;
@@ -447,6 +448,43 @@ TEST_F(ReplicasTest, AStandbyTakesOverFromAKilledLeaderWithEverythingAcknowledge
   ASSERT_TRUE(AwaitStandbyLine(0).has_value()) << "the restarted replica did not stand by";
   ASSERT_TRUE(AcknowledgementsGoOn()) << "the nodes are not acknowledged by the new leader";
   ExpectEverythingLanded(*load_, "after the failover");
+}
+
+TEST_F(ReplicasTest, ASigtermedLeaderHandsOverBeforeItDrains) {
+  // A lease that would take a minute to expire, and a leader that drains for a minute after
+  // SIGTERM: the standby can lead at once only if the leader revokes its lease first.
+  lease_ttl_seconds_ = 60;
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain(), kBanEveryFailure));
+  AddReplicas(2);
+  replicas_[0].extra_flags = {"--drain_seconds=60"};
+  ASSERT_NO_FATAL_FAILURE(StartReplica(0));
+  ASSERT_TRUE(AwaitLeadingLine(0).has_value()) << "replica 1 did not lead (its log is above)";
+  ASSERT_NO_FATAL_FAILURE(StartReplica(1));
+  ASSERT_TRUE(AwaitStandbyLine(1).has_value()) << "replica 2 did not stand by";
+  ASSERT_EQ(AwaitLeader(), std::optional<size_t>(0));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_TRUE(AcknowledgementsGoOn());
+
+  const size_t leader_mark = ReplicaLogMark(0);
+  const size_t standby_mark = ReplicaLogMark(1);
+  const absl::Time terminated = absl::Now();
+  replicas_[0].process->Kill(SIGTERM);
+  const Told told = load_->WhatTheNodesWereTold();
+  ASSERT_TRUE(AwaitLeadingLine(1, standby_mark).has_value())
+      << "the standby did not lead after the leader's SIGTERM";
+  const absl::Duration led = absl::Now() - terminated;
+  std::cerr << "handover: SIGTERM of the leader to the standby's leading line " << led
+            << " (lease TTL " << lease_ttl_seconds_ << " s, drain 60 s)" << std::endl;
+  RecordProperty("handover_to_leading_ms", std::to_string(absl::ToInt64Milliseconds(led)));
+  // Still draining: the lead went before the drain, not after it.
+  EXPECT_FALSE(replicas_[0].process->WaitUntilExit(absl::Now()).has_value());
+  EXPECT_THAT(ReplicaLog(0, leader_mark), Contains(HasSubstr("resigned the lead of")));
+  ASSERT_EQ(AwaitLeader(/*except=*/0), std::optional<size_t>(1));
+  ASSERT_TRUE(ObserveUntil([&] { return AllNodesConnected(); }))
+      << "the nodes did not reconnect to the new leader";
+  ASSERT_NO_FATAL_FAILURE(ExpectHolds(told, "after the leader's SIGTERM"));
+  const int status = StopReplica(0, SIGKILL);  // no need to wait out its drain
+  EXPECT_TRUE(WIFSIGNALED(status)) << Subprocess::DescribeStatus(status);
 }
 
 TEST_F(ReplicasTest, APausedLeaderIsFencedAndStepsDownWhenItResumes) {
