@@ -346,8 +346,8 @@ void Server::StepDown(const ServerOptions& options, const absl::Status& why) {
   // An operator's change waiting for the store is told the same, not left to be cancelled
   // when the server goes.
   admin_service_->Shutdown(ended, AdminService::Pending::kEnd);
-  LOG(WARNING) << "stepped down from leading " << options.etcd.prefix
-               << ": streams ended, health NOT_SERVING; breakerd campaigns again";
+  LOG(WARNING) << "stepped down from leading " << options.etcd.prefix << " because "
+               << why.message() << ": streams ended, health NOT_SERVING; breakerd campaigns again";
   StoppedLeading(options, why);
 }
 

@@ -422,6 +422,29 @@ absl::Status EtcdStateStore::Campaign() {
   return TakeLeaderKey();
 }
 
+bool EtcdStateStore::RevokeStaleLease(int64_t lease) {
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(lease);
+  const Tried revoking = TryEndpoints([&](Endpoint& endpoint, grpc::ClientContext& context) {
+    etcdserverpb::LeaseRevokeResponse response;
+    const grpc::Status status = endpoint.lease->LeaseRevoke(&context, request, &response);
+    // Expired meanwhile: the key is free all the same.
+    return status.error_code() == grpc::StatusCode::NOT_FOUND ? grpc::Status::OK : status;
+  });
+  if (revoking.status.ok()) {
+    LOG(INFO) << "the leader key of " << options_.prefix << " was this replica's own, bound to "
+              << "its earlier lease " << absl::StrFormat("%x", lease)
+              << ": revoked that lease, and campaigning";
+    return true;
+  } else {
+    LOG(WARNING) << "the leader key of " << options_.prefix << " is this replica's own, bound "
+                 << "to its earlier lease " << absl::StrFormat("%x", lease)
+                 << ", which could not be revoked (" << revoking.status.error_message()
+                 << "); campaigning until it expires";
+  }
+  return false;
+}
+
 absl::Status EtcdStateStore::TakeLeaderKey() {
   const absl::Time give_up = absl::Now() + options_.campaign_timeout;
   const std::string leader_key = Key("leader");
@@ -469,6 +492,15 @@ absl::Status EtcdStateStore::TakeLeaderKey() {
       // An earlier try, whose answer was lost, took the key.
       leader_revision_ = holder_kv->create_revision();
       break;
+    }
+    if (holder_kv != nullptr && holder_kv->value() == options_.name && holder_kv->lease() != 0) {
+      // This replica's own key, bound to the lease of an earlier store of it: one deposed
+      // while etcd had no quorum (etcd kept the lease, and renews it when the quorum is back),
+      // or a process killed before it could revoke. Nobody leads through it: following it would
+      // name this replica as the leader and wait out that lease. Revoked, then taken at once.
+      if (RevokeStaleLease(holder_kv->lease())) continue;
+      absl::SleepFor(kCampaignPoll);
+      continue;
     }
     if (holder_kv != nullptr && holder_kv->value() != followed) {
       followed = holder_kv->value();

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -75,6 +76,7 @@ using ::breaker::testing::Told;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using Stream = Subprocess::Stream;
 
@@ -294,6 +296,56 @@ TEST_F(ReplicasTest, ALeaderCutOffFromEtcdPastItsLeaseStepsDownAndLeadsAgainWith
   ASSERT_NO_FATAL_FAILURE(ExpectHolds(told, "after leading again"));
   ASSERT_TRUE(AcknowledgementsGoOn()) << "acknowledgements did not resume";
   ExpectEverythingLanded(*load_, "after leading again");
+}
+
+// After an etcd outage that deposed the leader, the quorum comes back to replicas that both
+// campaign while the old leader key is still held by the leader's old lease: one of them leads,
+// once, every node reconnects once, and every step-down on the way says why in the log.
+TEST_F(ReplicasTest, AfterAnEtcdOutageOneReplicaLeadsOnceAndEveryStepDownSaysWhy) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain(), kBanEveryFailure));
+  ASSERT_NO_FATAL_FAILURE(StartReplicas(2));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_TRUE(AcknowledgementsGoOn());
+
+  const std::array<size_t, 2> outage_marks = {ReplicaLogMark(0), ReplicaLogMark(1)};
+  etcd_->Kill(0);
+  etcd_->Kill(1);
+  ASSERT_TRUE(AwaitStandbyLine(0, outage_marks[0]).has_value())
+      << "the leader did not step down and stand by without etcd past its lease";
+  const std::array<size_t, 2> marks = {ReplicaLogMark(0), ReplicaLogMark(1)};
+  ASSERT_THAT(etcd_->Restart(0), IsOk());
+  ASSERT_THAT(etcd_->Restart(1), IsOk());
+  ASSERT_TRUE(AwaitLeader().has_value()) << "no replica led with the quorum back";
+  ASSERT_TRUE(ObserveUntil([&] { return AllNodesConnected(); }))
+      << "the nodes did not reconnect to the new leader";
+  // Long enough for any stale lease to run out and any flap to show.
+  load_->ObserveUntil(absl::Now() + absl::Seconds(3 * lease_ttl_seconds_));
+  ASSERT_TRUE(AcknowledgementsGoOn()) << "acknowledgements did not resume";
+
+  int leaderships = 0;
+  std::array<int, kNodes> connections = {};
+  for (size_t replica = 0; replica < 2; ++replica) {
+    for (const std::string& line : ReplicaLog(replica, outage_marks[replica])) {
+      if (absl::StrContains(line, "stepped down from leading")) {
+        EXPECT_THAT(line, HasSubstr("because")) << "a step-down without its cause";
+      }
+    }
+    for (const std::string& line : ReplicaLog(replica, marks[replica])) {
+      if (absl::StrContains(line, absl::StrCat("leading ", prefix_, " in etcd"))) ++leaderships;
+      // Its own old key is not a leader to follow.
+      EXPECT_THAT(line,
+                  Not(HasSubstr(absl::StrCat("the leader is at ", replicas_[replica].address()))));
+      for (int i = 0; i < kNodes; ++i) {
+        if (absl::StrContains(line, absl::StrCat("node ", node(i).id(), " connected"))) {
+          ++connections[i];
+        }
+      }
+    }
+  }
+  EXPECT_EQ(leaderships, 1) << "the lead changed hands more than once after the outage";
+  for (int i = 0; i < kNodes; ++i) {
+    EXPECT_EQ(connections[i], 1) << node(i).id() << " reconnected more than once";
+  }
 }
 
 // What a load balancer sees as etcd loses its quorum under the leader: health, asked every
