@@ -309,21 +309,6 @@ class Metrics::Collector final : public prometheus::Collectable {
   const std::vector<const UpstreamPool*> pools_;
 };
 
-absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address,
-                                                        const Enforcer& enforcer,
-                                                        const client::BreakerClient& client,
-                                                        const BeaconWatcher* watcher,
-                                                        std::vector<const UpstreamPool*> pools) {
-  absl::StatusOr<std::unique_ptr<common::MetricsServer>> exposer =
-      common::StartMetricsExposer(listen_address, "metrics_listen");
-  if (!exposer.ok()) return exposer.status();
-  std::unique_ptr<Metrics> metrics(new Metrics());
-  metrics->collector_ = std::make_shared<Collector>(enforcer, client, watcher, std::move(pools));
-  metrics->exposer_ = *std::move(exposer);
-  metrics->port_ = metrics->exposer_->GetListeningPorts().front();
-  metrics->exposer_->RegisterCollectable(metrics->collector_);
-  return metrics;
-}
 
 // The proposal warmer's keys, proposals and warm-ups (sidecar/builder/proposal_warmer.h).
 class Metrics::WarmerCollector final : public prometheus::Collectable {
@@ -374,10 +359,6 @@ class Metrics::WarmerCollector final : public prometheus::Collectable {
   const ProposalWarmer& warmer_;
 };
 
-void Metrics::AddProposalWarmer(const ProposalWarmer& warmer) {
-  warmer_collector_ = std::make_shared<WarmerCollector>(warmer);
-  exposer_->RegisterCollectable(warmer_collector_);
-}
 
 // The upstreams' answer times, measured by the proxy.
 class Metrics::LatencyCollector final : public prometheus::Collectable {
@@ -390,9 +371,26 @@ class Metrics::LatencyCollector final : public prometheus::Collectable {
   const UpstreamLatency& latency_;
 };
 
-void Metrics::AddUpstreamLatency(const UpstreamLatency& latency) {
-  latency_collector_ = std::make_shared<LatencyCollector>(latency);
-  exposer_->RegisterCollectable(latency_collector_);
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address,
+                                                        MetricsSources sources) {
+  absl::StatusOr<std::unique_ptr<common::MetricsServer>> exposer =
+      common::StartMetricsExposer(listen_address, "metrics_listen");
+  if (!exposer.ok()) return exposer.status();
+  std::unique_ptr<Metrics> metrics(new Metrics());
+  metrics->exposer_ = *std::move(exposer);
+  metrics->port_ = metrics->exposer_->GetListeningPorts().front();
+  metrics->collector_ = std::make_shared<Collector>(*sources.enforcer, *sources.client,
+                                                    sources.watcher, std::move(sources.pools));
+  metrics->exposer_->RegisterCollectable(metrics->collector_);
+  if (sources.warmer != nullptr) {
+    metrics->warmer_collector_ = std::make_shared<WarmerCollector>(*sources.warmer);
+    metrics->exposer_->RegisterCollectable(metrics->warmer_collector_);
+  }
+  if (sources.latency != nullptr) {
+    metrics->latency_collector_ = std::make_shared<LatencyCollector>(*sources.latency);
+    metrics->exposer_->RegisterCollectable(metrics->latency_collector_);
+  }
+  return metrics;
 }
 
 Metrics::~Metrics() {

@@ -41,11 +41,18 @@ std::string Scrape(int port) {
   return result->body;
 }
 
+MetricsSources WithWatcher(const Enforcer& enforcer, const client::BreakerClient& client,
+                           const BeaconWatcher* watcher) {
+  MetricsSources sources(enforcer, client);
+  sources.watcher = watcher;
+  return sources;
+}
+
 TEST(MetricsTest, ServesTheEnforcersCountsAndThePolicyInForce) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
+      Metrics::Start("127.0.0.1:0", MetricsSources(enforcer, client));
   ASSERT_THAT(metrics, IsOk());
 
   core::Policy policy;
@@ -79,7 +86,7 @@ TEST(MetricsTest, WithoutABeaconNodeServesNoObserverMetrics) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
+      Metrics::Start("127.0.0.1:0", MetricsSources(enforcer, client));
   ASSERT_THAT(metrics, IsOk());
   EXPECT_THAT(Scrape((*metrics)->port()),
               ::testing::Not(HasSubstr("breaker_sidecar_beacon_stream_reconnects_total")));
@@ -102,7 +109,7 @@ TEST(MetricsTest, ServesWhatTheObserverOfTheBeaconNodeSaw) {
   ASSERT_THAT(watcher, IsOk());
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, watcher->get());
+      Metrics::Start("127.0.0.1:0", WithWatcher(enforcer, client, watcher->get()));
   ASSERT_THAT(metrics, IsOk());
   // Syncing until the watcher has read the node's sync status: each scrape reads it anew.
   std::string text;
@@ -138,7 +145,7 @@ TEST(MetricsTest, ServesTheFormOfTheTopicsQueryInUse) {
   ASSERT_THAT(watcher, IsOk());
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, watcher->get());
+      Metrics::Start("127.0.0.1:0", WithWatcher(enforcer, client, watcher->get()));
   ASSERT_THAT(metrics, IsOk());
   std::string text;
   EXPECT_TRUE(WaitFor([&] {
@@ -153,7 +160,7 @@ TEST(MetricsTest, CountsTheRefusalsByReason) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
+      Metrics::Start("127.0.0.1:0", MetricsSources(enforcer, client));
   ASSERT_THAT(metrics, IsOk());
   const auto refused = [&](const std::string& reason) {
     return "breaker_sidecar_refused_total{upstream=\"http://relay.example\",reason=\"" + reason +
@@ -203,10 +210,10 @@ TEST(MetricsTest, ServesTheUpstreamsAnswerTimesByRoute) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}, {"http://other.example", false}});
   UpstreamLatency latency({kRelay, "http://other.example"});
-  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
+  MetricsSources sources(enforcer, client);
+  sources.latency = &latency;
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics = Metrics::Start("127.0.0.1:0", sources);
   ASSERT_THAT(metrics, IsOk());
-  (*metrics)->AddUpstreamLatency(latency);
 
   latency.Observe(0, Endpoint::kGetHeader, absl::Milliseconds(30));
   latency.Observe(0, Endpoint::kGetHeader, absl::Milliseconds(400));
@@ -243,7 +250,7 @@ TEST(MetricsTest, ServesTheUpstreamsAnswerTimesByRoute) {
 TEST(MetricsTest, ABadAddressNamesTheSetting) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});
-  EXPECT_THAT(Metrics::Start("18550", enforcer, client, /*watcher=*/nullptr),
+  EXPECT_THAT(Metrics::Start("18550", MetricsSources(enforcer, client)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("metrics_listen '18550'")));
 }
 

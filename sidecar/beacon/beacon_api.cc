@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/bounded_json.h"
 #include "common/mutex.h"
 #include "glog/logging.h"
 #include "httplib.h"
@@ -19,27 +20,14 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Deeper than any answer the observer reads; a deeper one is garbage.
-constexpr int kMaxJsonDepth = 32;
-
-Json ParseJson(absl::string_view text) {
-  return Json::parse(
-      text.begin(), text.end(),
-      [](int depth, Json::parse_event_t, Json&) { return depth <= kMaxJsonDepth; },
-      /*allow_exceptions=*/false);
-}
-
-const Json* Member(const Json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
+// A deeper answer than any the observer reads is garbage (common/bounded_json.h).
+Json ParseJson(absl::string_view text) { return ParseBoundedJson(text); }
 
 // Follows `path`, a list of object keys.
 const Json* Path(const Json& json, std::initializer_list<const char*> path) {
   const Json* at = &json;
   for (const char* key : path) {
-    at = Member(*at, key);
+    at = JsonMember(*at, key);
     if (at == nullptr) return nullptr;
   }
   return at;
@@ -78,6 +66,11 @@ std::optional<std::string> Pubkey(const Json* value) {
   return ValidatorPubkey(value->get_ref<const std::string&>());
 }
 
+// An answer that is not what the spec says: DATA_LOSS naming the endpoint and the field.
+absl::Status BadBody(absl::string_view endpoint, absl::string_view what) {
+  return absl::DataLossError(absl::StrCat("the beacon node's ", endpoint, ": ", what));
+}
+
 absl::Status Malformed(absl::string_view what, absl::string_view field) {
   return absl::DataLossError(absl::StrCat(what, ": '", field, "' is missing or malformed"));
 }
@@ -88,15 +81,14 @@ absl::string_view TopicsFormName(TopicsForm form) {
   return form == TopicsForm::kRepeated ? "repeated" : "comma";
 }
 
-BeaconApi::BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits)
-    : base_(std::move(base)), path_prefix_(std::move(path_prefix)), limits_(limits) {}
+BeaconApi::BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits,
+                     const Clock& clock)
+    : base_(std::move(base)),
+      path_prefix_(std::move(path_prefix)),
+      limits_(limits),
+      clock_(clock) {}
 
 BeaconApi::~BeaconApi() { Interrupt(); }
-
-absl::Status BeaconApi::BadAnswer(absl::string_view endpoint, absl::string_view what) {
-  ++bad_answers_;
-  return absl::DataLossError(absl::StrCat("the beacon node's ", endpoint, ": ", what));
-}
 
 absl::StatusOr<std::string> BeaconApi::Get(const std::string& path) {
   httplib::Client client(base_);
@@ -117,7 +109,7 @@ absl::StatusOr<std::string> BeaconApi::Get(const std::string& path) {
       api->rest_clients_.erase(client);
     }
   } unregister{this, &client};
-  const absl::Time deadline = absl::Now() + limits_.request_timeout;
+  const absl::Duration deadline = clock_.Monotonic() + limits_.request_timeout;
   std::string body;
   bool too_big = false;
   bool too_slow = false;
@@ -133,7 +125,7 @@ absl::StatusOr<std::string> BeaconApi::Get(const std::string& path) {
                      too_big = true;
                      return false;
                    }
-                   if (absl::Now() > deadline) {
+                   if (clock_.Monotonic() > deadline) {
                      too_slow = true;
                      return false;
                    }
@@ -171,7 +163,7 @@ namespace {
 // of the consensus specs, and the node's own are those its blocks have.
 absl::StatusOr<ssz::Preset> PresetOf(const Json& spec) {
   ssz::Preset preset = ssz::Preset::kMainnet;
-  if (const Json* base = Member(spec, "PRESET_BASE"); base != nullptr) {
+  if (const Json* base = JsonMember(spec, "PRESET_BASE"); base != nullptr) {
     if (!base->is_string()) return absl::InvalidArgumentError("data.PRESET_BASE is no string");
     if (base->get_ref<const std::string&>() == "minimal") preset = ssz::Preset::kMinimal;
   }
@@ -187,7 +179,7 @@ absl::StatusOr<ssz::Preset> PresetOf(const Json& spec) {
        &ssz::Preset::max_consolidation_requests_per_payload},
   };
   for (const auto& [name, field] : limits) {
-    const Json* value = Member(spec, name);
+    const Json* value = JsonMember(spec, name);
     if (value == nullptr) continue;
     std::optional<uint64_t> limit = Uint64(value);
     if (!limit.has_value() || *limit == 0 || *limit > ssz::kMaxPresetLimit) {
@@ -201,58 +193,67 @@ absl::StatusOr<ssz::Preset> PresetOf(const Json& spec) {
 
 }  // namespace
 
-absl::StatusOr<NodeChain> BeaconApi::GetChain() {
-  absl::StatusOr<std::string> genesis_body = Get("/eth/v1/beacon/genesis");
-  if (!genesis_body.ok()) return genesis_body.status();
-  const Json genesis = ParseJson(*genesis_body);
+absl::StatusOr<NodeChain> DecodeChain(absl::string_view genesis_body,
+                                      absl::string_view spec_body) {
+  const Json genesis = ParseJson(genesis_body);
   NodeChain chain;
   std::optional<uint64_t> genesis_time = Uint64(Path(genesis, {"data", "genesis_time"}));
   if (!genesis_time.has_value() || *genesis_time > (uint64_t{1} << 62)) {
-    return BadAnswer("/eth/v1/beacon/genesis", "no data.genesis_time, a quoted decimal");
+    return BadBody("/eth/v1/beacon/genesis", "no data.genesis_time, a quoted decimal");
   }
   chain.genesis_time_unix = static_cast<int64_t>(*genesis_time);
 
-  absl::StatusOr<std::string> spec_body = Get("/eth/v1/config/spec");
-  if (!spec_body.ok()) return spec_body.status();
-  const Json spec = ParseJson(*spec_body);
-  const Json* data = Member(spec, "data");
+  const Json spec = ParseJson(spec_body);
+  const Json* data = JsonMember(spec, "data");
   std::optional<uint64_t> seconds =
-      Uint64(Member(data == nullptr ? spec : *data, "SECONDS_PER_SLOT"));
+      Uint64(JsonMember(data == nullptr ? spec : *data, "SECONDS_PER_SLOT"));
   if (!seconds.has_value()) {
     // Later forks give the slot in milliseconds instead.
     std::optional<uint64_t> ms =
-        Uint64(data == nullptr ? nullptr : Member(*data, "SLOT_DURATION_MS"));
+        Uint64(data == nullptr ? nullptr : JsonMember(*data, "SLOT_DURATION_MS"));
     if (ms.has_value() && *ms % 1000 == 0) seconds = *ms / 1000;
   }
   std::optional<uint64_t> slots =
-      Uint64(data == nullptr ? nullptr : Member(*data, "SLOTS_PER_EPOCH"));
+      Uint64(data == nullptr ? nullptr : JsonMember(*data, "SLOTS_PER_EPOCH"));
   if (data == nullptr || !seconds.has_value() || !slots.has_value() || *seconds == 0 ||
       *slots == 0) {
-    return BadAnswer("/eth/v1/config/spec",
+    return BadBody("/eth/v1/config/spec",
                      "no data.SECONDS_PER_SLOT and data.SLOTS_PER_EPOCH, quoted decimals above 0");
   }
   chain.seconds_per_slot = *seconds;
   chain.slots_per_epoch = *slots;
-  if (const Json* gloas = Member(*data, "GLOAS_FORK_EPOCH"); gloas != nullptr) {
+  if (const Json* gloas = JsonMember(*data, "GLOAS_FORK_EPOCH"); gloas != nullptr) {
     std::optional<uint64_t> epoch = Uint64(gloas);
     if (!epoch.has_value()) {
-      return BadAnswer("/eth/v1/config/spec", "data.GLOAS_FORK_EPOCH is not a quoted decimal");
+      return BadBody("/eth/v1/config/spec", "data.GLOAS_FORK_EPOCH is not a quoted decimal");
     }
     chain.gloas_fork_epoch = *epoch;
   }
   absl::StatusOr<ssz::Preset> preset = PresetOf(*data);
-  if (!preset.ok()) return BadAnswer("/eth/v1/config/spec", preset.status().message());
+  if (!preset.ok()) return BadBody("/eth/v1/config/spec", preset.status().message());
   chain.preset = *preset;
   return chain;
+}
+
+absl::StatusOr<NodeChain> BeaconApi::GetChain() {
+  absl::StatusOr<std::string> genesis_body = Get("/eth/v1/beacon/genesis");
+  if (!genesis_body.ok()) return genesis_body.status();
+  absl::StatusOr<std::string> spec_body = Get("/eth/v1/config/spec");
+  if (!spec_body.ok()) return spec_body.status();
+  return Checked(DecodeChain(*genesis_body, *spec_body));
 }
 
 absl::StatusOr<SyncStatus> BeaconApi::GetSyncing() {
   absl::StatusOr<std::string> body = Get("/eth/v1/node/syncing");
   if (!body.ok()) return body.status();
-  const Json json = ParseJson(*body);
+  return Checked(DecodeSyncing(*body));
+}
+
+absl::StatusOr<SyncStatus> DecodeSyncing(absl::string_view body) {
+  const Json json = ParseJson(body);
   std::optional<bool> syncing = Bool(Path(json, {"data", "is_syncing"}));
   if (!syncing.has_value()) {
-    return BadAnswer("/eth/v1/node/syncing", "no data.is_syncing, a boolean");
+    return BadBody("/eth/v1/node/syncing", "no data.is_syncing, a boolean");
   }
   SyncStatus status;
   status.is_syncing = *syncing;
@@ -265,16 +266,21 @@ absl::StatusOr<std::vector<core::BlockRoot>> BeaconApi::GetHeaders(core::Slot sl
   absl::StatusOr<std::string> body = Get(absl::StrCat("/eth/v1/beacon/headers?slot=", slot));
   if (absl::IsNotFound(body.status())) return std::vector<core::BlockRoot>{};
   if (!body.ok()) return body.status();
-  const Json json = ParseJson(*body);
-  const Json* data = Member(json, "data");
+  return Checked(DecodeHeaders(*body, slot));
+}
+
+absl::StatusOr<std::vector<core::BlockRoot>> DecodeHeaders(absl::string_view body,
+                                                           core::Slot slot) {
+  const Json json = ParseJson(body);
+  const Json* data = JsonMember(json, "data");
   if (data == nullptr || !data->is_array()) {
-    return BadAnswer("/eth/v1/beacon/headers", "no data array");
+    return BadBody("/eth/v1/beacon/headers", "no data array");
   }
   std::vector<core::BlockRoot> roots;
   for (const Json& header : *data) {
-    std::optional<core::BlockRoot> root = Root(Member(header, "root"));
+    std::optional<core::BlockRoot> root = Root(JsonMember(header, "root"));
     std::optional<uint64_t> header_slot = Uint64(Path(header, {"header", "message", "slot"}));
-    if (!root.has_value()) return BadAnswer("/eth/v1/beacon/headers", "a header without root");
+    if (!root.has_value()) return BadBody("/eth/v1/beacon/headers", "a header without root");
     // A node that ignores the query would list other slots' headers.
     if (header_slot.has_value() && *header_slot != slot) continue;
     roots.push_back(*root);
@@ -285,9 +291,13 @@ absl::StatusOr<std::vector<core::BlockRoot>> BeaconApi::GetHeaders(core::Slot sl
 absl::StatusOr<core::Epoch> BeaconApi::GetFinalizedEpoch() {
   absl::StatusOr<std::string> body = Get("/eth/v1/beacon/states/head/finality_checkpoints");
   if (!body.ok()) return body.status();
-  std::optional<uint64_t> epoch = Uint64(Path(ParseJson(*body), {"data", "finalized", "epoch"}));
+  return Checked(DecodeFinalizedEpoch(*body));
+}
+
+absl::StatusOr<core::Epoch> DecodeFinalizedEpoch(absl::string_view body) {
+  std::optional<uint64_t> epoch = Uint64(Path(ParseJson(body), {"data", "finalized", "epoch"}));
   if (!epoch.has_value()) {
-    return BadAnswer("/eth/v1/beacon/states/head/finality_checkpoints",
+    return BadBody("/eth/v1/beacon/states/head/finality_checkpoints",
                      "no data.finalized.epoch, a quoted decimal");
   }
   return *epoch;
@@ -296,26 +306,30 @@ absl::StatusOr<core::Epoch> BeaconApi::GetFinalizedEpoch() {
 absl::StatusOr<std::vector<ForkChoiceNode>> BeaconApi::GetForkChoice() {
   absl::StatusOr<std::string> body = Get("/eth/v1/debug/fork_choice");
   if (!body.ok()) return body.status();
-  const Json json = ParseJson(*body);
-  const Json* nodes = Member(json, "fork_choice_nodes");
+  return Checked(DecodeForkChoice(*body));
+}
+
+absl::StatusOr<std::vector<ForkChoiceNode>> DecodeForkChoice(absl::string_view body) {
+  const Json json = ParseJson(body);
+  const Json* nodes = JsonMember(json, "fork_choice_nodes");
   if (nodes == nullptr || !nodes->is_array()) {
-    return BadAnswer("/eth/v1/debug/fork_choice", "no fork_choice_nodes array");
+    return BadBody("/eth/v1/debug/fork_choice", "no fork_choice_nodes array");
   }
   std::vector<ForkChoiceNode> out;
   for (const Json& node : *nodes) {
-    std::optional<uint64_t> slot = Uint64(Member(node, "slot"));
-    std::optional<core::BlockRoot> root = Root(Member(node, "block_root"));
-    std::optional<uint64_t> weight = Uint64(Member(node, "weight"));
+    std::optional<uint64_t> slot = Uint64(JsonMember(node, "slot"));
+    std::optional<core::BlockRoot> root = Root(JsonMember(node, "block_root"));
+    std::optional<uint64_t> weight = Uint64(JsonMember(node, "weight"));
     if (!slot.has_value() || !root.has_value() || !weight.has_value()) {
-      return BadAnswer("/eth/v1/debug/fork_choice", "a node without slot, block_root and weight");
+      return BadBody("/eth/v1/debug/fork_choice", "a node without slot, block_root and weight");
     }
     // The anchor has no parent: clients leave parent_root out or write null.
-    const Json* parent = Member(node, "parent_root");
+    const Json* parent = JsonMember(node, "parent_root");
     std::optional<core::BlockRoot> parent_root;
     if (parent != nullptr && !parent->is_null()) {
       parent_root = Root(parent);
       if (!parent_root.has_value()) {
-        return BadAnswer("/eth/v1/debug/fork_choice", "a parent_root that is not a 32-byte hex");
+        return BadBody("/eth/v1/debug/fork_choice", "a parent_root that is not a 32-byte hex");
       }
     }
     out.push_back(ForkChoiceNode{*slot, *root, *weight, parent_root});
@@ -345,12 +359,16 @@ absl::StatusOr<core::BuilderIndex> BeaconApi::GetBlockBidBuilder(const core::Blo
       absl::string_view(reinterpret_cast<const char*>(root.bytes.data()), root.bytes.size()));
   absl::StatusOr<std::string> body = Get(absl::StrCat("/eth/v2/beacon/blocks/0x", hex));
   if (!body.ok()) return body.status();
-  const Json json = ParseJson(*body);
+  return Checked(DecodeBlockBidBuilder(*body));
+}
+
+absl::StatusOr<core::BuilderIndex> DecodeBlockBidBuilder(absl::string_view body) {
+  const Json json = ParseJson(body);
   std::optional<uint64_t> builder =
       Uint64(Path(json, {"data", "message", "body", "signed_execution_payload_bid", "message",
                          "builder_index"}));
   if (!builder.has_value()) {
-    return BadAnswer("/eth/v2/beacon/blocks",
+    return BadBody("/eth/v2/beacon/blocks",
                      "no data.message.body.signed_execution_payload_bid.message.builder_index");
   }
   return *builder;
@@ -364,6 +382,29 @@ std::optional<std::string> ValidatorPubkey(absl::string_view text) {
     if (!absl::ascii_isxdigit(text[i])) return std::nullopt;
   }
   return absl::AsciiStrToLower(text);
+}
+
+absl::StatusOr<std::vector<ValidatorKeyIndex>> DecodeValidators(
+    absl::string_view body, const std::vector<std::string>& asked) {
+  constexpr absl::string_view kEndpoint = "/eth/v1/beacon/states/head/validators";
+  const Json json = ParseJson(body);
+  const Json* data = JsonMember(json, "data");
+  if (data == nullptr || !data->is_array() || data->size() > asked.size()) {
+    return BadBody(kEndpoint, "no data array of at most the validators asked about");
+  }
+  std::vector<ValidatorKeyIndex> out;
+  for (const Json& validator : *data) {
+    std::optional<uint64_t> index = Uint64(JsonMember(validator, "index"));
+    std::optional<std::string> key = Pubkey(Path(validator, {"validator", "pubkey"}));
+    if (!index.has_value() || !key.has_value()) {
+      return BadBody(kEndpoint, "a validator without index and validator.pubkey");
+    }
+    if (std::find(asked.begin(), asked.end(), *key) == asked.end()) {
+      return BadBody(kEndpoint, absl::StrCat("validator ", *key, " was not asked about"));
+    }
+    out.push_back(ValidatorKeyIndex{*std::move(key), *index});
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<ValidatorKeyIndex>> BeaconApi::GetValidatorIndices(
@@ -387,24 +428,7 @@ absl::StatusOr<std::vector<ValidatorKeyIndex>> BeaconApi::GetValidatorIndices(
   auto read = [&](absl::string_view query) -> absl::StatusOr<std::vector<ValidatorKeyIndex>> {
     absl::StatusOr<std::string> body = Get(absl::StrCat(kEndpoint, "?", query));
     if (!body.ok()) return body.status();
-    const Json json = ParseJson(*body);
-    const Json* data = Member(json, "data");
-    if (data == nullptr || !data->is_array() || data->size() > asked.size()) {
-      return BadAnswer(kEndpoint, "no data array of at most the validators asked about");
-    }
-    std::vector<ValidatorKeyIndex> out;
-    for (const Json& validator : *data) {
-      std::optional<uint64_t> index = Uint64(Member(validator, "index"));
-      std::optional<std::string> key = Pubkey(Path(validator, {"validator", "pubkey"}));
-      if (!index.has_value() || !key.has_value()) {
-        return BadAnswer(kEndpoint, "a validator without index and validator.pubkey");
-      }
-      if (std::find(asked.begin(), asked.end(), *key) == asked.end()) {
-        return BadAnswer(kEndpoint, absl::StrCat("validator ", *key, " was not asked about"));
-      }
-      out.push_back(ValidatorKeyIndex{*std::move(key), *index});
-    }
-    return out;
+    return Checked(DecodeValidators(*body, asked));
   };
   // The array as repeated keys (OpenAPI's default form, which Lodestar reads), and, when that
   // finds fewer than asked, comma-joined too (which other clients read): a node that takes the
@@ -430,22 +454,29 @@ absl::StatusOr<std::vector<ProposerDuty>> BeaconApi::GetProposerDuties(core::Epo
   constexpr absl::string_view kEndpoint = "/eth/v1/validator/duties/proposer";
   absl::StatusOr<std::string> body = Get(absl::StrCat(kEndpoint, "/", epoch));
   if (!body.ok()) return body.status();
-  const Json json = ParseJson(*body);
-  const Json* data = Member(json, "data");
+  return Checked(DecodeProposerDuties(*body, epoch, slots_per_epoch));
+}
+
+absl::StatusOr<std::vector<ProposerDuty>> DecodeProposerDuties(absl::string_view body,
+                                                               core::Epoch epoch,
+                                                               uint64_t slots_per_epoch) {
+  constexpr absl::string_view kEndpoint = "/eth/v1/validator/duties/proposer";
+  const Json json = ParseJson(body);
+  const Json* data = JsonMember(json, "data");
   if (data == nullptr || !data->is_array() || data->size() > slots_per_epoch) {
-    return BadAnswer(kEndpoint,
+    return BadBody(kEndpoint,
                      absl::StrCat("no data array of at most ", slots_per_epoch, " duties"));
   }
   std::vector<ProposerDuty> out;
   for (const Json& duty : *data) {
-    std::optional<std::string> key = Pubkey(Member(duty, "pubkey"));
-    std::optional<uint64_t> index = Uint64(Member(duty, "validator_index"));
-    std::optional<uint64_t> slot = Uint64(Member(duty, "slot"));
+    std::optional<std::string> key = Pubkey(JsonMember(duty, "pubkey"));
+    std::optional<uint64_t> index = Uint64(JsonMember(duty, "validator_index"));
+    std::optional<uint64_t> slot = Uint64(JsonMember(duty, "slot"));
     if (!key.has_value() || !index.has_value() || !slot.has_value()) {
-      return BadAnswer(kEndpoint, "a duty without pubkey, validator_index and slot");
+      return BadBody(kEndpoint, "a duty without pubkey, validator_index and slot");
     }
     if (*slot / slots_per_epoch != epoch) {
-      return BadAnswer(kEndpoint, absl::StrCat("a duty of slot ", *slot, ", not of epoch ", epoch));
+      return BadBody(kEndpoint, absl::StrCat("a duty of slot ", *slot, ", not of epoch ", epoch));
     }
     out.push_back(ProposerDuty{*std::move(key), *index, *slot});
   }
@@ -470,12 +501,12 @@ absl::Status BeaconApi::StreamEvents(const std::vector<std::string>& topics, Top
 
   int status = 0;
   std::string error_body;
-  absl::Time second_start = absl::Now();
+  absl::Duration second_start = clock_.Monotonic();
   uint32_t in_second = 0;
   SseParser parser(
       limits_.sse,
       [&](SseEvent event) {
-        const absl::Time now = absl::Now();
+        const absl::Duration now = clock_.Monotonic();
         if (now - second_start >= absl::Seconds(1)) {
           second_start = now;
           in_second = 0;
@@ -572,23 +603,23 @@ absl::StatusOr<BeaconEvent> DecodeEvent(const SseEvent& event) {
   }
   // Gloas events come as {"version": ..., "data": {...}}.
   const Json& body =
-      Member(json, "version") != nullptr && Member(json, "data") != nullptr ? json["data"] : json;
+      JsonMember(json, "version") != nullptr && JsonMember(json, "data") != nullptr ? json["data"] : json;
   BeaconEvent out;
   const std::string& what = event.name;
   auto slot = [&](const Json& object) -> absl::Status {
-    std::optional<uint64_t> value = Uint64(Member(object, "slot"));
+    std::optional<uint64_t> value = Uint64(JsonMember(object, "slot"));
     if (!value.has_value()) return Malformed(what, "slot");
     out.slot = *value;
     return absl::OkStatus();
   };
   auto root = [&](const Json& object, const char* field, core::BlockRoot& into) -> absl::Status {
-    std::optional<core::BlockRoot> value = Root(Member(object, field));
+    std::optional<core::BlockRoot> value = Root(JsonMember(object, field));
     if (!value.has_value()) return Malformed(what, field);
     into = *value;
     return absl::OkStatus();
   };
   auto builder = [&](const Json& object) -> absl::Status {
-    std::optional<uint64_t> value = Uint64(Member(object, "builder_index"));
+    std::optional<uint64_t> value = Uint64(JsonMember(object, "builder_index"));
     if (!value.has_value()) return Malformed(what, "builder_index");
     out.builder = *value;
     return absl::OkStatus();
@@ -602,7 +633,7 @@ absl::StatusOr<BeaconEvent> DecodeEvent(const SseEvent& event) {
     out.kind = Kind::kHead;
     status.Update(slot(body));
     status.Update(root(body, "block", out.root));
-    if (const Json* payload = Member(body, "payload_status");
+    if (const Json* payload = JsonMember(body, "payload_status");
         payload != nullptr && payload->is_string()) {
       out.payload_full = payload->get_ref<const std::string&>() == "full";
     }
@@ -613,12 +644,12 @@ absl::StatusOr<BeaconEvent> DecodeEvent(const SseEvent& event) {
     status.Update(root(body, "old_head_block", out.old_root));
   } else if (what == "finalized_checkpoint") {
     out.kind = Kind::kFinalized;
-    std::optional<uint64_t> epoch = Uint64(Member(body, "epoch"));
+    std::optional<uint64_t> epoch = Uint64(JsonMember(body, "epoch"));
     if (!epoch.has_value()) return Malformed(what, "epoch");
     out.epoch = *epoch;
   } else if (what == "execution_payload_bid") {
     out.kind = Kind::kBid;
-    const Json* message = Member(body, "message");
+    const Json* message = JsonMember(body, "message");
     if (message == nullptr) return Malformed(what, "message");
     status.Update(slot(*message));
     status.Update(builder(*message));

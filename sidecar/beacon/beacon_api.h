@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "core/types.h"
 #include "sidecar/ssz/beacon_block.h"
@@ -106,6 +107,27 @@ struct ProposerDuty {
 // nullopt otherwise.
 std::optional<std::string> ValidatorPubkey(absl::string_view text);
 
+// The decoders of the node's answers, pure (BeaconApi's reads call them on the bodies they
+// get; fuzzed by beacon_fuzzer). Each returns DATA_LOSS naming the endpoint and the field for
+// an answer that is not what the spec says.
+//
+// /eth/v1/beacon/genesis and /eth/v1/config/spec.
+absl::StatusOr<NodeChain> DecodeChain(absl::string_view genesis_body, absl::string_view spec_body);
+absl::StatusOr<SyncStatus> DecodeSyncing(absl::string_view body);
+// The roots of the headers of `slot` (others, of a node that ignores the query, are skipped).
+absl::StatusOr<std::vector<core::BlockRoot>> DecodeHeaders(absl::string_view body,
+                                                           core::Slot slot);
+absl::StatusOr<core::Epoch> DecodeFinalizedEpoch(absl::string_view body);
+absl::StatusOr<std::vector<ForkChoiceNode>> DecodeForkChoice(absl::string_view body);
+absl::StatusOr<core::BuilderIndex> DecodeBlockBidBuilder(absl::string_view body);
+// The validators of the answer, each of `asked` (lower-case keys), at most as many.
+absl::StatusOr<std::vector<ValidatorKeyIndex>> DecodeValidators(
+    absl::string_view body, const std::vector<std::string>& asked);
+// The duties of `epoch`, at most `slots_per_epoch`. REQUIRES: slots_per_epoch > 0.
+absl::StatusOr<std::vector<ProposerDuty>> DecodeProposerDuties(absl::string_view body,
+                                                               core::Epoch epoch,
+                                                               uint64_t slots_per_epoch);
+
 // Public keys asked of the node in one read, at most: about 5 kB of query.
 inline constexpr size_t kMaxValidatorIdsPerRead = 50;
 
@@ -121,8 +143,10 @@ struct BeaconApiStats {
 class BeaconApi {
  public:
   // `base` is "scheme://host[:port]" and `path_prefix` what goes before every path ("" or
-  // "/prefix").
-  BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits);
+  // "/prefix"). `clock` times each read and the events per second. REQUIRES: `clock` outlives
+  // the client.
+  BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits,
+            const Clock& clock);
   ~BeaconApi();
 
   // Each REST read returns UNAVAILABLE when the node cannot be reached or answers 5xx,
@@ -174,11 +198,17 @@ class BeaconApi {
  private:
   // GETs `path` and returns its body, bounded.
   absl::StatusOr<std::string> Get(const std::string& path);
-  absl::Status BadAnswer(absl::string_view endpoint, absl::string_view what);
+  // `decoded`, a DATA_LOSS (an answer not as the spec says) counted among the bad answers.
+  template <typename T>
+  absl::StatusOr<T> Checked(absl::StatusOr<T> decoded) {
+    if (absl::IsDataLoss(decoded.status())) ++bad_answers_;
+    return decoded;
+  }
 
   const std::string base_;
   const std::string path_prefix_;
   const BeaconApiLimits limits_;
+  const Clock& clock_;
 
   Mutex mu_;
   httplib::Client* stream_client_ ABSL_GUARDED_BY(mu_) = nullptr;  // The stream's, while it runs.

@@ -45,7 +45,7 @@ core::BlockRoot Root(absl::string_view label) { return core::BlockRootFromBytes(
 
 class BeaconApiTest : public ::testing::Test {
  protected:
-  BeaconApiTest() : node_(Chain()), api_(node_.url(), "", Limits()) {}
+  BeaconApiTest() : node_(Chain()), api_(node_.url(), "", Limits(), SystemClock()) {}
 
   static BeaconApiLimits Limits() {
     BeaconApiLimits limits;
@@ -214,7 +214,7 @@ TEST_F(BeaconApiTest, AHugeBodyIsRefusedAtTheBound) {
 }
 
 TEST_F(BeaconApiTest, AnUnreachableNodeIsUnavailable) {
-  BeaconApi nowhere("http://127.0.0.1:1", "", Limits());
+  BeaconApi nowhere("http://127.0.0.1:1", "", Limits(), SystemClock());
   EXPECT_THAT(nowhere.GetChain(),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("127.0.0.1:1")));
 }
@@ -250,7 +250,7 @@ TEST(BeaconApiRateTest, EventsBeyondTheRateAreDropped) {
   FakeBeaconNode node(Chain());
   BeaconApiLimits limits;
   limits.max_events_per_second = 5;
-  BeaconApi api(node.url(), "", limits);
+  BeaconApi api(node.url(), "", limits, SystemClock());
   std::atomic<int> received{0};
   std::thread streamer([&] {
     static_cast<void>(api.StreamEvents(
@@ -374,7 +374,8 @@ TEST(BeaconApiStopTest, InterruptEndsARequestInFlightAtOnce) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   BeaconApiLimits limits;
   limits.request_timeout = absl::Seconds(60);
-  BeaconApi api(absl::StrCat("http://127.0.0.1:", ntohs(address.sin_port)), "", limits);
+  BeaconApi api(absl::StrCat("http://127.0.0.1:", ntohs(address.sin_port)), "", limits,
+                SystemClock());
   absl::Status status;
   std::thread request([&] { status = api.GetChain().status(); });
   // Interrupted before or during the request: either way it ends, CANCELLED.

@@ -1,7 +1,6 @@
 #include "sidecar/beacon/beacon_watcher.h"
 
 #include <algorithm>
-#include <chrono>
 #include <random>
 #include <utility>
 #include <vector>
@@ -85,7 +84,7 @@ BeaconWatcher::BeaconWatcher(BeaconWatcherOptions options, const Clock& clock,
                              client::BreakerClient& client)
     : options_(std::move(options)),
       clock_(clock),
-      api_(options_.base, options_.path_prefix, options_.limits),
+      api_(options_.base, options_.path_prefix, options_.limits, clock),
       observer_(options_.observer, clock, client) {}
 
 BeaconWatcher::~BeaconWatcher() { Stop(); }
@@ -102,9 +101,11 @@ void BeaconWatcher::Stop() {
 }
 
 bool BeaconWatcher::Sleep(absl::Duration duration) {
-  const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(duration);
+  const absl::Duration deadline = clock_.Monotonic() + duration;
   MutexLock lock(&mu_);
-  while (!stopping_ && !stopping_cv_.WaitUntil(&mu_, deadline)) {
+  for (absl::Duration left = duration; !stopping_ && left > absl::ZeroDuration();
+       left = deadline - clock_.Monotonic()) {
+    stopping_cv_.WaitFor(&mu_, left);
   }
   return !stopping_;
 }
@@ -273,12 +274,12 @@ void BeaconWatcher::OnEvent(const SseEvent& event) {
 }
 
 void BeaconWatcher::TickLoop() {
-  absl::Time next_sync_check = absl::InfinitePast();
+  absl::Duration next_sync_check = -absl::InfiniteDuration();
   bool finality_read = false;
   const absl::Duration slot = absl::Seconds(options_.observer.chain.seconds_per_slot);
   while (Sleep(options_.tick_interval)) {
-    if (absl::Now() >= next_sync_check) {
-      next_sync_check = absl::Now() + slot;
+    if (clock_.Monotonic() >= next_sync_check) {
+      next_sync_check = clock_.Monotonic() + slot;
       absl::StatusOr<SyncStatus> sync = api_.GetSyncing();
       if (sync.ok()) {
         SetSynced(!sync->is_syncing && !sync->is_optimistic);

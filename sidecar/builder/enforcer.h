@@ -26,108 +26,28 @@
 //     RelayRevealMissing of the block's root. A 4xx answer is not: the upstream judged the
 //     request invalid. Nor is a block whose root cannot be computed (ParseBlindedBlock, with
 //     the beacon node's preset): that is logged, naming why, and counted.
+//
+// The routes are routes.h's, the rule refusal.h's, the bodies read by messages.h; this class
+// keeps what is remembered between requests and the counters.
 
 #include <array>
 #include <cstdint>
-#include <iterator>
 #include <deque>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "client/client.h"
 #include "common/mutex.h"
 #include "core/policy.h"
 #include "core/types.h"
+#include "sidecar/builder/refusal.h"
+#include "sidecar/builder/routes.h"
 #include "sidecar/ssz/beacon_block.h"
 
 namespace breaker::sidecar {
-
-enum class Endpoint {
-  kStatus,
-  kRegisterValidators,
-  kGetHeader,
-  kSubmitBlindedBlock,
-  // Gloas (ePBS).
-  kGetExecutionPayloadBid,
-  kSubmitBuilderPreferences,
-  kSubmitBeaconBlock,
-  kOther,
-};
-
-absl::string_view EndpointName(Endpoint endpoint);
-
-struct Route {
-  Endpoint endpoint = Endpoint::kOther;
-  // The header's or bid's slot (kGetHeader, kGetExecutionPayloadBid).
-  core::Slot slot = 0;
-};
-
-// Classifies a request by its method and path (without the query).
-Route ClassifyRoute(absl::string_view method, absl::string_view path);
-
-struct UpstreamIdentity {
-  // Normalized relay identifier (core::NormalizeRelayId of the upstream URL).
-  std::string relay_id;
-  // Trusted by the sidecar's configuration.
-  bool trusted = false;
-};
-
-// Why a header or bid is answered 204: a small fixed set, for metrics.
-enum class RefusalCause {
-  kSelfBuild,      // the mode is SELF_BUILD
-  kRelayBanned,    // the upstream's relay is banned
-  kNotTrusted,     // the mode is TRUSTED_ONLY and the upstream is not trusted
-  kBuilderBanned,  // a Gloas bid's builder is banned
-  kUnreadableBid,  // a Gloas bid whose builder index cannot be read
-};
-inline constexpr RefusalCause kRefusalCauses[] = {
-    RefusalCause::kSelfBuild, RefusalCause::kRelayBanned, RefusalCause::kNotTrusted,
-    RefusalCause::kBuilderBanned, RefusalCause::kUnreadableBid};
-// "self_build", "relay_banned", "not_trusted", "builder_banned", "unreadable_bid".
-absl::string_view RefusalCauseLabel(RefusalCause cause);
-
-// Why `policy` refuses headers and bids through `upstream`; nullopt when it allows them. When
-// it refuses and `cause` is not null, sets *cause.
-std::optional<std::string> RefusalReason(const core::Policy& policy,
-                                         const UpstreamIdentity& upstream,
-                                         RefusalCause* cause = nullptr);
-
-// What the sidecar reads of a signed blinded block (a submitBlindedBlock body).
-struct BlindedBlock {
-  core::Slot slot = 0;
-  // The block root: the BlindedBeaconBlock's hash_tree_root, which is the BeaconBlock's, the
-  // root a node linking the client library reports for the same block.
-  core::BlockRoot root;
-  // The execution payload header's block hash, lower-case hex with 0x; empty when unknown.
-  std::string block_hash;
-};
-
-// Parses a SignedBlindedBeaconBlock of Bellatrix to Fulu (sidecar/ssz) in JSON (optionally
-// inside a {"version", "data"} envelope) or, when `content_type` is application/octet-stream,
-// in SSZ, with `preset`'s limits. The fork is read from the body (the envelope's version, else
-// the fields only that fork's body has), as a body of one fork is no valid body of another.
-// InvalidArgument, naming the field, when the body is none of these.
-absl::StatusOr<BlindedBlock> ParseBlindedBlock(absl::string_view body,
-                                               absl::string_view content_type,
-                                               const ssz::Preset& preset);
-
-// The block hash of a getHeader answer in JSON (data.message.header.block_hash), lower-case;
-// empty when the body has none (e.g. SSZ).
-std::string HeaderBlockHash(absl::string_view body);
-
-// The builder index of a getExecutionPayloadBid answer: data.message.builder_index (a decimal
-// string, or a number) of JSON, optionally without the {"version", "data"} envelope; or, when
-// `content_type` is application/octet-stream, the builder_index field of an SSZ
-// SignedExecutionPayloadBid. nullopt when the body is neither.
-std::optional<core::BuilderIndex> BidBuilderIndex(absl::string_view body,
-                                                  absl::string_view content_type);
-
-// True when `json` nests arrays and objects deeper than `max_depth`: such a body is not
-// parsed.
-bool JsonTooDeep(absl::string_view json, int max_depth);
 
 // Headers remembered per upstream, to match reveal failures with.
 inline constexpr size_t kMaxRememberedHeaders = 64;

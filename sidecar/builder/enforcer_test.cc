@@ -10,6 +10,7 @@
 #include "core/policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sidecar/builder/messages.h"
 #include "sidecar/ssz/test_blocks.h"
 
 namespace breaker::sidecar {
@@ -29,14 +30,8 @@ std::string BidJson(const std::string& builder_index) {
          builder_index + ",\"value\":\"1\"},\"signature\":\"0x00\"}}";
 }
 
-// An SSZ SignedExecutionPayloadBid naming `builder`, without blob commitments.
-std::string BidSsz(uint64_t builder) {
-  std::string ssz(4 + 96 + 224, '\0');
-  ssz[0] = 100;
-  for (int i = 0; i < 8; ++i) ssz[100 + 156 + i] = static_cast<char>((builder >> (8 * i)) & 0xff);
-  ssz[100 + 164] = 5;  // slot
-  return ssz;
-}
+// An SSZ SignedExecutionPayloadBid of slot 5 naming `builder`.
+std::string BidSsz(uint64_t builder) { return ssz::SignedBidSsz(builder, 5); }
 
 core::Ban OperatorBan(const std::string& reason) {
   return core::Ban{core::BanKind::kOperator, 0, true, reason};
@@ -64,65 +59,6 @@ class EnforcerTest : public ::testing::Test {
   client::FakeClient client_;
   Enforcer enforcer_;
 };
-
-TEST(ClassifyRouteTest, TheBuilderApi) {
-  EXPECT_EQ(ClassifyRoute("GET", "/eth/v1/builder/status").endpoint, Endpoint::kStatus);
-  EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/validators").endpoint,
-            Endpoint::kRegisterValidators);
-  const Route header = ClassifyRoute("GET", "/eth/v1/builder/header/123/0xab/0xcd");
-  EXPECT_EQ(header.endpoint, Endpoint::kGetHeader);
-  EXPECT_EQ(header.slot, 123u);
-  EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/blinded_blocks").endpoint,
-            Endpoint::kSubmitBlindedBlock);
-  EXPECT_EQ(ClassifyRoute("POST", "/eth/v2/builder/blinded_blocks").endpoint,
-            Endpoint::kSubmitBlindedBlock);
-  // Not a header: a bad slot, a wrong method, extra segments, another prefix.
-  EXPECT_EQ(ClassifyRoute("GET", "/eth/v1/builder/header/x/0xab/0xcd").endpoint, Endpoint::kOther);
-  EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/header/1/0xab/0xcd").endpoint, Endpoint::kOther);
-  EXPECT_EQ(ClassifyRoute("GET", "/eth/v1/builder/header/1/0xab/0xcd/x").endpoint,
-            Endpoint::kOther);
-  EXPECT_EQ(ClassifyRoute("GET", "/base/eth/v1/builder/status").endpoint, Endpoint::kOther);
-  // Gloas.
-  const Route bid =
-      ClassifyRoute("POST", "/eth/v1/builder/execution_payload_bid/77/0xab/0xcd/0xef");
-  EXPECT_EQ(bid.endpoint, Endpoint::kGetExecutionPayloadBid);
-  EXPECT_EQ(bid.slot, 77u);
-  EXPECT_EQ(
-      ClassifyRoute("GET", "/eth/v1/builder/execution_payload_bid/77/0xab/0xcd/0xef").endpoint,
-      Endpoint::kOther);
-  EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/execution_payload_bid/77/0xab/0xcd").endpoint,
-            Endpoint::kOther);
-  EXPECT_EQ(
-      ClassifyRoute("POST", "/eth/v1/builder/execution_payload_bid/x/0xab/0xcd/0xef").endpoint,
-      Endpoint::kOther);
-  EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/builder_preferences/0xab").endpoint,
-            Endpoint::kSubmitBuilderPreferences);
-  EXPECT_EQ(ClassifyRoute("POST", "/eth/v1/builder/beacon_blocks").endpoint,
-            Endpoint::kSubmitBeaconBlock);
-  EXPECT_EQ(ClassifyRoute("GET", "").endpoint, Endpoint::kOther);
-}
-
-TEST(RefusalReasonTest, ThePolicyDecides) {
-  const UpstreamIdentity untrusted{kRelay, false};
-  const UpstreamIdentity trusted{kRelay, true};
-  core::Policy policy;
-  EXPECT_EQ(RefusalReason(policy, untrusted), std::nullopt);
-
-  policy.mode = core::Mode::kSelfBuild;
-  policy.mode_reason = "missed slots";
-  EXPECT_THAT(RefusalReason(policy, trusted).value_or(""), HasSubstr("SELF_BUILD"));
-
-  policy.mode = core::Mode::kTrustedOnly;
-  EXPECT_THAT(RefusalReason(policy, untrusted).value_or(""), HasSubstr("not trusted"));
-  EXPECT_EQ(RefusalReason(policy, trusted), std::nullopt);
-  policy.trusted_relays.insert(kRelay);
-  EXPECT_EQ(RefusalReason(policy, untrusted), std::nullopt);
-
-  policy.mode = core::Mode::kAllBuilders;
-  policy.banned_relays[kRelay] = core::Ban{core::BanKind::kOperator, 0, true, "operator: bad"};
-  EXPECT_THAT(RefusalReason(policy, trusted).value_or(""), HasSubstr("is banned (operator)"));
-  EXPECT_EQ(RefusalReason(policy, UpstreamIdentity{"http://other", false}), std::nullopt);
-}
 
 TEST_F(EnforcerTest, OnlyHeadersAreRefused) {
   core::Policy policy;
@@ -222,17 +158,6 @@ TEST_F(EnforcerTest, ARevealFailureOnAMinimalPresetChainIsReportedWithTheNodesPr
   EXPECT_EQ(enforcer_.counters(0).reveal_failures, 2u);
 }
 
-TEST(ParseBlindedBlockTest, ABlockWhoseRootCannotBeComputedNamesWhy) {
-  std::string block = BlindedBlockJson(5, kHash1);
-  block.replace(block.find(kHash1), kHash1.size(), "0x11");
-  EXPECT_THAT(
-      std::string(
-          ParseBlindedBlock(block, "application/json", ssz::Preset::kMainnet).status().message()),
-      HasSubstr("message.body.execution_payload_header.block_hash: 2 hex digits, expected 64"));
-  EXPECT_FALSE(
-      ParseBlindedBlock("{\"message\":{}}", "application/json", ssz::Preset::kMainnet).ok());
-}
-
 TEST_F(EnforcerTest, NoRevealFailureWithoutItsHeaderOrWhenItSucceeded) {
   enforcer_.OnHeaderAnswered(0, 5, 200, HeaderJson(kHash1), "");
   // Succeeded.
@@ -256,40 +181,6 @@ TEST_F(EnforcerTest, RememberedHeadersAreBounded) {
   }
   EXPECT_FALSE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(1, kHash1), "", true));
   EXPECT_TRUE(enforcer_.OnBlindedBlockAnswered(0, BlindedBlockJson(2, kHash1), "", true));
-}
-
-TEST(ParseBlindedBlockTest, SszGivesTheSlotAndTheRoot) {
-  const ssz::TestVector vector = ssz::ReadTestVector("capella_0");
-  const auto block =
-      ParseBlindedBlock(vector.ssz, "application/octet-stream", ssz::Preset::kMainnet);
-  ASSERT_TRUE(block.ok()) << block.status();
-  EXPECT_EQ(block->slot, vector.slot);
-  EXPECT_EQ(block->root, core::BlockRootFromBytes(vector.root));
-  EXPECT_TRUE(block->block_hash.empty());
-  EXPECT_FALSE(ParseBlindedBlock(vector.ssz.substr(0, 150), "application/octet-stream",
-                                 ssz::Preset::kMainnet)
-                   .ok());
-  EXPECT_FALSE(ParseBlindedBlock("", "application/octet-stream", ssz::Preset::kMainnet).ok());
-}
-
-TEST(BidBuilderIndexTest, JsonAndSsz) {
-  EXPECT_EQ(BidBuilderIndex(BidJson("\"42\""), "application/json"), 42u);
-  EXPECT_EQ(BidBuilderIndex(BidJson("42"), ""), 42u);
-  EXPECT_EQ(BidBuilderIndex(BidJson("\"18446744073709551615\""), ""), UINT64_MAX);
-  // Without the envelope.
-  EXPECT_EQ(BidBuilderIndex("{\"message\":{\"builder_index\":\"9\"}}", ""), 9u);
-  EXPECT_EQ(BidBuilderIndex(BidSsz(0x0102030405060708ull), "application/octet-stream"),
-            0x0102030405060708ull);
-  // Not a bid: negative, fractional, too large, missing, truncated, garbage, too deep.
-  EXPECT_FALSE(BidBuilderIndex(BidJson("-1"), "").has_value());
-  EXPECT_FALSE(BidBuilderIndex(BidJson("1.5"), "").has_value());
-  EXPECT_FALSE(BidBuilderIndex(BidJson("\"18446744073709551616\""), "").has_value());
-  EXPECT_FALSE(BidBuilderIndex("{\"data\":{\"message\":{}}}", "").has_value());
-  EXPECT_FALSE(BidBuilderIndex(BidJson("\"42\"").substr(0, 40), "").has_value());
-  EXPECT_FALSE(BidBuilderIndex("\x00\x01garbage", "").has_value());
-  EXPECT_FALSE(BidBuilderIndex(std::string(100000, '['), "").has_value());
-  EXPECT_FALSE(BidBuilderIndex(BidSsz(1).substr(0, 300), "application/octet-stream").has_value());
-  EXPECT_FALSE(BidBuilderIndex(BidJson("\"42\""), "application/octet-stream").has_value());
 }
 
 TEST_F(EnforcerTest, ABidIsReportedAndForwardedWhileItsBuilderIsAllowed) {
@@ -347,12 +238,6 @@ TEST_F(EnforcerTest, AnUnreadableHeaderIsCountedAndNotRemembered) {
   EXPECT_EQ(enforcer_.counters(0).malformed_answers, 1u);
   EXPECT_EQ(enforcer_.counters(0).headers_seen, 0u);
   EXPECT_TRUE(enforcer_.OnHeaderAnswered(0, 5, 204, "", ""));
-}
-
-TEST(JsonTooDeepTest, CountsOutsideStrings) {
-  EXPECT_FALSE(JsonTooDeep("[[[]]]", 3));
-  EXPECT_TRUE(JsonTooDeep("[[[[]]]]", 3));
-  EXPECT_FALSE(JsonTooDeep("[\"[[[[\\\"[[[\"]", 3));
 }
 
 }  // namespace

@@ -1,73 +1,23 @@
 #include "sidecar/builder/proposal_warmer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 #include <utility>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
-#include "nlohmann/json.hpp"
+#include "sidecar/builder/messages.h"
 #include "sidecar/config.h"
 
 namespace breaker::sidecar {
-namespace {
-
-using Json = nlohmann::json;
-
-// SignedValidatorRegistrationV1 in SSZ: fee_recipient (20), gas_limit (8), timestamp (8),
-// pubkey (48), signature (96).
-constexpr size_t kSszRegistrationBytes = 180;
-constexpr size_t kSszPubkeyOffset = 36;
-constexpr size_t kPubkeyBytes = 48;
-// An array of registrations nests three deep; anything deeper is no registration.
-constexpr int kMaxRegistrationDepth = 8;
-
-// Appends the public keys of `body`'s registrations to `keys`; returns how many entries (or
-// bodies) were no registration.
-uint64_t ReadRegistrations(absl::string_view body, bool ssz, std::vector<std::string>& keys) {
-  if (ssz) {
-    if (body.empty() || body.size() % kSszRegistrationBytes != 0) return 1;
-    for (size_t at = 0; at < body.size(); at += kSszRegistrationBytes) {
-      keys.push_back(absl::StrCat(
-          "0x", absl::BytesToHexString(body.substr(at + kSszPubkeyOffset, kPubkeyBytes))));
-    }
-    return 0;
-  }
-  if (JsonTooDeep(body, kMaxRegistrationDepth)) return 1;
-  const Json json = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (!json.is_array()) return 1;
-  uint64_t invalid = 0;
-  for (const Json& registration : json) {
-    const Json* pubkey = nullptr;
-    if (registration.is_object()) {
-      auto message = registration.find("message");
-      if (message != registration.end() && message->is_object()) {
-        auto found = message->find("pubkey");
-        if (found != message->end() && found->is_string()) pubkey = &*found;
-      }
-    }
-    std::optional<std::string> key =
-        pubkey == nullptr ? std::nullopt : ValidatorPubkey(pubkey->get_ref<const std::string&>());
-    if (key.has_value()) {
-      keys.push_back(*std::move(key));
-    } else {
-      ++invalid;
-    }
-  }
-  return invalid;
-}
-
-}  // namespace
 
 ProposalWarmer::ProposalWarmer(ProposalWarmerOptions options, const Clock& clock,
                                const client::BreakerClient& client)
     : options_(std::move(options)),
       clock_(clock),
       client_(client),
-      api_(options_.base, options_.path_prefix, options_.limits) {}
+      api_(options_.base, options_.path_prefix, options_.limits, clock) {}
 
 ProposalWarmer::~ProposalWarmer() { Stop(); }
 
@@ -84,7 +34,7 @@ void ProposalWarmer::OnRegistration(absl::string_view body, absl::string_view co
     }
     pending_bytes_ += body.size();
     pending_.push_back(Pending{
-        std::string(body), absl::StartsWithIgnoreCase(content_type, "application/octet-stream")});
+        std::string(body), IsSsz(content_type)});
     wake_ = true;
   }
   wake_cv_.SignalAll();
@@ -125,11 +75,11 @@ void ProposalWarmer::Loop() {
   while (true) {
     const absl::Duration next = Tick();
     // The clock may be a test's, which waits do not follow: at most tick_interval of real
-    // time goes by before the clock is read again.
-    const auto deadline = std::chrono::steady_clock::now() +
-                          absl::ToChronoNanoseconds(std::min(next, options_.tick_interval));
+    // time goes by before the clock is read again (a wait, not a reading of the time).
+    const absl::Duration wait = std::min(next, options_.tick_interval);
     MutexLock lock(&mu_);
-    while (!stopping_ && !wake_ && !wake_cv_.WaitUntil(&mu_, deadline)) {
+    for (bool timed_out = false; !stopping_ && !wake_ && !timed_out;) {
+      timed_out = wake_cv_.WaitFor(&mu_, wait);
     }
     if (stopping_) return;
     wake_ = false;
@@ -224,11 +174,10 @@ void ProposalWarmer::LearnPending() {
     }
     recent_bodies_.push_back(hash);
     if (recent_bodies_.size() > kMaxUpstreams) recent_bodies_.pop_front();
-    std::vector<std::string> keys;
-    const uint64_t invalid = ReadRegistrations(body.body, body.ssz, keys);
+    Registrations read = ReadRegistrations(body.body, body.ssz);
     MutexLock lock(&mu_);
-    stats_.invalid_registrations += invalid;
-    for (std::string& key : keys) AddKey(std::move(key));
+    stats_.invalid_registrations += read.invalid;
+    for (std::string& key : read.pubkeys) AddKey(std::move(key));
   }
 }
 

@@ -42,7 +42,7 @@
 #include "common/mutex.h"
 #include "core/chain_time.h"
 #include "sidecar/beacon/beacon_api.h"
-#include "sidecar/builder/enforcer.h"
+#include "sidecar/builder/refusal.h"
 #include "sidecar/builder/upstream_pool.h"
 
 namespace breaker::sidecar {

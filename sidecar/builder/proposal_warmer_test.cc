@@ -21,6 +21,7 @@
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "sidecar/ssz/test_blocks.h"
 #include "tests/support/fake_beacon_node.h"
 #include "tests/support/test_util.h"
 
@@ -41,10 +42,7 @@ std::string JsonRegistration(const std::string& pubkey) {
                       R"("},"signature":"0x)", std::string(192, 'e'), R"("})");
 }
 
-std::string SszRegistration(const std::string& pubkey) {
-  return absl::StrCat(std::string(36, '\x01'), absl::HexStringToBytes(pubkey.substr(2)),
-                      std::string(96, '\x02'));
-}
+std::string SszRegistration(const std::string& pubkey) { return ssz::RegistrationSsz(pubkey); }
 
 std::string DutiesPath(core::Epoch epoch) {
   return absl::StrCat("/eth/v1/validator/duties/proposer/", epoch);

@@ -16,6 +16,7 @@
 #include "common/port_holder.h"
 #include "glog/logging.h"
 #include "httplib.h"
+#include "sidecar/http/connection_threads.h"
 
 namespace breaker::sidecar {
 namespace {
@@ -57,13 +58,6 @@ std::string UpstreamErrorText(const UpstreamAnswer& answer) {
   }
 }
 
-// Binds only SO_REUSEADDR (a restart may take a port whose old connections linger), never
-// SO_REUSEPORT, which cpp-httplib sets by default and which lets two processes share a port.
-void ExclusivePort(socket_t sock) {
-  int yes = 1;
-  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-}
-
 // The JSON error body of builder-specs (code, message); `message` may quote the upstream.
 std::string ErrorBody(int status, absl::string_view message) {
   std::string escaped;
@@ -79,6 +73,10 @@ std::string ErrorBody(int status, absl::string_view message) {
   }
   return absl::StrCat("{\"code\":", status, ",\"message\":\"", escaped, "\"}");
 }
+
+// Connections served at once per port: each on its own thread, so that idle or slow ones
+// (a slowloris) hold up no other; far more than a node and its mev-boost open.
+constexpr size_t kMaxConnectionsPerPort = 1024;
 
 }  // namespace
 
@@ -126,21 +124,8 @@ class Proxy::Maintenance {
   std::thread thread_;
 };
 
-namespace {
-
-std::vector<std::string> RelayIds(const std::vector<UpstreamSettings>& upstreams) {
-  std::vector<std::string> ids;
-  for (const UpstreamSettings& upstream : upstreams) ids.push_back(upstream.relay_id);
-  return ids;
-}
-
-}  // namespace
-
 Proxy::Proxy(const SidecarSettings& settings, Enforcer& enforcer, const Clock& clock)
-    : settings_(settings),
-      enforcer_(enforcer),
-      clock_(clock),
-      latency_(RelayIds(settings.upstreams)) {}
+    : settings_(settings), enforcer_(enforcer), clock_(clock) {}
 
 Proxy::~Proxy() { Stop(); }
 
@@ -166,7 +151,6 @@ absl::Status Proxy::Start() {
   }
   for (size_t i = 0; i < settings_.upstreams.size(); ++i) {
     auto server = std::make_unique<httplib::Server>();
-    server->set_socket_options(ExclusivePort);
     server->set_payload_max_length(settings_.max_body_bytes);
     server->set_read_timeout(5, 0);
     server->set_write_timeout(5, 0);
@@ -177,7 +161,7 @@ absl::Status Proxy::Start() {
     // waits for the peer's delayed acknowledgement, about 40 ms on Linux.
     server->set_tcp_nodelay(true);
     auto handler = [this, i](const httplib::Request& request, httplib::Response& response) {
-      Handle(i, &request, &response);
+      Handle(i, request, response);
     };
     server->Get(".*", handler);
     server->Post(".*", handler);
@@ -185,9 +169,8 @@ absl::Status Proxy::Start() {
     server->Delete(".*", handler);
     server->Patch(".*", handler);
     const uint16_t port = settings_.upstreams[i].listen_port;
-    const int bound = port == 0 ? server->bind_to_any_port(settings_.listen_host)
-                      : server->bind_to_port(settings_.listen_host, port) ? port
-                                                                          : -1;
+    const int bound =
+        http::BindOwnPort(*server, settings_.listen_host, port, kMaxConnectionsPerPort);
     if (bound <= 0) {
       servers_.clear();
       ports_.clear();
@@ -207,9 +190,11 @@ absl::Status Proxy::Start() {
   // cpp-httplib's stop() does nothing to a server whose loop has not started yet, which would
   // then serve forever: Stop() may come right after Start() (a later part of the start failed).
   // Bounded: a loop that ended at once (an accept error) never shows as running.
-  const absl::Time give_up = absl::Now() + absl::Seconds(1);
+  const absl::Duration give_up = clock_.Monotonic() + absl::Seconds(1);
   for (auto& server : servers_) {
-    while (!server->is_running() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+    while (!server->is_running() && clock_.Monotonic() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
   }
   maintenance_ = std::make_unique<Maintenance>(pools_);
   return absl::OkStatus();
@@ -222,8 +207,10 @@ void Proxy::Stop(absl::Duration grace) {
   {
     MutexLock lock(&mu_);
     stopping_ = true;
-    const absl::Time deadline = absl::Now() + grace;
-    while (in_flight_ > 0 && !answered_.WaitUntil(&mu_, deadline)) {
+    const absl::Duration deadline = clock_.Monotonic() + grace;
+    for (absl::Duration left = grace; in_flight_ > 0 && left > absl::ZeroDuration();
+         left = deadline - clock_.Monotonic()) {
+      answered_.WaitFor(&mu_, left);
     }
   }
   // What is still in flight ends its upstream exchange now, and is answered 503.
@@ -238,7 +225,7 @@ void Proxy::Stop(absl::Duration grace) {
   maintenance_ = nullptr;
 }
 
-void Proxy::Handle(size_t index, const void* request, void* response) {
+void Proxy::Handle(size_t index, const httplib::Request& request, httplib::Response& response) {
   {
     MutexLock lock(&mu_);
     ++in_flight_;
@@ -248,9 +235,7 @@ void Proxy::Handle(size_t index, const void* request, void* response) {
   if (--in_flight_ == 0) answered_.SignalAll();
 }
 
-void Proxy::Forward(size_t index, const void* request_ptr, void* response_ptr) {
-  const auto& request = *static_cast<const httplib::Request*>(request_ptr);
-  auto& response = *static_cast<httplib::Response*>(response_ptr);
+void Proxy::Forward(size_t index, const httplib::Request& request, httplib::Response& response) {
   const UpstreamSettings& upstream = settings_.upstreams[index];
   const Route route = ClassifyRoute(request.method, request.path);
 
@@ -261,7 +246,10 @@ void Proxy::Forward(size_t index, const void* request_ptr, void* response_ptr) {
     return;
   }
 
-  const absl::Time start = absl::Now();
+  // The budget is the caller's, in wall-clock time (Date-Milliseconds); the latency is measured
+  // on the monotonic clock.
+  const absl::Time start = clock_.Now();
+  const absl::Duration started = clock_.Monotonic();
   // A late header or bid is no use to the proposer any more; any other request (a signed
   // block's reveal above all) is still worth its whole timeout.
   const bool auction =
@@ -283,7 +271,9 @@ void Proxy::Forward(size_t index, const void* request_ptr, void* response_ptr) {
   UpstreamAnswer answer;
   if (budget > absl::ZeroDuration()) {
     answer = pools_[index]->Send(out, budget);
-    if (answer.ok()) latency_.Observe(index, route.endpoint, absl::Now() - start);
+    if (answer.ok() && latency_observer_) {
+      latency_observer_(index, route.endpoint, clock_.Monotonic() - started);
+    }
   } else {
     answer.failure = UpstreamAnswer::Failure::kTimeout;
   }

@@ -28,10 +28,11 @@
 #include "common/mutex.h"
 #include "sidecar/config.h"
 #include "sidecar/builder/enforcer.h"
-#include "sidecar/metrics.h"
 #include "sidecar/builder/upstream_pool.h"
 
 namespace httplib {
+struct Request;
+struct Response;
 class Server;
 }  // namespace httplib
 
@@ -51,6 +52,11 @@ absl::Duration RequestBudget(absl::string_view timeout_ms, absl::string_view dat
 // the request's thread, after the upstream answered: it must not block.
 using RegistrationObserver =
     std::function<void(absl::string_view body, absl::string_view content_type)>;
+
+// Told how long upstream `index` took to answer a request to `endpoint` (the metrics' answer
+// times). Called on the request's thread: it must not block.
+using LatencyObserver =
+    std::function<void(size_t index, Endpoint endpoint, absl::Duration answer_time)>;
 
 class Proxy {
  public:
@@ -80,8 +86,8 @@ class Proxy {
   UpstreamPool& pool(size_t index) const { return *pools_.at(index); }
   size_t upstreams() const { return pools_.size(); }
 
-  // How long each upstream took to answer, by route.
-  const UpstreamLatency& latency() const { return latency_; }
+  // Sets who is told of each upstream's answer times. REQUIRES: called before Start().
+  void set_latency_observer(LatencyObserver observer) { latency_observer_ = std::move(observer); }
 
   // Stops: closes the ports at once, lets the requests in flight finish for up to `grace`,
   // then ends their upstream exchanges, each answered 503; returns once every request is
@@ -90,8 +96,8 @@ class Proxy {
 
  private:
   class Maintenance;
-  void Handle(size_t index, const void* request, void* response);
-  void Forward(size_t index, const void* request, void* response);
+  void Handle(size_t index, const httplib::Request& request, httplib::Response& response);
+  void Forward(size_t index, const httplib::Request& request, httplib::Response& response);
 
   const SidecarSettings settings_;
   Enforcer& enforcer_;
@@ -102,7 +108,7 @@ class Proxy {
   std::vector<std::thread> threads_;
   std::unique_ptr<Maintenance> maintenance_;
   RegistrationObserver registration_observer_;
-  UpstreamLatency latency_;
+  LatencyObserver latency_observer_;
 
   Mutex mu_;
   CondVar answered_;

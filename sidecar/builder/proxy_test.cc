@@ -245,6 +245,42 @@ TEST_F(ProxyTest, TheUpstreamsAnswerIsPassedBackByteForByte) {
   EXPECT_TRUE(client_.reports().empty());
 }
 
+// A slowloris on an upstream's port: connections that send nothing or half a request hold up
+// no getHeader on another connection.
+TEST_F(ProxyTest, IdleAndHalfSentConnectionsHoldUpNoHeader) {
+  HttpRelay relay;
+  relay.server().Get(".*", [](const httplib::Request&, httplib::Response& response) {
+    response.set_content(R"({"version":"deneb","data":{}})", "application/json");
+  });
+  relay.Serve();
+  ASSERT_NO_FATAL_FAILURE(StartProxy(relay.url()));
+  std::vector<int> silent;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(proxy_->port(0)));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+    if (i % 2 == 1) {
+      const std::string half = "GET /eth/v1/builder/status HTTP/1.1\r\n";
+      ASSERT_EQ(write(fd, half.data(), half.size()), static_cast<ssize_t>(half.size()));
+    }
+    silent.push_back(fd);
+  }
+  // Each silent connection would hold a thread of the library's own pool for 5 s: 200 of them
+  // would hold up the header for minutes, past this client's generous 10 s.
+  httplib::Client client("127.0.0.1", proxy_->port(0));
+  client.set_connection_timeout(10);
+  client.set_read_timeout(10);
+  httplib::Result result =
+      client.Get(absl::StrCat("/eth/v1/builder/header/5/0x", std::string(64, '1'), "/0x",
+                              std::string(96, '2')));
+  ASSERT_TRUE(result) << httplib::to_string(result.error());
+  EXPECT_EQ(result->status, 200);
+  for (int fd : silent) close(fd);
+}
+
 TEST_F(ProxyTest, AHundredMegabyteRequestIsRefusedWithoutReachingTheUpstream) {
   HttpRelay relay;
   std::atomic<int> requests{0};

@@ -311,10 +311,16 @@ absl::StatusOr<BlockRoot> RootOfSsz(absl::string_view ssz, Fork fork, BlockKind 
   absl::StatusOr<std::vector<absl::string_view>> parts =
       SplitContainer(types.signed_block, ssz, path);
   if (!parts.ok()) return parts.status();
-  absl::StatusOr<Root> root = HashTreeRoot(types.block, (*parts)[0],
-                                           absl::StrCat(path, path.empty() ? "" : ".", "message"));
+  const std::string message_path = absl::StrCat(path, path.empty() ? "" : ".", "message");
+  absl::StatusOr<Root> root = HashTreeRoot(types.block, (*parts)[0], message_path);
   if (!root.ok()) return root.status();
-  return BlockRoot{fork, *root};
+  // A valid block: its fields are in place.
+  absl::StatusOr<std::vector<absl::string_view>> fields =
+      SplitContainer(types.block, (*parts)[0], message_path);
+  if (!fields.ok()) return fields.status();
+  absl::StatusOr<uint64_t> slot = DecodeUint64((*fields)[0], message_path + ".slot");
+  if (!slot.ok()) return slot.status();
+  return BlockRoot{fork, *root, *slot};
 }
 
 }  // namespace

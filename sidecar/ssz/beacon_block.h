@@ -63,6 +63,8 @@ struct BlockRoot {
   // containers (and so root) are the same.
   Fork fork = Fork::kBellatrix;
   Root root;
+  // The block's slot (its first field).
+  uint64_t slot = 0;
 };
 
 // The type of a BeaconBlock or BlindedBeaconBlock. InvalidArgument for a preset with a limit
