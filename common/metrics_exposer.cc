@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <sstream>
 #include <utility>
@@ -21,8 +20,6 @@
 
 namespace breaker::common {
 namespace {
-
-using SteadyTime = std::chrono::steady_clock::time_point;
 
 // Insist on host:port so that the error can say what is wrong.
 absl::Status ValidateAddress(const std::string& address, absl::string_view setting) {
@@ -90,15 +87,21 @@ std::string Response(absl::string_view status, absl::string_view content_type,
 
 struct MetricsServer::Connection {
   int fd = -1;
-  SteadyTime deadline;
+  // By the clock's monotonic reading.
+  absl::Duration deadline;
   std::string request;
   // The answer, once the request is in; `sent` bytes of it written.
   std::string answer;
   size_t sent = 0;
 };
 
-MetricsServer::MetricsServer(int listen_fd, int wake_read, int wake_write, int port)
-    : listen_fd_(listen_fd), wake_read_(wake_read), wake_write_(wake_write), port_(port) {
+MetricsServer::MetricsServer(int listen_fd, int wake_read, int wake_write, int port,
+                             const Clock& clock)
+    : listen_fd_(listen_fd),
+      wake_read_(wake_read),
+      wake_write_(wake_write),
+      port_(port),
+      clock_(clock) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -163,22 +166,22 @@ void MetricsServer::Run() {
     polled.clear();
     polled.push_back({wake_read_, POLLIN, 0});
     polled.push_back({listen_fd_, POLLIN, 0});
-    SteadyTime first_deadline = SteadyTime::max();
+    absl::Duration first_deadline = absl::InfiniteDuration();
     for (const Connection& connection : connections) {
       polled.push_back({connection.fd, connection.answer.empty() ? short{POLLIN} : short{POLLOUT},
                         0});
       first_deadline = std::min(first_deadline, connection.deadline);
     }
     int timeout_ms = -1;
-    if (first_deadline != SteadyTime::max()) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-          first_deadline - std::chrono::steady_clock::now());
-      timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+    if (first_deadline != absl::InfiniteDuration()) {
+      const absl::Duration left =
+          absl::Ceil(first_deadline - clock_.Monotonic(), absl::Milliseconds(1));
+      timeout_ms = static_cast<int>(std::max<int64_t>(0, absl::ToInt64Milliseconds(left)));
     }
     if (poll(polled.data(), polled.size(), timeout_ms) < 0 && errno != EINTR) break;
     if (stopping_) break;
 
-    const SteadyTime now = std::chrono::steady_clock::now();
+    const absl::Duration now = clock_.Monotonic();
     for (size_t i = 0; i < connections.size(); ++i) {
       Connection& connection = connections[i];
       const short events = polled[i + 2].revents;
@@ -237,15 +240,14 @@ void MetricsServer::Run() {
       }
       Connection& connection = connections.emplace_back();
       connection.fd = fd;
-      connection.deadline =
-          std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(kExchangeTimeout);
+      connection.deadline = clock_.Monotonic() + kExchangeTimeout;
     }
   }
   for (const Connection& connection : connections) close(connection.fd);
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> StartMetricsExposer(
-    const std::string& listen_address, absl::string_view setting) {
+    const std::string& listen_address, absl::string_view setting, const Clock& clock) {
   if (absl::Status status = ValidateAddress(listen_address, setting); !status.ok()) return status;
   int port = 0;
   absl::StatusOr<int> listening = Listen(listen_address, port);
@@ -267,7 +269,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> StartMetricsExposer(
     return absl::UnavailableError(
         absl::StrCat("cannot serve metrics: no pipe (", std::strerror(errno), ")"));
   }
-  return std::unique_ptr<MetricsServer>(new MetricsServer(*listening, wake[0], wake[1], port));
+  return std::unique_ptr<MetricsServer>(
+      new MetricsServer(*listening, wake[0], wake[1], port, clock));
 }
 
 }  // namespace breaker::common

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "prometheus/collectable.h"
 
@@ -44,10 +45,10 @@ class MetricsServer {
 
  private:
   friend absl::StatusOr<std::unique_ptr<MetricsServer>> StartMetricsExposer(
-      const std::string& listen_address, absl::string_view setting);
+      const std::string& listen_address, absl::string_view setting, const Clock& clock);
   struct Connection;
 
-  MetricsServer(int listen_fd, int wake_fd_read, int wake_fd_write, int port);
+  MetricsServer(int listen_fd, int wake_fd_read, int wake_fd_write, int port, const Clock& clock);
   void Run();
   // The text exposition of every collectable still alive.
   std::string Scrape();
@@ -57,6 +58,8 @@ class MetricsServer {
   const int wake_read_;
   const int wake_write_;
   const int port_;
+  // Times the exchanges (Monotonic()).
+  const Clock& clock_;
   std::atomic<bool> stopping_{false};
   Mutex mu_;
   std::vector<std::weak_ptr<prometheus::Collectable>> collectables_ ABSL_GUARDED_BY(mu_);
@@ -65,10 +68,12 @@ class MetricsServer {
 
 // Serves /metrics on `listen_address` ("host:port", IPv6 hosts in brackets; port 0 picks a free
 // port, GetListeningPorts() says which). `setting` names where the address came from (e.g.
-// "--metrics_listen"), for the errors. Returns INVALID_ARGUMENT for an address that is not
-// host:port, UNAVAILABLE when it cannot be bound.
+// "--metrics_listen"), for the errors; `clock` times the exchanges (REQUIRES: it outlives the
+// server). Returns INVALID_ARGUMENT for an address that is not host:port, UNAVAILABLE when it
+// cannot be bound.
 absl::StatusOr<std::unique_ptr<MetricsServer>> StartMetricsExposer(
-    const std::string& listen_address, absl::string_view setting);
+    const std::string& listen_address, absl::string_view setting,
+    const Clock& clock = SystemClock());
 
 }  // namespace breaker::common
 

@@ -57,6 +57,26 @@ class EtcdStateStore::Cancellable {
 
 namespace {
 
+// The leases of this process's stores that were deposed. etcd may still hold one, with the
+// leader key bound to it (it keeps leases alive while it has no quorum, and renews them when a
+// quorum is back), though nothing keeps it alive any more: a later store of this process that
+// finds the leader key on one of them revokes it rather than follow itself.
+Mutex abandoned_mu;
+absl::flat_hash_set<int64_t>& AbandonedLeases() ABSL_EXCLUSIVE_LOCKS_REQUIRED(abandoned_mu) {
+  static auto* const leases = new absl::flat_hash_set<int64_t>();
+  return *leases;
+}
+
+void Abandon(int64_t lease) {
+  MutexLock lock(&abandoned_mu);
+  AbandonedLeases().insert(lease);
+}
+
+bool Abandoned(int64_t lease) {
+  MutexLock lock(&abandoned_mu);
+  return AbandonedLeases().contains(lease);
+}
+
 // What a key, a put's framing and a transaction's comparisons add to a request, at most: the
 // check of an Append's size leaves this much room below etcd's limit.
 constexpr int64_t kRequestOverhead = 4096;
@@ -493,11 +513,12 @@ absl::Status EtcdStateStore::TakeLeaderKey() {
       leader_revision_ = holder_kv->create_revision();
       break;
     }
-    if (holder_kv != nullptr && holder_kv->value() == options_.name && holder_kv->lease() != 0) {
-      // This replica's own key, bound to the lease of an earlier store of it: one deposed
-      // while etcd had no quorum (etcd kept the lease, and renews it when the quorum is back),
-      // or a process killed before it could revoke. Nobody leads through it: following it would
-      // name this replica as the leader and wait out that lease. Revoked, then taken at once.
+    if (holder_kv != nullptr && holder_kv->value() == options_.name &&
+        Abandoned(holder_kv->lease())) {
+      // This replica's own key, bound to the lease of an earlier store of this process, one
+      // deposed while etcd had no quorum (etcd kept the lease, and renews it when the quorum
+      // is back). Nobody leads through it: following it would name this replica as the leader
+      // and wait out that lease. Revoked, then taken at once.
       if (RevokeStaleLease(holder_kv->lease())) continue;
       absl::SleepFor(kCampaignPoll);
       continue;
@@ -680,6 +701,7 @@ void EtcdStateStore::Depose(absl::Status status) {
   if (options_.on_deposed) options_.on_deposed(status);
   MutexLock lock(&lease_mu_);
   deposed_ = status;
+  Abandon(lease_id_);
   // Nothing they wait for can help now: a write that lands after this is fenced or unknown,
   // and a keepalive too late.
   for (grpc::ClientContext* call : calls_) call->TryCancel();

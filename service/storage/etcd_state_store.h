@@ -211,8 +211,8 @@ class EtcdStateStore : public StateStore {
   absl::Status Campaign();
   // Waits for the leader key to be free and takes it.
   absl::Status TakeLeaderKey();
-  // Revokes `lease`, an earlier lease of this replica's that holds the leader key. Returns
-  // whether etcd revoked it (or it had expired).
+  // Revokes `lease`, the lease of a deposed store of this process, which holds the leader key.
+  // Returns whether etcd revoked it (or it had expired).
   bool RevokeStaleLease(int64_t lease);
   // Reads <prefix>/snapshot and the last journal key into sequences_.
   absl::Status ReadSequences() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
