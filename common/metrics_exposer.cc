@@ -116,8 +116,7 @@ MetricsServer::~MetricsServer() {
   close(wake_write_);
 }
 
-void MetricsServer::RegisterCollectable(
-    const std::weak_ptr<prometheus::Collectable>& collectable) {
+void MetricsServer::RegisterCollectable(const std::weak_ptr<prometheus::Collectable>& collectable) {
   MutexLock lock(&mu_);
   collectables_.push_back(collectable);
 }
@@ -150,9 +149,9 @@ void MetricsServer::Run() {
     const absl::string_view line = request.substr(0, line_end);
     const size_t space = line.find(' ');
     const absl::string_view method = line.substr(0, space);
-    absl::string_view target =
-        space == absl::string_view::npos ? "" : line.substr(space + 1, line.find(' ', space + 1) -
-                                                                           space - 1);
+    absl::string_view target = space == absl::string_view::npos
+                                   ? ""
+                                   : line.substr(space + 1, line.find(' ', space + 1) - space - 1);
     target = target.substr(0, target.find('?'));
     if (method != "GET") {
       connection.answer = Response("405 Method Not Allowed", "text/plain", "use GET /metrics\n");
@@ -168,8 +167,8 @@ void MetricsServer::Run() {
     polled.push_back({listen_fd_, POLLIN, 0});
     absl::Duration first_deadline = absl::InfiniteDuration();
     for (const Connection& connection : connections) {
-      polled.push_back({connection.fd, connection.answer.empty() ? short{POLLIN} : short{POLLOUT},
-                        0});
+      polled.push_back(
+          {connection.fd, connection.answer.empty() ? short{POLLIN} : short{POLLOUT}, 0});
       first_deadline = std::min(first_deadline, connection.deadline);
     }
     int timeout_ms = -1;
@@ -258,10 +257,10 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> StartMetricsExposer(
                           &wanted)) {
       wanted = 0;
     }
-    return absl::UnavailableError(absl::StrCat(
-        "cannot serve metrics on '", listen_address, "' (", listening.status().message(),
-        "): address in use", PortHolderSuffix(wanted), " or invalid; pass ", setting,
-        " with a free host:port"));
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on '", listen_address, "' (",
+                                               listening.status().message(), "): address in use",
+                                               PortHolderSuffix(wanted), " or invalid; pass ",
+                                               setting, " with a free host:port"));
   }
   int wake[2];
   if (pipe2(wake, O_CLOEXEC) != 0) {
