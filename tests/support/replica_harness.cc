@@ -64,7 +64,8 @@ void ReplicaFleetTest::StartReplica(size_t i) {
   ASSERT_NE(etcd_, nullptr) << "etcd did not start";
   std::vector<std::string> flags = {
       absl::StrCat("--listen=", replica.address()),
-      absl::StrCat("--advertise_address=", replica.address()), "--store=etcd",
+      absl::StrCat("--advertise_address=", replica.address()),
+      "--store=etcd",
       absl::StrCat("--etcd_endpoints=", absl::StrJoin(etcd_->endpoints(), ",")),
       absl::StrCat("--etcd_prefix=", prefix_),
       absl::StrCat("--etcd_lease_ttl=", lease_ttl_seconds_)};
