@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -134,7 +135,20 @@ absl::StatusOr<FailoverResult> RunFailover(const FailoverOptions& options) {
     LogFollower standby_log(replicas[standby].log_path());
     TrialTimes times;
     times.killed = Clock::now();
-    replicas[leader].Kill();
+    // SIGTERM's stop waits for the exit: on its own thread, while the standby takes over.
+    std::thread stopping;
+    if (options.sigterm) {
+      stopping = std::thread([&replicas, leader] { (void)replicas[leader].Stop(); });
+    } else {
+      replicas[leader].Kill();
+    }
+    // Joined on every way out of the trial, the errors' too.
+    struct Joined {
+      std::thread& thread;
+      ~Joined() {
+        if (thread.joinable()) thread.join();
+      }
+    } joined{stopping};
     absl::StatusOr<Clock::time_point> leading = standby_log.WaitFor(
         LeadingLine(options.etcd_prefix), absl::Seconds(options.lease_ttl_seconds) + kServeTimeout);
     if (!leading.ok()) return leading.status();
@@ -152,10 +166,11 @@ absl::StatusOr<FailoverResult> RunFailover(const FailoverOptions& options) {
     times.all_hold = *std::max_element(held->begin(), held->end());
     for (Clock::time_point at : *held) per_node.push_back(SecondsBetween(times.killed, at));
     Record(times, samples);
+    if (stopping.joinable()) stopping.join();
     std::fprintf(stderr,
-                 "[failover, %d nodes] trial %d: all hold version %llu %.2f s after the kill "
+                 "[failover, %d nodes, %s] trial %d: all hold version %llu %.2f s after the stop "
                  "(leading %.2f, serving %.2f, published %.2f)\n",
-                 options.nodes, trial + 1, static_cast<unsigned long long>(*version),
+                 options.nodes, options.sigterm ? "SIGTERM" : "SIGKILL", trial + 1, static_cast<unsigned long long>(*version),
                  samples[0].back(), samples[1].back(), SecondsBetween(times.killed, times.serving),
                  SecondsBetween(times.killed, times.published));
     // The killed replica comes back as the next standby.
@@ -173,6 +188,7 @@ absl::StatusOr<FailoverResult> RunFailover(const FailoverOptions& options) {
   result.nodes = options.nodes;
   result.trials = options.trials;
   result.lease_ttl_seconds = options.lease_ttl_seconds;
+  result.sigterm = options.sigterm;
   result.total = Summarize(samples[0]);
   result.per_node = Summarize(per_node);
   result.leadership = Summarize(samples[1]);

@@ -2,9 +2,9 @@
 #define BENCH_FAILOVER_H_
 
 // Time to failover: two breakerd replicas on one etcd prefix, N nodes given both addresses.
-// Each trial kills the leader (SIGKILL) once every node holds its policy, and times how long
-// until every node holds a policy that only the new leader can have published; then starts
-// the killed replica again, as the next standby.
+// Each trial kills the leader (SIGKILL; or stops it with SIGTERM, and it hands over) once every
+// node holds its policy, and times how long until every node holds a policy that only the new
+// leader can have published; then starts the stopped replica again, as the next standby.
 //
 // "A policy from the new leader": the moment the standby logs that it serves, the harness bans
 // a builder through its Admin service, and the policy version that ban publishes is the one
@@ -31,6 +31,9 @@ struct FailoverOptions {
   int lease_ttl_seconds = 5;
   // The replicas' logs are this with "-a.log" and "-b.log".
   std::string log_path_prefix;
+  // Stop the leader with SIGTERM, as a rolling upgrade does (it hands over), instead of
+  // SIGKILL, as a crash.
+  bool sigterm = false;
 };
 
 // Seconds, each over the trials.
@@ -38,6 +41,8 @@ struct FailoverResult {
   int nodes = 0;
   int trials = 0;
   int lease_ttl_seconds = 0;
+  // The leader was stopped with SIGTERM, not SIGKILL.
+  bool sigterm = false;
   // SIGKILL to every node holding the new leader's policy.
   Summary total;
   // SIGKILL to each node holding it, every node of every trial.

@@ -70,8 +70,8 @@ ABSL_FLAG(std::vector<std::string>, store, (std::vector<std::string>{"sqlite"}),
           "starts on loopback, from /usr/bin/etcd), or both, comma-separated: each is measured "
           "beside the baseline, in turn.");
 ABSL_FLAG(int, failover_trials, 10,
-          "With etcd: failover trials per fleet size (SIGKILL of the leading replica, until "
-          "every node holds the new leader's policy); 0: none.");
+          "With etcd: failover trials per fleet size and signal (SIGKILL of the leading "
+          "replica, then SIGTERM, until every node holds the new leader's policy); 0: none.");
 ABSL_FLAG(int, etcd_lease_ttl, 5, "With etcd: breakerd's --etcd_lease_ttl, in seconds.");
 ABSL_FLAG(std::string, work_dir, "",
           "Where state directories and server logs go; default: a new directory under "
@@ -332,15 +332,21 @@ int Run(int argc, char** argv) {
       options.config_path = absl::StrCat(settings->work_dir, "/breakerd.textproto");
       options.etcd_endpoints = etcd_endpoints;
       const std::string run = absl::StrCat("failover-", nodes);
-      options.etcd_prefix = EtcdPrefix(run);
       options.lease_ttl_seconds = settings->etcd_lease_ttl_seconds;
-      options.log_path_prefix = absl::StrCat(settings->work_dir, "/", run);
-      absl::StatusOr<FailoverResult> failover = RunFailover(options);
-      if (!failover.ok()) {
-        std::cerr << "fleet_load: failover, " << nodes << " nodes: " << failover.status() << "\n";
-        return 1;
+      // A crash, then a planned restart (the leader hands over), each on a prefix of its own.
+      for (const bool sigterm : {false, true}) {
+        options.sigterm = sigterm;
+        const std::string signal_run = absl::StrCat(run, sigterm ? "-sigterm" : "-sigkill");
+        options.etcd_prefix = EtcdPrefix(signal_run);
+        options.log_path_prefix = absl::StrCat(settings->work_dir, "/", signal_run);
+        absl::StatusOr<FailoverResult> failover = RunFailover(options);
+        if (!failover.ok()) {
+          std::cerr << "fleet_load: failover, " << nodes << " nodes: " << failover.status()
+                    << "\n";
+          return 1;
+        }
+        failovers.push_back(*failover);
       }
-      failovers.push_back(*failover);
     }
   }
   PrintTables(comparisons, settings->phase, std::cout);

@@ -31,5 +31,7 @@ done
 # One row per figure, breakerd beside the baseline with their ratio.
 grep -q "^| ${nodes} | p99 (ms) | [0-9.]* | [0-9.]* | [0-9.–]* |\$" "${output}"
 if [[ "${store}" == "etcd" ]]; then
-  grep -q '^| 10 | 1 | \*\*time to failover\*\* (s) | [0-9.]* | [0-9.]* | [0-9.]* |$' "${output}"
+  for signal in SIGKILL SIGTERM; do
+    grep -q "^| 10 | ${signal} | 1 | \*\*time to failover\*\* (s) | [0-9.]* | [0-9.]* | [0-9.]* |\$" "${output}"
+  done
 fi

@@ -240,20 +240,25 @@ void PrintFailover(const std::vector<FailoverResult>& results, std::ostream& out
       << results.front().lease_ttl_seconds
       << " s; the nodes hold both addresses and try them in turn, on the client library's "
          "backoff (1 s, x1.6, jitter 0.2), each attempt on a new connection. Each trial "
-         "SIGKILLs the leader once every node holds its policy; the moment the standby logs "
-         "that it serves, a builder is banned through its Admin service. Time to failover: "
-         "from the SIGKILL to every node holding the policy that ban published. Then the "
-         "killed replica starts again as the next standby. Seconds, over the trials; the "
+         "stops the leader once every node holds its policy: SIGKILL (a crash), or SIGTERM (a "
+         "planned restart: the leader hands over, revoking its lease); the moment the standby "
+         "logs that it serves, a builder is banned through its Admin service. Time to "
+         "failover: from the signal to every node holding the policy that ban published. Then "
+         "the stopped replica starts again as the next standby. Seconds, over the trials; the "
          "parts are read from the new leader's log as the harness sees it (1 ms polls).\n\n"
-      << "| nodes | trials | figure | p50 | p99 | max |\n|---:|---:|---|---:|---:|---:|\n";
+      << "| nodes | signal | trials | figure | p50 | p99 | max |\n"
+         "|---:|---|---:|---|---:|---:|---:|\n";
   for (const FailoverResult& r : results) {
     auto row = [&](absl::string_view figure, const Summary& s) {
-      out << "| " << Count(r.nodes) << " | " << r.trials << " | " << figure << " | "
+      out << "| " << Count(r.nodes) << " | " << (r.sigterm ? "SIGTERM" : "SIGKILL") << " | "
+          << r.trials << " | " << figure << " | "
           << absl::StrFormat("%.2f | %.2f | %.2f", s.p50, s.p99, s.max) << " |\n";
     };
     row("**time to failover** (s)", r.total);
-    row("kill to each node holding it, every node of every trial (s)", r.per_node);
-    row("kill to the standby leading: lease expiry, campaign (s)", r.leadership);
+    row("signal to each node holding it, every node of every trial (s)", r.per_node);
+    row(r.sigterm ? "signal to the standby leading: handover, campaign (s)"
+                  : "signal to the standby leading: lease expiry, campaign (s)",
+        r.leadership);
     row("leading to serving: the new leader's restore (s)", r.restore);
     row("serving to the ban's policy published (s)", r.publish);
     row("published to every node holding it: reconnection (s)", r.reconnect);

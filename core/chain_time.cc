@@ -50,8 +50,8 @@ absl::Status ValidateChainSpec(const ChainSpec& spec) {
         "chain.network is empty; accepted: a known network (mainnet, sepolia, hoodi) or the "
         "name of a custom network");
   }
-  if (absl::Status name = bounds::CheckMaxBytes("chain.network", spec.network,
-                                                bounds::kMaxNetworkBytes);
+  if (absl::Status name =
+          bounds::CheckIdentifier("chain.network", spec.network, bounds::kMaxNetworkBytes);
       !name.ok()) {
     return name;
   }

@@ -206,27 +206,16 @@ Epoch Engine::current_epoch() const { return EpochOf(state_.current_slot, config
 // ---------------------------------------------------------------------------------------------
 // Observations
 
-absl::Status Engine::ValidateObservation(const Observation& observation) const {
-  const Slot slot = observation.slot;
-  if (slot > SaturatingAdd(state_.current_slot, config_.max_future_slots)) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "observation slot ", slot, " is ", slot - state_.current_slot,
-        " slots ahead of the current slot ", state_.current_slot, " (at most max_future_slots = ",
-        config_.max_future_slots, "); check the node's clock and the network's genesis time"));
-  }
-  if (SaturatingAdd(slot, config_.amendment_window_slots) < state_.current_slot) {
-    return absl::OutOfRangeError(
-        absl::StrCat("observation slot ", slot, " is older than the amendment window (",
-                     config_.amendment_window_slots, " slots before the current slot ",
-                     state_.current_slot, "); it can no longer change a verdict, drop it"));
-  }
+absl::Status Engine::CheckContent(const Observation& observation,
+                                  absl::FunctionRef<bool(absl::string_view)> known_relay) {
   auto builder_needed = [](BuilderIndex builder, absl::string_view what) -> absl::Status {
     if (builder != kSelfBuild) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(
         what, " names the self-build index (2^64-1), which is never tracked; report only ",
         "blocks whose bid names an external builder"));
   };
-  auto relay_needed = [](absl::string_view relay) -> absl::Status {
+  auto relay_needed = [&](absl::string_view relay) -> absl::Status {
+    if (known_relay(relay)) return absl::OkStatus();
     absl::StatusOr<std::string> normalized = NormalizeRelayId(relay);
     return normalized.ok() ? absl::OkStatus() : normalized.status();
   };
@@ -242,8 +231,7 @@ absl::Status Engine::ValidateObservation(const Observation& observation) const {
                 !s.ok()) {
               return s;
             }
-            return bid.relay.empty() || state_.relays.contains(bid.relay) ? absl::OkStatus()
-                                                                          : relay_needed(bid.relay);
+            return bid.relay.empty() ? absl::OkStatus() : relay_needed(bid.relay);
           },
           [&](const PayloadMissing& missing) -> absl::Status {
             if (absl::Status s = builder_needed(missing.builder, "payload_missing.builder");
@@ -256,56 +244,76 @@ absl::Status Engine::ValidateObservation(const Observation& observation) const {
                   "payload_missing.attested_fraction is ", missing.attested_fraction,
                   "; it is the attesting fraction of the committee weight, in [0, 1]"));
             }
-            auto vote = state_.votes.find(missing.root);
-            if (vote != state_.votes.end() &&
-                (vote->second.builder != missing.builder || !vote->second.relay.empty())) {
-              return absl::InvalidArgumentError(absl::StrCat(
-                  "block ", missing.root.ShortHex(), " is already reported for ",
-                  vote->second.relay.empty() ? absl::StrCat("builder ", vote->second.builder)
-                                             : absl::StrCat("relay ", vote->second.relay),
-                  ", not builder ", missing.builder));
-            }
             return absl::OkStatus();
           },
           [&](const PayloadDelivered& delivered) -> absl::Status {
-            if (absl::Status s = builder_needed(delivered.builder, "payload_delivered.builder");
-                !s.ok()) {
-              return s;
-            }
-            auto vote = state_.votes.find(delivered.root);
-            if (vote != state_.votes.end() &&
-                (vote->second.builder != delivered.builder || !vote->second.relay.empty())) {
-              return absl::InvalidArgumentError(absl::StrCat(
-                  "block ", delivered.root.ShortHex(), " is already reported for ",
-                  vote->second.relay.empty() ? absl::StrCat("builder ", vote->second.builder)
-                                             : absl::StrCat("relay ", vote->second.relay),
-                  ", not builder ", delivered.builder));
-            }
-            return absl::OkStatus();
+            return builder_needed(delivered.builder, "payload_delivered.builder");
           },
           [&](const BlocksSeen&) -> absl::Status { return absl::OkStatus(); },
+          [&](const Finalized&) -> absl::Status { return absl::OkStatus(); },
+          [&](const BuilderExited& exited) -> absl::Status {
+            return builder_needed(exited.builder, "builder_exited.builder");
+          },
+          [&](const RelayRevealMissing& missing) -> absl::Status {
+            return relay_needed(missing.relay);
+          },
+      },
+      observation.event);
+}
+
+absl::Status Engine::ValidateObservation(const Observation& observation) const {
+  const Slot slot = observation.slot;
+  if (slot > SaturatingAdd(state_.current_slot, config_.max_future_slots)) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "observation slot ", slot, " is ", slot - state_.current_slot,
+        " slots ahead of the current slot ", state_.current_slot, " (at most max_future_slots = ",
+        config_.max_future_slots, "); check the node's clock and the network's genesis time"));
+  }
+  if (SaturatingAdd(slot, config_.amendment_window_slots) < state_.current_slot) {
+    return absl::OutOfRangeError(
+        absl::StrCat("observation slot ", slot, " is older than the amendment window (",
+                     config_.amendment_window_slots, " slots before the current slot ",
+                     state_.current_slot, "); it can no longer change a verdict, drop it"));
+  }
+  if (absl::Status content = CheckContent(
+          observation, [this](absl::string_view relay) { return state_.relays.contains(relay); });
+      !content.ok()) {
+    return content;
+  }
+  // A root reported for one builder (or relay) cannot be reported for another.
+  auto conflict = [&](const BlockRoot& root, absl::string_view relay,
+                      BuilderIndex builder) -> absl::Status {
+    auto vote = state_.votes.find(root);
+    if (vote == state_.votes.end()) return absl::OkStatus();
+    const bool same = relay.empty() ? vote->second.builder == builder && vote->second.relay.empty()
+                                    : vote->second.relay == relay;
+    if (same) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("block ", root.ShortHex(), " is already reported for ",
+                     vote->second.relay.empty() ? absl::StrCat("builder ", vote->second.builder)
+                                                : absl::StrCat("relay ", vote->second.relay),
+                     relay.empty() ? absl::StrCat(", not builder ", builder)
+                                   : absl::StrCat(", not relay ", relay)));
+  };
+  return std::visit(
+      Overloaded{
+          [&](const PayloadMissing& missing) -> absl::Status {
+            return conflict(missing.root, "", missing.builder);
+          },
+          [&](const PayloadDelivered& delivered) -> absl::Status {
+            return conflict(delivered.root, "", delivered.builder);
+          },
           [&](const Finalized& finalized) -> absl::Status {
             if (finalized.epoch <= EpochOf(slot, config_.chain)) return absl::OkStatus();
             return absl::InvalidArgumentError(absl::StrCat(
                 "finalized.epoch ", finalized.epoch, " is after the epoch of the observation's ",
                 "slot ", slot, "; a node cannot finalize the future"));
           },
-          [&](const BuilderExited& exited) -> absl::Status {
-            return builder_needed(exited.builder, "builder_exited.builder");
-          },
           [&](const RelayRevealMissing& missing) -> absl::Status {
-            absl::StatusOr<std::string> relay = NormalizeRelayId(missing.relay);
-            if (!relay.ok()) return relay.status();
-            auto vote = state_.votes.find(missing.root);
-            if (vote != state_.votes.end() && vote->second.relay != *relay) {
-              return absl::InvalidArgumentError(absl::StrCat(
-                  "block ", missing.root.ShortHex(), " is already reported for ",
-                  vote->second.relay.empty() ? absl::StrCat("builder ", vote->second.builder)
-                                             : absl::StrCat("relay ", vote->second.relay),
-                  ", not relay ", *relay));
-            }
-            return absl::OkStatus();
+            // Checked above: the relay normalizes.
+            return conflict(missing.root, *NormalizeRelayId(missing.relay), 0);
           },
+          [&](const auto&) -> absl::Status { return absl::OkStatus(); },
       },
       observation.event);
 }

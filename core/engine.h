@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -192,6 +193,17 @@ class Engine {
   // bounds::kMaxSequence. Its next observations are taken whatever their numbers, even a
   // resend of one already taken. NOT_FOUND when the node has no number.
   absl::Status ResetNodeSequence(const std::string& node);
+
+  // The checks of Observe that depend on `observation` alone, never on an engine's state or
+  // configuration: the self-build index where a builder is needed, a public key neither empty
+  // nor 48 bytes, a relay that does not normalize (NormalizeRelayId), an attested fraction
+  // outside [0, 1]. An observation they refuse (INVALID_ARGUMENT, naming the field) is refused
+  // by every engine, so breakerd refuses it before its journal: never stored, never applied.
+  // `known_relay` may vouch for a relay already seen to normalize, sparing its normalization.
+  // Pure: thread-safe.
+  static absl::Status CheckContent(
+      const Observation& observation, absl::FunctionRef<bool(absl::string_view relay)> known_relay =
+                                          [](absl::string_view) { return false; });
 
   // Records that observation `sequence` of `node` was handled without reaching Observe (the
   // adapter refused it as malformed), so that a resend under that number is a replay. Does

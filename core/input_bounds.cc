@@ -39,24 +39,31 @@ absl::Status CheckExactBytes(absl::string_view field, absl::string_view value, s
                                                  empty_ok ? " or none (not known)" : ""));
 }
 
-absl::Status CheckNodeId(absl::string_view field, absl::string_view node_id) {
-  if (node_id.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " is empty; accepted: the node's stable id, 1..", kMaxNodeIdBytes,
-                     " printable ASCII characters"));
-  }
-  if (absl::Status length = CheckMaxBytes(field, node_id, kMaxNodeIdBytes); !length.ok()) {
-    return length;
-  }
-  for (size_t i = 0; i < node_id.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(node_id[i]);
+absl::Status CheckIdentifier(absl::string_view field, absl::string_view value, size_t max) {
+  const std::string accepted =
+      absl::StrCat("accepted: 1..", max,
+                   " printable ASCII characters (0x20..0x7e), no leading or trailing space");
+  if (value.empty())
+    return absl::InvalidArgumentError(absl::StrCat(field, " is empty; ", accepted));
+  if (absl::Status length = CheckMaxBytes(field, value, max); !length.ok()) return length;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(value[i]);
     if (c < 0x20 || c > 0x7e) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, " \"", QuotePrefix(node_id), "\" has byte 0x", absl::Hex(c, absl::kZeroPad2),
-          " at offset ", i, "; accepted: printable ASCII characters (0x20..0x7e) only"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " \"", QuotePrefix(value), "\" has byte 0x",
+                       absl::Hex(c, absl::kZeroPad2), " at offset ", i, "; ", accepted));
     }
   }
+  if (value.front() == ' ' || value.back() == ' ') {
+    return absl::InvalidArgumentError(absl::StrCat(field, " \"", QuotePrefix(value), "\" ",
+                                                   value.front() == ' ' ? "begins" : "ends",
+                                                   " with a space; ", accepted));
+  }
   return absl::OkStatus();
+}
+
+absl::Status CheckNodeId(absl::string_view field, absl::string_view node_id) {
+  return CheckIdentifier(field, node_id, kMaxNodeIdBytes);
 }
 
 absl::Status CheckMaxCount(absl::string_view field, size_t count, size_t max) {

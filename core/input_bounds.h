@@ -22,7 +22,8 @@ namespace breaker::core::bounds {
 inline constexpr size_t kMaxRelayIdBytes = 512;
 // An operator's reason (BanBuilder, BanRelay, Reset).
 inline constexpr size_t kMaxReasonBytes = 1024;
-// A node id: 1..128 printable ASCII characters (0x20..0x7e).
+// A node id: 1..128 printable ASCII characters (0x20..0x7e), no leading or trailing space
+// (CheckIdentifier).
 inline constexpr size_t kMaxNodeIdBytes = 128;
 // Hello.client_version.
 inline constexpr size_t kMaxClientVersionBytes = 128;
@@ -88,7 +89,12 @@ absl::Status CheckMaxBytes(absl::string_view field, absl::string_view value, siz
 // `value` is exactly `size` bytes, or empty when `empty_ok`.
 absl::Status CheckExactBytes(absl::string_view field, absl::string_view value, size_t size,
                              bool empty_ok);
-// A node id: 1..kMaxNodeIdBytes printable ASCII characters.
+// The one rule for identifiers (node ids, network names, fleet ids, the access file's principal
+// names): 1..`max` printable ASCII characters (0x20..0x7e), neither the first nor the last a
+// space, so that one identifier has one spelling however it is written, echoed or logged.
+// INVALID_ARGUMENT naming `field` and what is wrong.
+absl::Status CheckIdentifier(absl::string_view field, absl::string_view value, size_t max);
+// A node id: CheckIdentifier with kMaxNodeIdBytes.
 absl::Status CheckNodeId(absl::string_view field, absl::string_view node_id);
 // `count` elements of a list of at most `max`.
 absl::Status CheckMaxCount(absl::string_view field, size_t count, size_t max);

@@ -55,6 +55,23 @@ TEST(CheckNodeIdTest, PrintableAsciiUpToTheBound) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("printable ASCII")));
 }
 
+TEST(CheckIdentifierTest, OneSpellingPerIdentifier) {
+  EXPECT_THAT(CheckIdentifier("chain.network", "my net", kMaxNetworkBytes), IsOk());
+  // ' ', ' bn-sp' and 'bn-sp' would be three nodes that read as one, or as none.
+  for (const char* spaced : {" ", " bn-sp", "bn-sp "}) {
+    EXPECT_THAT(CheckIdentifier("hello.node_id", spaced, kMaxNodeIdBytes),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("hello.node_id"), HasSubstr("with a space"))))
+        << "'" << spaced << "'";
+  }
+  EXPECT_THAT(CheckIdentifier("chain.network", std::string("main\0net", 8), kMaxNetworkBytes),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("chain.network"), HasSubstr("0x00 at offset 4"))));
+  EXPECT_THAT(
+      CheckIdentifier("chain.network", std::string(kMaxNetworkBytes + 1, 'n'), kMaxNetworkBytes),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("65 bytes")));
+}
+
 TEST(CheckMaxCountTest, NamesTheCount) {
   EXPECT_THAT(CheckMaxCount("trusted_builders", 1024, kMaxListedBuilders), IsOk());
   EXPECT_THAT(CheckMaxCount("trusted_builders", 1025, kMaxListedBuilders),

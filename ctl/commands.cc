@@ -452,6 +452,9 @@ absl::Status RunReset(const CommandContext& context) {
     v1::ResetNodeRequest request;
     request.set_node_id(context.line.Flag("node"));
     if (request.node_id().empty()) return UsageError("--node needs the node's id");
+    if (absl::Status id = core::bounds::CheckNodeId("--node", request.node_id()); !id.ok()) {
+      return UsageError(std::string(id.message()));
+    }
     request.set_reason(context.line.Flag("reason"));
     absl::StatusOr<v1::Policy> policy = Call(context, &Stub::async::ResetNode, request);
     if (!policy.ok()) return policy.status();

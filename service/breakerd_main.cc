@@ -86,6 +86,10 @@ ABSL_FLAG(double, drain_seconds, 0,
           "At SIGTERM/SIGINT, how many seconds health reports NOT_SERVING before node streams "
           "end, so that load balancers move away first. 0..600.");
 
+ABSL_FLAG(double, hello_timeout_seconds, 10,
+          "How many seconds a Connect stream may stay open without saying hello; then it ends "
+          "with DEADLINE_EXCEEDED, counted in breakerd_refused_total. 1..600.");
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "breakerd: the staking pool's shared builder circuit breaker.\n"
@@ -146,6 +150,9 @@ int main(int argc, char** argv) {
   const double drain_seconds = absl::GetFlag(FLAGS_drain_seconds);
   options.drain_period =
       std::isnan(drain_seconds) ? absl::InfiniteDuration() : absl::Seconds(drain_seconds);
+  const double hello_seconds = absl::GetFlag(FLAGS_hello_timeout_seconds);
+  options.hello_timeout =
+      std::isnan(hello_seconds) ? absl::InfiniteDuration() : absl::Seconds(hello_seconds);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   return breaker::service::RunBreakerd(std::move(options), stop_signals);
 }

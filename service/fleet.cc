@@ -4,6 +4,7 @@
 #include <optional>
 #include <random>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/mutex.h"
@@ -222,6 +223,13 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Open(Options options) {
   writer.clock = &fleet->clock_;
   writer.snapshot_every_entries = fleet->snapshot_every_entries_;
   writer.snapshot_every_bytes = fleet->snapshot_every_bytes_;
+  writer.snapshot_every_time = fleet->snapshot_every_time_;
+  // The journal replayed counts toward the next snapshot: processes killed before theirs
+  // must not leave each restart more to replay than the one before.
+  if (!new_identity) {
+    writer.stored_entries = stored->journal.size();
+    for (const auto& [sequence, bytes] : stored->journal) writer.stored_bytes += bytes.size();
+  }
   fleet->writer_ = std::make_unique<JournalWriter>(writer);
 
   // The configuration given now replaces the stored one, through the journal like a reload.
@@ -248,6 +256,7 @@ Fleet::Fleet(Options options, core::Engine engine, ServiceLimits limits, std::st
       network_(options.config.chain.network),
       snapshot_every_entries_(options.snapshot_every_entries),
       snapshot_every_bytes_(options.snapshot_every_bytes),
+      snapshot_every_time_(options.snapshot_every_time),
       ticker_enabled_(options.run_ticker),
       metrics_(options.metrics != nullptr ? *options.metrics : NoMetrics()),
       page_tokens_(std::move(page_tokens)),
@@ -266,6 +275,7 @@ Fleet::Fleet(Options options, core::Engine engine, ServiceLimits limits, std::st
 Fleet::~Fleet() {
   ticker_.Stop();
   writer_.reset();
+  if (skip_final_snapshot_) return;
   if (absl::Status status = WriteSnapshot(); !status.ok()) {
     LOG(ERROR) << "final snapshot failed (the journal still holds every change): " << status;
   }
@@ -322,48 +332,49 @@ void Fleet::SubmitObservations(std::string node_id, codec::ReceivedBatch batch, 
     done(admitted);
     return;
   }
+  // Refused before the journal, so never stored: what is refused for its content, then what
+  // is beyond the node's rate. Both are cut from the batch, and the acknowledgement lists them.
+  v1::ObservationAck refused_early;
+  CutRefusedContent(node_id, batch, refused_early);
   // The rate limit applies here, before the journal, not in Apply: it depends on the clock,
   // which a replay of the journal must not; and observations refused here cost no disk write.
   std::string over_rate_message;
   const int size = batch.size();
   const int allowed = rate_limiter_.Take(node_id, size, &over_rate_message);
-  v1::ObservationAck over_rate;
   if (allowed < size) {
-    uint64_t highest = 0;
     for (int i = allowed; i < size; ++i) {
       const uint64_t sequence = batch.sequence(i);
-      highest = std::max(highest, sequence);
-      if (over_rate.refused_size() >= kMaxRefusalsPerAck) continue;
-      v1::ObservationRefusal* refusal = over_rate.add_refused();
+      refused_early.set_sequence(std::max(refused_early.sequence(), sequence));
+      if (refused_early.refused_size() >= kMaxRefusalsPerAck) continue;
+      v1::ObservationRefusal* refusal = refused_early.add_refused();
       refusal->set_sequence(sequence);
       refusal->set_code(static_cast<int32_t>(absl::StatusCode::kResourceExhausted));
       refusal->set_message(over_rate_message);
     }
-    over_rate.set_sequence(highest);
     LOG(WARNING) << "node " << node_id << ": " << size - allowed << " of " << size
                  << " observations refused: " << over_rate_message;
     registry_.Observed(node_id, size - allowed, /*replayed=*/0);
     batch.KeepFirst(allowed);
-    if (allowed == 0) {
-      // Nothing to apply: answer at once rather than journal an empty batch.
-      over_rate.set_policy_version(policy()->policy.version);
-      done(std::move(over_rate));
-      return;
-    }
+  }
+  if (batch.size() == 0) {
+    // Nothing to apply: answer at once rather than journal an empty batch.
+    refused_early.set_policy_version(policy()->policy.version);
+    done(std::move(refused_early));
+    return;
   }
   auto work = std::make_unique<Work>();
   work->parsed.mutable_observations()->set_node_id(std::move(node_id));
   work->batch = std::move(batch);
   Work* raw = work.get();
-  work->on_done = [done, raw, over_rate] {
+  work->on_done = [done, raw, refused_early] {
     if (!raw->status.ok()) {
       done(raw->status);
       return;
     }
     v1::ObservationAck ack = std::move(raw->ack);
-    if (over_rate.refused_size() > 0) {
-      ack.set_sequence(std::max(ack.sequence(), over_rate.sequence()));
-      for (const v1::ObservationRefusal& refusal : over_rate.refused()) {
+    if (refused_early.refused_size() > 0) {
+      ack.set_sequence(std::max(ack.sequence(), refused_early.sequence()));
+      for (const v1::ObservationRefusal& refusal : refused_early.refused()) {
         if (ack.refused_size() >= kMaxRefusalsPerAck) break;
         *ack.add_refused() = refusal;
       }
@@ -371,6 +382,29 @@ void Fleet::SubmitObservations(std::string node_id, codec::ReceivedBatch batch, 
     done(std::move(ack));
   };
   Enqueue(std::move(work));
+}
+
+void Fleet::CutRefusedContent(const std::string& node_id, codec::ReceivedBatch& batch,
+                              v1::ObservationAck& ack) {
+  const std::vector<codec::ContentRefusal> refused = codec::RefusedForContent(batch, node_id);
+  if (refused.empty()) return;
+  std::vector<bool> cut(batch.size(), false);
+  for (const codec::ContentRefusal& refusal : refused) {
+    cut[refusal.index] = true;
+    metrics_.ObservationHandled(EventKind(refusal.event), ObservationOutcome::kRefused);
+    metrics_.Refused(RefusedInput::kObservation, refusal.status.code());
+    ack.set_sequence(std::max(ack.sequence(), refusal.sequence));
+    if (ack.refused_size() >= kMaxRefusalsPerAck) continue;
+    v1::ObservationRefusal* answer = ack.add_refused();
+    answer->set_sequence(refusal.sequence);
+    answer->set_code(static_cast<int32_t>(refusal.status.code()));
+    answer->set_message(std::string(refusal.status.message()));
+  }
+  LOG(WARNING) << "node " << node_id << ": " << refused.size() << " of " << batch.size()
+               << " observations refused for their content (not stored), first: "
+               << refused.front().status.message();
+  registry_.Observed(node_id, static_cast<int>(refused.size()), /*replayed=*/0);
+  batch.Keep([&cut](int i) { return !cut[i]; });
 }
 
 void Fleet::Submit(state::v1::JournalEntry entry, std::function<void(const absl::Status&)> done) {

@@ -116,12 +116,15 @@ class Fleet : private JournalWriter::Sink {
     const Clock* clock = nullptr;
     // Move time along by itself at every slot boundary. Tests turn it off and call Tick().
     bool run_ticker = true;
-    // Fold the journal into a new snapshot after this many entries or bytes of entries,
-    // whichever comes first, and at every epoch. The bytes bound what the snapshot then
-    // deletes from the journal while the applier waits (batches of hundreds of observations
-    // make entries of tens of KB), and what a restart replays.
+    // Fold the journal into a new snapshot after this many entries or bytes of entries in it
+    // (the journal a restart found included), or this long after the last snapshot once an
+    // entry waits, whichever comes first, and at every epoch. The bytes bound what the
+    // snapshot then deletes from the journal while the applier waits (batches of hundreds of
+    // observations make entries of tens of KB), and what a restart replays, whatever came
+    // before: about 0.1 s for 16 MiB (BENCHMARKS.md).
     uint64_t snapshot_every_entries = 4096;
     uint64_t snapshot_every_bytes = 16 << 20;
+    absl::Duration snapshot_every_time = absl::Minutes(1);
     // Where the fleet reports its events; null: nowhere. REQUIRES: outlives the fleet.
     MetricsSink* metrics = nullptr;
   };
@@ -134,8 +137,14 @@ class Fleet : private JournalWriter::Sink {
   // configuration given could not be stored.
   static absl::StatusOr<std::unique_ptr<Fleet>> Open(Options options);
 
-  // Stops the ticker, applies and persists everything submitted, writes a final snapshot.
+  // Stops the ticker, applies and persists everything submitted, writes a final snapshot
+  // (unless SkipFinalSnapshot).
   ~Fleet();
+
+  // The store is handed to another writer (a leader on etcd that resigned): the destructor
+  // writes no final snapshot, which the store would refuse; the next leader replays the
+  // journal.
+  void SkipFinalSnapshot() { skip_final_snapshot_ = true; }
 
   using AckCallback = std::function<void(absl::StatusOr<breaker::v1::ObservationAck>)>;
   using PolicyCallback =
@@ -147,6 +156,8 @@ class Fleet : private JournalWriter::Sink {
   // Storage faults above): none of them was acknowledged, the node resends them; or with
   // AdmitNode's RESOURCE_EXHAUSTED for a new node beyond max_known_nodes. It runs on the
   // journal writer's threads, or on the caller's when the answer is known at once.
+  // Observations refused for their content (codec::RefusedForContent) or beyond the node's
+  // rate are cut before the journal: never stored, and the batch's bytes stored are the rest.
   void SubmitObservations(std::string node_id, codec::ReceivedBatch batch, AckCallback done);
 
   // Submits an operator action; `done` gets the resulting policy or the action's error, or
@@ -294,6 +305,10 @@ class Fleet : private JournalWriter::Sink {
   // simulate` does), then keeps what the fleet holds beside the engine: the fleet id, the
   // configuration's publication and limits, the answer to the submitter, the metrics.
   void ApplyOne(Work& work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu_);
+  // Cuts from `batch` the observations refused for their content, listing and counting them
+  // in `ack`, the metrics and the node's registry entry.
+  void CutRefusedContent(const std::string& node_id, codec::ReceivedBatch& batch,
+                         breaker::v1::ObservationAck& ack);
   // Fills the acknowledgement of an observations entry from what applying it did, and counts
   // it (not for a replay).
   void AnswerObservations(Work& work, const codec::AppliedEntry& applied)
@@ -309,6 +324,8 @@ class Fleet : private JournalWriter::Sink {
   const std::string network_;
   const uint64_t snapshot_every_entries_;
   const uint64_t snapshot_every_bytes_;
+  const absl::Duration snapshot_every_time_;
+  std::atomic<bool> skip_final_snapshot_{false};
   const bool ticker_enabled_;
   MetricsSink& metrics_;
   // Seals and checks ListBuilders' and ListNodes' page tokens, under a key of this fleet's: a

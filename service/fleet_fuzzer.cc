@@ -60,6 +60,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/stubs/logging.h"
+#include "proto/codec/journal_apply.h"
 #include "proto/codec/received_batch.h"
 #include "service/fleet.h"
 #include "service/storage/memory_state_store.h"
@@ -329,9 +330,17 @@ class Run {
           expected->sequences.insert(observation.sequence());
         }
         ++submitted_;
-        uint64_t& acked = acked_[node];
-        acked = std::max(acked, expected->highest);
-        fleet_->SubmitObservations(node, codec::ReceivedBatch::Of(batch),
+        // What is refused for its content takes no number: the rest must be taken.
+        codec::ReceivedBatch received = codec::ReceivedBatch::Of(batch);
+        absl::flat_hash_set<int> refused;
+        for (const codec::ContentRefusal& refusal : codec::RefusedForContent(received, node)) {
+          refused.insert(refusal.index);
+        }
+        uint64_t& taken = taken_[node];
+        for (int i = 0; i < batch.observations_size(); ++i) {
+          if (!refused.contains(i)) taken = std::max(taken, batch.observations(i).sequence());
+        }
+        fleet_->SubmitObservations(node, std::move(received),
                                    [this, expected](absl::StatusOr<v1::ObservationAck> ack) {
                                      // The fuzzer's store fails no append.
                                      if (!ack.ok()) Fail(ack.status().ToString());
@@ -374,12 +383,14 @@ class Run {
       Fail(absl::StrCat(submitted_, " submitted, ", answered_.load(), " answered after Sync()"));
     }
     // An acknowledged sequence number is handled: a resend of it is a replay, also after a
-    // restart, so the node's highest number is at least that.
+    // restart, so the node's highest number is at least that; but for what was refused for its
+    // content, which a resend repeats and so need not be remembered.
     for (const v1::Node& node : fleet_->AllNodes()) {
-      auto acked = acked_.find(node.node_id());
-      if (acked != acked_.end() && node.last_sequence() < acked->second) {
-        Fail(absl::StrCat("node ", node.node_id(), " was acknowledged up to ", acked->second,
-                          " but its last sequence is ", node.last_sequence()));
+      auto taken = taken_.find(node.node_id());
+      if (taken != taken_.end() && node.last_sequence() < taken->second) {
+        Fail(absl::StrCat("node ", node.node_id(), " was acknowledged up to ", taken->second,
+                          " (but for refusals of content) but its last sequence is ",
+                          node.last_sequence()));
       }
     }
     const std::shared_ptr<const PublishedPolicy> policy = fleet_->policy();
@@ -470,8 +481,9 @@ class Run {
   MemoryStateStore* store_ = nullptr;
   // Each stream's node, once its hello named it.
   std::string streams_[kStreams];
-  // Per node, the highest sequence number acknowledged (or to be, once synced).
-  absl::flat_hash_map<std::string, uint64_t> acked_;
+  // Per node, the highest sequence number acknowledged (or to be, once synced), of the
+  // observations not refused for their content.
+  absl::flat_hash_map<std::string, uint64_t> taken_;
   // Submissions (observations and admin actions) and their answers, counted on the writer.
   uint64_t submitted_ = 0;
   std::atomic<uint64_t> answered_{0};

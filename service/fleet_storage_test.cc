@@ -106,6 +106,7 @@ class FleetStorageTest : public ::testing::Test {
     options.clock = &clock_;
     options.run_ticker = false;
     options.snapshot_every_bytes = snapshot_every_bytes_;
+    options.snapshot_every_entries = snapshot_every_entries_;
     absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Open(std::move(options));
     ASSERT_THAT(fleet, IsOk());
     fleet_ = *std::move(fleet);
@@ -166,6 +167,7 @@ class FleetStorageTest : public ::testing::Test {
 
   FakeClock clock_;
   uint64_t snapshot_every_bytes_ = Fleet::Options().snapshot_every_bytes;
+  uint64_t snapshot_every_entries_ = 4096;
   const std::shared_ptr<MemoryStateStore::Backing> backing_ =
       std::make_shared<MemoryStateStore::Backing>();
   MemoryStateStore* store_ = nullptr;  // owned by fleet_
@@ -192,6 +194,32 @@ TEST_F(FleetStorageTest, AFullJournalByBytesIsFoldedIntoASnapshot) {
   EXPECT_EQ(folded.snapshot_sequence, folded.last_sequence());
   ASSERT_NO_FATAL_FAILURE(Open());
   EXPECT_THAT(Builders(), ElementsAre(std::make_tuple(5u, 1u, true), std::make_tuple(6u, 1u, true)));
+}
+
+TEST_F(FleetStorageTest, RestartsAfterKillsBeforeTheSnapshotReplayABoundedJournal) {
+  // Each process journals two batches and is killed before its final snapshot: the journal
+  // each restart replays counts toward the next snapshot, so it stays under the bound instead
+  // of growing with every kill.
+  snapshot_every_entries_ = 4;
+  uint64_t sequence = 0;
+  for (int kill = 0; kill < 5; ++kill) {
+    ASSERT_NO_FATAL_FAILURE(Open());
+    ASSERT_THAT(Submit({Missing(++sequence, 5, 'a')}), IsOk());
+    ASSERT_THAT(Submit({Missing(++sequence, 5, 'a')}), IsOk());
+    fleet_->Sync();
+    store_->FailNextWriteSnapshots(1, absl::UnavailableError("killed"));
+    EXPECT_LE(backing_->Read().journal.size(), 4u) << "after kill " << kill;
+  }
+}
+
+TEST_F(FleetStorageTest, AJournalEntryAMinuteAfterTheSnapshotIsFoldedIntoANewOne) {
+  ASSERT_THAT(Submit({Missing(1, 5, 'a')}), IsOk());
+  fleet_->Sync();
+  EXPECT_FALSE(backing_->Read().journal.empty());
+  clock_.Advance(absl::Minutes(1));
+  ASSERT_THAT(Submit({Missing(2, 5, 'a')}), IsOk());
+  fleet_->Sync();
+  EXPECT_TRUE(backing_->Read().journal.empty());
 }
 
 TEST_F(FleetStorageTest, ABatchIsJournaledAsTheBytesReceived) {

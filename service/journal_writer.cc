@@ -14,7 +14,11 @@ JournalWriter::JournalWriter(Options options)
       metrics_(*options.metrics),
       clock_(*options.clock),
       snapshot_every_entries_(options.snapshot_every_entries),
-      snapshot_every_bytes_(options.snapshot_every_bytes) {
+      snapshot_every_bytes_(options.snapshot_every_bytes),
+      snapshot_every_time_(options.snapshot_every_time),
+      entries_since_snapshot_(options.stored_entries),
+      bytes_since_snapshot_(options.stored_bytes),
+      last_snapshot_at_(clock_.Monotonic()) {
   appender_ = std::thread([this] { AppenderLoop(); });
   applier_ = std::thread([this] { ApplierLoop(); });
 }
@@ -171,10 +175,13 @@ void JournalWriter::ApplierLoop() {
     const bool sink_wants_snapshot = sink_.Apply(round.changes, round.last_sequence);
     entries_since_snapshot_ += round.changes.size();
     bytes_since_snapshot_ += round.bytes;
+    const absl::Duration now = clock_.Monotonic();
     if (sink_wants_snapshot || entries_since_snapshot_ >= snapshot_every_entries_ ||
-        bytes_since_snapshot_ >= snapshot_every_bytes_) {
+        bytes_since_snapshot_ >= snapshot_every_bytes_ ||
+        now - last_snapshot_at_ >= snapshot_every_time_) {
       entries_since_snapshot_ = 0;
       bytes_since_snapshot_ = 0;
+      last_snapshot_at_ = now;
       if (absl::Status status = sink_.WriteSnapshot(); !status.ok()) {
         LOG(ERROR) << "snapshot failed (the journal still holds every change): " << status;
       }

@@ -75,10 +75,16 @@ class JournalWriter {
     Sink* sink = nullptr;
     MetricsSink* metrics = nullptr;
     const Clock* clock = nullptr;
-    // A snapshot after this many entries or bytes of entries since the last one, whichever
-    // comes first (see Fleet::Options).
+    // A snapshot after this many entries or bytes of entries since the last one, or this
+    // long after it once an entry waits, whichever comes first (see Fleet::Options).
     uint64_t snapshot_every_entries = 4096;
     uint64_t snapshot_every_bytes = 16 << 20;
+    absl::Duration snapshot_every_time = absl::Minutes(1);
+    // The entries, and their bytes, that the store holds after its snapshot already (a
+    // restart's journal): they count toward the first snapshot, so that what a restart
+    // replays is bounded whatever the processes before did, killed before their snapshot.
+    uint64_t stored_entries = 0;
+    uint64_t stored_bytes = 0;
   };
 
   // Starts the two threads.
@@ -125,6 +131,7 @@ class JournalWriter {
   const Clock& clock_;
   const uint64_t snapshot_every_entries_;
   const uint64_t snapshot_every_bytes_;
+  const absl::Duration snapshot_every_time_;
 
   Mutex mu_;
   // Signalled when the appender has work: a submission, a request to recover, or stopping.
@@ -147,6 +154,9 @@ class JournalWriter {
   // Since the last snapshot; the applier's alone.
   uint64_t entries_since_snapshot_ = 0;
   uint64_t bytes_since_snapshot_ = 0;
+  // When the last snapshot was written (or the writer started), by the clock's monotonic
+  // reading.
+  absl::Duration last_snapshot_at_;
 
   std::thread appender_;
   std::thread applier_;

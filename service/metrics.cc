@@ -228,7 +228,7 @@ Metrics::Metrics()
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address) {
   std::unique_ptr<Metrics> metrics(new Metrics());
-  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+  absl::StatusOr<std::unique_ptr<common::MetricsServer>> exposer =
       common::StartMetricsExposer(listen_address, "--metrics_listen");
   if (!exposer.ok()) return exposer.status();
   metrics->exposer_ = *std::move(exposer);

@@ -18,8 +18,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/metrics_exposer.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -94,7 +94,7 @@ class Metrics final : public MetricsSink {
   std::shared_ptr<std::atomic<uint64_t>> leadership_tally_;
   std::atomic<bool> leading_{false};
 
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<common::MetricsServer> exposer_;
   int port_ = 0;
 };
 

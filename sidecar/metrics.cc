@@ -449,7 +449,7 @@ class Metrics::ValidatorPortCollector final : public prometheus::Collectable {
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address,
                                                         MetricsSources sources) {
-  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+  absl::StatusOr<std::unique_ptr<common::MetricsServer>> exposer =
       common::StartMetricsExposer(listen_address, "metrics_listen");
   if (!exposer.ok()) return exposer.status();
   std::unique_ptr<Metrics> metrics(new Metrics());

@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/client.h"
-#include "prometheus/exposer.h"
+#include "common/metrics_exposer.h"
 #include "prometheus/histogram.h"
 #include "prometheus/metric_family.h"
 #include "sidecar/beacon/beacon_watcher.h"
@@ -102,7 +102,7 @@ class Metrics {
   std::shared_ptr<WarmerCollector> warmer_collector_;
   std::shared_ptr<LatencyCollector> latency_collector_;
   std::shared_ptr<ValidatorPortCollector> validator_port_collector_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<common::MetricsServer> exposer_;
   int port_ = 0;
 };
 

@@ -277,6 +277,15 @@ TEST(ConfigFile, EmptyNetworkIsRefusedNamingTheField) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("chain.network")));
 }
 
+TEST(ConfigFile, ANetworkNameFollowsTheIdentifierRule) {
+  EXPECT_THAT(ParseConfigText(R"pb(chain { network: "dev\000net" genesis_time_unix: 1 })pb", "nul"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("chain.network \"dev\\x00net\" has byte 0x00 at offset 3")));
+  EXPECT_THAT(ParseConfigText(R"pb(chain { network: "devnet " genesis_time_unix: 1 })pb", "space"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("chain.network \"devnet \" ends with a space")));
+}
+
 // --- Missed-slot rules ---
 
 TEST(ConfigFile, PresetAloneGivesThePresetsRules) {

@@ -105,6 +105,39 @@ absl::Status Reconfigure(const v1::Config& proto, core::Engine& engine, bool& ch
 
 }  // namespace
 
+std::vector<ContentRefusal> RefusedForContent(const ReceivedBatch& batch,
+                                              const std::string& node_id) {
+  std::vector<ContentRefusal> refused;
+  core::Observation observation;
+  observation.node = node_id;
+  // A node's batch names a few relays, most often one: each is normalized once.
+  std::string last_good_relay;
+  auto known_relay = [&last_good_relay](absl::string_view relay) {
+    return !last_good_relay.empty() && relay == last_good_relay;
+  };
+  for (int i = 0; i < batch.size(); ++i) {
+    absl::Status status;
+    v1::Observation::EventCase event = v1::Observation::kBidSeen;
+    if (batch.read_in_place()) {
+      const ReceivedBatch::Bid bid = batch.bid(i);
+      status = BidSeenFromFields(bid.builder_index, bid.relay, bid.pubkey, observation.event);
+    } else {
+      const v1::Observation& proto = batch.parsed().observations(i);
+      event = proto.event_case();
+      status = ObservationFromProto(proto, node_id, observation);
+    }
+    if (status.ok()) status = core::Engine::CheckContent(observation, known_relay);
+    if (status.ok()) {
+      if (const auto* bid = std::get_if<core::BidSeen>(&observation.event)) {
+        last_good_relay = bid->relay;
+      }
+      continue;
+    }
+    refused.push_back(ContentRefusal{i, batch.sequence(i), event, std::move(status)});
+  }
+  return refused;
+}
+
 AppliedEntry ApplyJournalEntry(const state::v1::JournalEntry& entry, core::Engine& engine,
                                const ReceivedBatch* batch) {
   AppliedEntry applied;

@@ -62,6 +62,24 @@ struct AppliedEntry {
 AppliedEntry ApplyJournalEntry(const breaker::state::v1::JournalEntry& entry, core::Engine& engine,
                                const ReceivedBatch* batch = nullptr);
 
+// An observation of a batch refused for what it holds.
+struct ContentRefusal {
+  // Its place in the batch, its sequence number and kind, and why (INVALID_ARGUMENT, naming
+  // the field).
+  int index = 0;
+  uint64_t sequence = 0;
+  breaker::v1::Observation::EventCase event = breaker::v1::Observation::EVENT_NOT_SET;
+  absl::Status status;
+};
+
+// The observations of `batch`, sent by `node_id`, that every engine refuses whatever its
+// state: those that do not convert (ObservationFromProto), or that core::Engine::CheckContent
+// refuses. breakerd cuts them from the batch before its journal (ReceivedBatch::Keep), so what
+// is refused for its content is never stored and never applied, and does not take its
+// sequence number. Thread-safe: reads `batch` only.
+std::vector<ContentRefusal> RefusedForContent(const ReceivedBatch& batch,
+                                              const std::string& node_id);
+
 }  // namespace breaker::codec
 
 #endif  // PROTO_CODEC_JOURNAL_APPLY_H_

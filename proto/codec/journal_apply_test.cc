@@ -1,6 +1,7 @@
 #include "proto/codec/journal_apply.h"
 
 #include <string>
+#include <vector>
 
 #include "core/config.h"
 #include "gmock/gmock.h"
@@ -72,6 +73,69 @@ TEST_F(ApplyJournalEntryTest, ObservationsSayWhatEachDid) {
   EXPECT_EQ(replayed.observations[0].observed.outcome, core::ObserveOutcome::kDuplicate);
   EXPECT_EQ(replayed.observations[0].observed.recorded, core::RecordedFailure::kNone);
   EXPECT_FALSE(replayed.policy_changed);
+}
+
+TEST(RefusedForContentTest, NamesWhatEveryEngineRefusesAndNothingElse) {
+  v1::ObservationBatch batch;
+  auto bid = [&batch](uint64_t sequence, const std::string& relay, const std::string& key) {
+    v1::Observation* observation = batch.add_observations();
+    observation->set_sequence(sequence);
+    observation->set_slot(kStart);
+    observation->mutable_bid_seen()->set_builder_index(7);
+    observation->mutable_bid_seen()->set_relay(relay);
+    observation->mutable_bid_seen()->set_builder_pubkey(key);
+  };
+  bid(1, "relay.example", std::string(48, 'k'));
+  bid(2, "relay.example", std::string(49, 'k'));  // a key of 49 bytes
+  bid(3, "relay example", "");                    // a relay that does not normalize
+  bid(4, "relay.example", "");
+  v1::Observation* future = batch.add_observations();  // refused for the state, not its content
+  *future = batch.observations(0);
+  future->set_sequence(5);
+  future->set_slot(kStart + 1000);
+  v1::Observation* self_build = batch.add_observations();
+  *self_build = Missing("n1", 6, core::kSelfBuild, 'a').observations().observations(0);
+
+  const ReceivedBatch received = ReceivedBatch::Of(batch);
+  const std::vector<ContentRefusal> refused = RefusedForContent(received, "n1");
+  ASSERT_THAT(refused, SizeIs(3));
+  EXPECT_EQ(refused[0].index, 1);
+  EXPECT_THAT(refused[0].status,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bid_seen.builder_pubkey")));
+  EXPECT_EQ(refused[1].sequence, 3u);
+  EXPECT_EQ(refused[2].event, v1::Observation::kPayloadMissing);
+  EXPECT_THAT(refused[2].status,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("payload_missing.builder")));
+
+  // Each of them is refused by an engine too, with the same words.
+  core::Engine engine = core::Engine::Create(core::Config{}, kStart).value();
+  state::v1::JournalEntry entry;
+  entry.mutable_observations()->set_node_id("n1");
+  *entry.mutable_observations()->mutable_observations() = batch.observations();
+  const AppliedEntry applied = ApplyJournalEntry(entry, engine);
+  for (const ContentRefusal& refusal : refused) {
+    EXPECT_EQ(applied.observations[refusal.index].status, refusal.status);
+  }
+  EXPECT_THAT(applied.observations[4].status, StatusIs(absl::StatusCode::kOutOfRange));
+}
+
+TEST(RefusedForContentTest, ReadsBidsInPlaceAlike) {
+  v1::ObservationBatch batch;
+  for (uint64_t sequence : {1, 2}) {
+    v1::Observation* observation = batch.add_observations();
+    observation->set_sequence(sequence);
+    observation->set_slot(kStart);
+    observation->mutable_bid_seen()->set_builder_index(sequence == 2 ? core::kSelfBuild : 7);
+    observation->mutable_bid_seen()->set_relay("relay.example");
+  }
+  const ReceivedBatch received = ReceivedBatch::Parse(batch.SerializeAsString()).value();
+  ASSERT_TRUE(received.read_in_place());
+  const std::vector<ContentRefusal> refused = RefusedForContent(received, "n1");
+  ASSERT_THAT(refused, SizeIs(1));
+  EXPECT_EQ(refused[0].sequence, 2u);
+  EXPECT_EQ(refused[0].event, v1::Observation::kBidSeen);
+  EXPECT_THAT(refused[0].status,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bid_seen.builder")));
 }
 
 // `entry`'s observations moved into its batch bytes, as breakerd journals them.

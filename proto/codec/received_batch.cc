@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "glog/logging.h"
@@ -220,17 +221,47 @@ v1::ObservationBatch ReceivedBatch::ToProto() const {
   return batch;
 }
 
-void ReceivedBatch::KeepFirst(int count) {
-  CHECK(count >= 0 && count <= size()) << count << " of " << size();
-  if (count == size()) return;
-  if (read_in_place()) {
-    // The bytes are the observations' fields alone, in order: a prefix holds the first ones.
-    bytes_.resize(count == 0 ? 0 : bids_[count - 1].end);
-    bids_.resize(count);
+void ReceivedBatch::Keep(absl::FunctionRef<bool(int i)> keep) {
+  if (!read_in_place()) {
+    auto& observations = *parsed_->mutable_observations();
+    int kept = 0;
+    for (int i = 0; i < observations.size(); ++i) {
+      if (!keep(i)) continue;
+      if (kept != i) observations.SwapElements(kept, i);
+      ++kept;
+    }
+    if (kept == observations.size()) return;
+    observations.DeleteSubrange(kept, observations.size() - kept);
+    bytes_ = parsed_->SerializeAsString();
     return;
   }
-  parsed_->mutable_observations()->DeleteSubrange(count, size() - count);
-  bytes_ = parsed_->SerializeAsString();
+  // The bytes are the observations' fields alone, in order: observation i lies between the end
+  // of observation i-1 and its own. The kept ones are moved forward over the others.
+  uint32_t read = 0, written = 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < bids_.size(); ++i) {
+    BidSpan span = bids_[i];
+    const uint32_t start = read;
+    read = span.end;
+    if (!keep(static_cast<int>(i))) continue;
+    const uint32_t size = span.end - start;
+    if (written != start) {
+      std::memmove(bytes_.data() + written, bytes_.data() + start, size);
+      // Offsets of empty strings stay 0: they point nowhere.
+      if (span.relay_size > 0) span.relay_at -= start - written;
+      if (span.pubkey_size > 0) span.pubkey_at -= start - written;
+    }
+    written += size;
+    span.end = written;
+    bids_[kept++] = span;
+  }
+  bids_.resize(kept);
+  bytes_.resize(written);
+}
+
+void ReceivedBatch::KeepFirst(int count) {
+  CHECK(count >= 0 && count <= size()) << count << " of " << size();
+  Keep([count](int i) { return i < count; });
 }
 
 std::optional<absl::string_view> LoneObservationsField(absl::string_view message) {

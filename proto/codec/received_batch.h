@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "breaker/v1/breaker.pb.h"
@@ -55,11 +56,14 @@ class ReceivedBatch {
   const breaker::v1::ObservationBatch& parsed() const { return *parsed_; }
   // The batch as a message, built anew: for tests and tools (breakerd reads it in place).
   breaker::v1::ObservationBatch ToProto() const;
-  // The serialized batch, as received (or as cut by KeepFirst).
+  // The serialized batch, as received (or as cut by Keep).
   const std::string& bytes() const { return bytes_; }
-  // Keeps the first `count` observations only, and the bytes that hold them: the journal must
-  // hold what is applied. For the rate limit's cut, the one case where breakerd changes a
-  // batch. REQUIRES: 0 <= count <= size().
+  // Keeps the observations `i` for which `keep(i)` holds, in order, and only the bytes that
+  // hold them: the journal must hold what is applied. For breakerd's cuts before its journal
+  // (observations refused for their content, or beyond the rate limit), the only changes it
+  // makes to a batch.
+  void Keep(absl::FunctionRef<bool(int i)> keep);
+  // Keep(i < count). REQUIRES: 0 <= count <= size().
   void KeepFirst(int count);
 
  private:

@@ -153,6 +153,39 @@ TEST(ReceivedBatchTest, KeepFirstCutsTheBytesToo) {
   }
 }
 
+TEST(ReceivedBatchTest, KeepCutsAnyObservationsAndTheirBytes) {
+  // Observations 1, 3 and 5 of Batch(5), with keys of their own so that offsets matter.
+  v1::ObservationBatch bids = Batch(5);
+  for (int i = 0; i < 5; ++i) {
+    bids.mutable_observations(i)->mutable_bid_seen()->set_builder_pubkey(
+        std::string(48, static_cast<char>('a' + i)));
+  }
+  v1::ObservationBatch odd;
+  for (int i : {0, 2, 4}) *odd.add_observations() = bids.observations(i);
+  v1::ObservationBatch parsed_by_protobuf = bids;
+  parsed_by_protobuf.mutable_observations(3)->mutable_finalized()->set_epoch(1);
+  v1::ObservationBatch odd_parsed;
+  for (int i : {0, 2, 4}) *odd_parsed.add_observations() = parsed_by_protobuf.observations(i);
+
+  for (const auto& [whole, kept] :
+       {std::pair(bids, odd), std::pair(parsed_by_protobuf, odd_parsed)}) {
+    absl::StatusOr<ReceivedBatch> received = ReceivedBatch::Parse(whole.SerializeAsString());
+    ASSERT_TRUE(received.ok());
+    received->Keep([](int i) { return i % 2 == 0; });
+    EXPECT_EQ(received->size(), 3);
+    EXPECT_EQ(received->bytes(), kept.SerializeAsString());
+    EXPECT_EQ(received->ToProto().SerializeAsString(), kept.SerializeAsString());
+    EXPECT_EQ(received->sequence(2), 5u);
+    if (received->read_in_place()) {
+      EXPECT_EQ(received->bid(1).pubkey, std::string(48, 'c'));
+      EXPECT_EQ(received->bid(2).relay, "relay.example");
+    }
+    received->Keep([](int) { return false; });
+    EXPECT_EQ(received->size(), 0);
+    EXPECT_EQ(received->bytes(), "");
+  }
+}
+
 TEST(LoneObservationsFieldTest, FindsTheBatchOfABatchMessage) {
   v1::NodeMessage message;
   *message.mutable_observations() = Batch(4);

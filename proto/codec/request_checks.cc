@@ -20,9 +20,13 @@ absl::Status CheckHello(const v1::Hello& hello) {
   BREAKER_RETURN_IF_ERROR(bounds::CheckNodeId("hello.node_id", hello.node_id()));
   BREAKER_RETURN_IF_ERROR(bounds::CheckMaxBytes("hello.client_version", hello.client_version(),
                                                 bounds::kMaxClientVersionBytes));
-  BREAKER_RETURN_IF_ERROR(
-      bounds::CheckMaxBytes("hello.network", hello.network(), bounds::kMaxNetworkBytes));
-  return bounds::CheckMaxBytes("hello.fleet_id", hello.fleet_id(), bounds::kMaxFleetIdBytes);
+  // Empty says "not known" (a first hello, an older client); any other is an identifier.
+  if (!hello.network().empty()) {
+    BREAKER_RETURN_IF_ERROR(
+        bounds::CheckIdentifier("hello.network", hello.network(), bounds::kMaxNetworkBytes));
+  }
+  if (hello.fleet_id().empty()) return absl::OkStatus();
+  return bounds::CheckIdentifier("hello.fleet_id", hello.fleet_id(), bounds::kMaxFleetIdBytes);
 }
 
 absl::Status CheckBatchSize(int observations) {

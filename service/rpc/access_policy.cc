@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/input_bounds.h"
 #include "proto/codec/text_file.h"
 
 namespace breaker::service {
@@ -65,11 +66,16 @@ absl::StatusOr<AccessPolicy> AccessPolicy::FromProto(const v1::AccessPolicy& pro
   for (const v1::Principal& entry : proto.principal()) {
     const size_t index = policy.principals_.size();
     auto invalid = [&](absl::string_view what) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(source, ": principal '", entry.name(), "' (the ", index + 1, ". one): ",
-                       what));
+      return absl::InvalidArgumentError(absl::StrCat(source, ": principal '",
+                                                     core::bounds::QuotePrefix(entry.name()),
+                                                     "' (the ", index + 1, ". one): ", what));
     };
     if (entry.name().empty()) return invalid("name is empty; give every principal a name");
+    // A node's principal name is its node id: every name follows the node ids' rule, so that
+    // none names a node that can never connect.
+    if (absl::Status name = core::bounds::CheckNodeId("name", entry.name()); !name.ok()) {
+      return invalid(name.message());
+    }
     if (!names.insert(entry.name()).second) {
       return invalid("the name is used twice; give every principal its own name");
     }

@@ -96,11 +96,15 @@ TEST_P(BadAccessFileTest, IsRefusedNamingThePrincipalAndTheFix) {
 INSTANTIATE_TEST_SUITE_P(
     Rows, BadAccessFileTest,
     ::testing::Values(
-        BadFile{R"pb(principal { role: ROLE_ADMIN certificate_identity: "a" })pb",
-                "name is empty"},
+        BadFile{R"pb(principal { role: ROLE_ADMIN certificate_identity: "a" })pb", "name is empty"},
         BadFile{R"pb(principal { name: "a" role: ROLE_ADMIN certificate_identity: "a" }
                      principal { name: "a" role: ROLE_VIEWER certificate_identity: "b" })pb",
                 "the name is used twice"},
+        // A name that no node id can be: the node ids' rule holds for every name.
+        BadFile{R"pb(principal { name: " bn-sp" role: ROLE_NODE certificate_identity: "a" })pb",
+                "name \" bn-sp\" begins with a space"},
+        BadFile{R"pb(principal { name: "bn\n1" role: ROLE_NODE certificate_identity: "a" })pb",
+                "has byte 0x0a at offset 2"},
         BadFile{R"pb(principal { name: "a" certificate_identity: "a" })pb",
                 "set role to ROLE_NODE, ROLE_VIEWER or ROLE_ADMIN"},
         BadFile{R"pb(principal { name: "a" role: ROLE_NODE })pb", "no credential"},

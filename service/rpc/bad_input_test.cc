@@ -270,6 +270,17 @@ TEST_F(BadInputTest, EveryBadInputGetsItsErrorAndChangesNothing) {
        absl::StatusCode::kInvalidArgument, "second hello"},
       {"empty node id", [](BadInputTest& t) { return t.StreamEnd({HelloMessage("")}); },
        absl::StatusCode::kInvalidArgument, "node_id is empty"},
+      {"a node id that begins with a space",
+       [](BadInputTest& t) { return t.StreamEnd({HelloMessage(" bn-sp")}); },
+       absl::StatusCode::kInvalidArgument, "hello.node_id \" bn-sp\" begins with a space"},
+      {"a node id of a space alone",
+       [](BadInputTest& t) { return t.StreamEnd({HelloMessage(" ")}); },
+       absl::StatusCode::kInvalidArgument, "hello.node_id \" \" begins with a space"},
+      {"a network name with a NUL byte",
+       [](BadInputTest& t) {
+         return t.StreamEnd({HelloMessage("n2", std::string("main\0net", 8))});
+       },
+       absl::StatusCode::kInvalidArgument, "hello.network \"main\\x00net\" has byte 0x00"},
       {"unknown network",
        [](BadInputTest& t) { return t.StreamEnd({HelloMessage("n2", "hoodi")}); },
        absl::StatusCode::kInvalidArgument, "hello.network is 'hoodi'"},
@@ -471,6 +482,58 @@ TEST_F(BadInputTest, TheRateLimitRefillsWithTheFleetClock) {
   ASSERT_TRUE(ack.has_value());
   EXPECT_EQ(ack->refused_size(), 0);
   EXPECT_TRUE(Bans(GetPolicy(), 8));
+}
+
+// The bytes of every file under `dir`.
+uintmax_t TotalBytes(const std::string& dir) {
+  uintmax_t total = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) total += entry.file_size();
+  }
+  return total;
+}
+
+// A bid whose builder key is `key_bytes` long: refused for its content whatever the state.
+v1::Observation BidWithKeyOf(uint64_t sequence, size_t key_bytes) {
+  v1::Observation bid = Bid(sequence, 5, "https://relay.example");
+  bid.mutable_bid_seen()->set_builder_pubkey(std::string(key_bytes, 'k'));
+  return bid;
+}
+
+TEST_F(BadInputTest, ObservationsRefusedForTheirContentAreNeverStored) {
+  StartServer(kLimits);
+  std::unique_ptr<NodeClient> node = ConnectedNode("bn-1");
+  ASSERT_TRUE(node->ObserveAndAwaitAck(NoEffect(1, 1)).has_value());
+  const std::string state = dir_ + "/state";
+  const uintmax_t before = TotalBytes(state);
+
+  // A batch refused whole: nothing is written at all.
+  std::optional<v1::ObservationAck> ack =
+      node->ObserveAndAwaitAck({BidWithKeyOf(2, 1 << 18), BidWithKeyOf(3, 1 << 18)});
+  ASSERT_TRUE(ack.has_value());
+  ASSERT_EQ(ack->refused_size(), 2);
+  EXPECT_EQ(ack->refused(0).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(ack->refused(0).message(), HasSubstr("bid_seen.builder_pubkey"));
+  EXPECT_EQ(TotalBytes(state), before);
+
+  // Beside an accepted observation, the refused ones are cut from what the journal stores:
+  // the directory grows by far less than one refused key.
+  ack = node->ObserveAndAwaitAck({Missing(4, 5, 'n', 0.1), BidWithKeyOf(5, 1 << 18)});
+  ASSERT_TRUE(ack.has_value());
+  ASSERT_EQ(ack->refused_size(), 1);
+  EXPECT_EQ(ack->refused(0).sequence(), 5u);
+  EXPECT_LT(TotalBytes(state), before + (1 << 16));
+
+  // What was refused for its content took no number, live or replayed from the journal: sent
+  // again, it is refused again rather than taken for a replay.
+  EXPECT_EQ(GetNode("bn-1").last_sequence(), 4u);
+  Restart();
+  EXPECT_EQ(GetNode("bn-1").last_sequence(), 4u);
+  node = ConnectedNode("bn-1");
+  ack = node->ObserveAndAwaitAck({BidWithKeyOf(5, 7)});
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->refused_size(), 1);
+  EXPECT_EQ(ack->replayed(), 0u);
 }
 
 TEST_F(BadInputTest, ALargeLegitimateBatchFitsTheMessageSize) {
@@ -789,6 +852,11 @@ TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
          return Flags([](ServerOptions& o) { o.drain_period = absl::Hours(1e6); });
        },
        absl::StatusCode::kInvalidArgument, "--drain_seconds is"},
+      {"--hello_timeout_seconds 0",
+       [](BadInputTest&) {
+         return Flags([](ServerOptions& o) { o.hello_timeout = absl::ZeroDuration(); });
+       },
+       absl::StatusCode::kInvalidArgument, "--hello_timeout_seconds is 0; accepted: 1..600"},
       {"--listen without a port",
        [](BadInputTest&) { return Flags([](ServerOptions& o) { o.listen_address = "0.0.0.0"; }); },
        absl::StatusCode::kInvalidArgument, "--listen is \"0.0.0.0\""},

@@ -43,7 +43,8 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
         fleet_(service->fleet()),
         peer_(context->peer()),
         caller_(std::move(caller)),
-        credentials_(std::move(credentials)) {}
+        credentials_(std::move(credentials)),
+        opened_at_(fleet_->clock().Monotonic()) {}
 
   void Start(std::shared_ptr<NodeStream> self) {
     self_ = std::move(self);
@@ -54,6 +55,21 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   void Kick(const grpc::Status& status) {
     MutexLock lock(&mu_);
     FinishLocked(status);
+  }
+
+  // Ends the stream, counted, when it has not said hello within `timeout` of opening, as of
+  // `now` (the fleet clock's monotonic reading).
+  void EndIfNoHello(absl::Duration now, absl::Duration timeout) {
+    {
+      MutexLock lock(&mu_);
+      if (!node_id_.empty() || stream_.Ending() || now - opened_at_ < timeout) return;
+    }
+    LOG(WARNING) << "stream from " << peer_ << " ended: no hello within "
+                 << absl::FormatDuration(timeout);
+    fleet_->metrics().Refused(RefusedInput::kConnect, absl::StatusCode::kDeadlineExceeded);
+    Kick(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                      absl::StrCat("no hello within ", absl::FormatDuration(timeout),
+                                   " of opening the stream; a Connect stream says hello first")));
   }
 
   // Checks the stream's credential against the access file in force, and its node id once the
@@ -389,6 +405,9 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   const Credentials credentials_;
   // Set once, by the hello (under mu_), before anything else of the read path uses it.
   std::string node_id_;
+  // When the stream opened, by the fleet clock's monotonic reading: its hello is due within
+  // the service's hello timeout.
+  const absl::Duration opened_at_;
 
   Mutex mu_;
   StreamFinish stream_ ABSL_GUARDED_BY(mu_);
@@ -417,13 +436,43 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   std::optional<absl::Duration> writing_published_at_ ABSL_GUARDED_BY(mu_);
 };
 
-NodeService::NodeService(Fleet* fleet, const Authorizer* authorizer)
-    : NodeService(std::make_shared<const ServedFleet>(fleet), authorizer) {}
+NodeService::NodeService(Fleet* fleet, const Authorizer* authorizer, absl::Duration hello_timeout)
+    : NodeService(std::make_shared<const ServedFleet>(fleet), authorizer, hello_timeout) {}
 
-NodeService::NodeService(std::shared_ptr<const ServedFleet> served, const Authorizer* authorizer)
-    : served_(std::move(served)), authorizer_(authorizer) {}
+NodeService::NodeService(std::shared_ptr<const ServedFleet> served, const Authorizer* authorizer,
+                         absl::Duration hello_timeout)
+    : served_(std::move(served)),
+      authorizer_(authorizer),
+      hello_timeout_(hello_timeout),
+      hello_checks_([this] { CheckHellos(); }) {}
 
-NodeService::~NodeService() = default;
+NodeService::~NodeService() {
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  stop_checks_.SignalAll();
+  hello_checks_.join();
+}
+
+void NodeService::CheckHellos() {
+  while (true) {
+    std::vector<std::shared_ptr<NodeStream>> open;
+    {
+      MutexLock lock(&mu_);
+      if (!stopping_) stop_checks_.WaitFor(&mu_, kHelloCheckPeriod);
+      if (stopping_) return;
+      for (const auto& [raw, weak] : open_streams_) {
+        if (std::shared_ptr<NodeStream> stream = weak.lock()) open.push_back(std::move(stream));
+      }
+    }
+    // A stream is only opened once the fleet is served (ServedFleet::Admit).
+    if (open.empty()) continue;
+    const absl::Duration now = fleet()->clock().Monotonic();
+    for (const std::shared_ptr<NodeStream>& stream : open)
+      stream->EndIfNoHello(now, hello_timeout_);
+  }
+}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NodeService::Connect(
     grpc::CallbackServerContext* context) {

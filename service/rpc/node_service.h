@@ -5,9 +5,11 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "common/mutex.h"
 #include "service/fleet.h"
@@ -25,14 +27,22 @@ class NodeService final
           breaker::v1::Breaker::WithRawCallbackMethod_Connect<breaker::v1::Breaker::Service>> {
  public:
   // Connect and Report need Permission::kNodeStream, and a node credential may only name its
-  // own node id.
+  // own node id. A Connect stream that has not said hello within `hello_timeout`, by the
+  // fleet's clock, is ended with DEADLINE_EXCEEDED and counted (breakerd_refused_total,
+  // input "connect"): streams that never speak cannot pile up.
   // REQUIRES: `fleet` and `authorizer` outlive the service and every stream.
-  NodeService(Fleet* fleet, const Authorizer* authorizer);
+  NodeService(Fleet* fleet, const Authorizer* authorizer,
+              absl::Duration hello_timeout = kDefaultHelloTimeout);
   // As above, over the fleet `served` is given once the gate opens: until then every call ends
   // with ServedFleet::Admit's refusal, whoever makes it. REQUIRES: `authorizer`, and the fleet
   // given, outlive the service and every stream.
-  NodeService(std::shared_ptr<const ServedFleet> served, const Authorizer* authorizer);
+  NodeService(std::shared_ptr<const ServedFleet> served, const Authorizer* authorizer,
+              absl::Duration hello_timeout = kDefaultHelloTimeout);
   ~NodeService() override;
+
+  static constexpr absl::Duration kDefaultHelloTimeout = absl::Seconds(10);
+  // How often, in real time, the streams are checked for their hello deadline.
+  static constexpr absl::Duration kHelloCheckPeriod = absl::Seconds(1);
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -68,10 +78,15 @@ class NodeService final
 
   // REQUIRES: ServedFleet::Admit returned OK for the call, or for the one of the stream.
   Fleet* fleet() const { return served_->fleet(); }
+  // Ends the streams past their hello deadline, every kHelloCheckPeriod until stopped.
+  void CheckHellos();
 
   const std::shared_ptr<const ServedFleet> served_;
   const Authorizer* const authorizer_;
+  const absl::Duration hello_timeout_;
   Mutex mu_;
+  CondVar stop_checks_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Not OK once Shutdown ran: what every stream is ended with.
   absl::Status shutdown_ ABSL_GUARDED_BY(mu_);
   // The stream of each node that said hello.
@@ -79,6 +94,8 @@ class NodeService final
   // Every stream not yet done, hello or not, for Shutdown.
   absl::flat_hash_map<const NodeStream*, std::weak_ptr<NodeStream>> open_streams_
       ABSL_GUARDED_BY(mu_);
+  // Runs CheckHellos. Last: it starts once the rest is built.
+  std::thread hello_checks_;
 };
 
 }  // namespace breaker::service

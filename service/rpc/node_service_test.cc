@@ -53,6 +53,7 @@ using test_support::Bans;
 using test_support::Bid;
 using test_support::Chain;
 using test_support::Delivered;
+using test_support::kSlot;
 using test_support::kStartEpoch;
 using test_support::kStartSlot;
 using test_support::Missing;
@@ -96,8 +97,11 @@ TEST_F(ServerTest, HelloGetsTheNodesLastSequenceFirst) {
     ASSERT_TRUE(second.has_value());
     EXPECT_TRUE(second->has_config()) << second->ShortDebugString();
     ASSERT_TRUE(node.AwaitPolicy().has_value());
-    // A refused observation counts as handled too.
-    ASSERT_TRUE(node.ObserveAndAwaitAck({Bid(7, 7, ""), Missing(41, 5, 'a', 1.5)}).has_value());
+    // An observation refused for the state (its slot) counts as handled too; one refused for
+    // its content (an attested fraction of 1.5) is not stored and takes no number.
+    ASSERT_TRUE(node.ObserveAndAwaitAck({Bid(7, 7, ""), Missing(41, 5, 'a', 0.9, kSlot + 1000),
+                                         Missing(42, 5, 'a', 1.5)})
+                    .has_value());
     EXPECT_TRUE(node.Close().ok());
   }
   NodeClient again(channel_);
@@ -141,6 +145,22 @@ TEST_F(ServerTest, StreamNotStartingWithHelloIsRefused) {
   grpc::Status status = node.AwaitEnd();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("hello"));
+}
+
+TEST_F(ServerTest, AStreamThatSaysNoHelloEndsAtTheHelloDeadline) {
+  ServerOptions options = Options();
+  options.hello_timeout = absl::Seconds(10);
+  WriteConfig("");
+  StartServerWith(options);
+  NodeClient silent(channel_);
+  std::unique_ptr<NodeClient> talking = ConnectedNode("bn-1");
+  // Past the deadline by the fleet's clock: the silent stream ends, the one that said hello
+  // goes on.
+  clock_.Advance(absl::Seconds(11));
+  const grpc::Status status = silent.AwaitEnd();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(), HasSubstr("no hello within 10s"));
+  EXPECT_TRUE(talking->ObserveAndAwaitAck({Bid(1, 7, "")}).has_value());
 }
 
 TEST_F(ServerTest, HelloWithoutNodeIdIsRefused) {
@@ -564,16 +584,15 @@ TEST_F(ServerTest, ReportAppliesObservations) {
   // In-process: the same service without a socket.
   std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(server_->InProcessChannel());
   const uint64_t before = GetPolicy().version();
-  v1::Observation bad = Missing(2, 6, 'b');
-  bad.mutable_payload_missing()->set_attested_fraction(1.5);
+  // Refused for its slot: the state decides, so it is journaled and takes its number.
+  v1::Observation bad = Missing(2, 6, 'b', 0.9, kSlot + 1000);
   absl::StatusOr<v1::ReportResponse> response =
       Report(*stub, "bn-report", {Missing(1, 5, 'a'), bad});
   ASSERT_THAT(response, IsOk());
   EXPECT_EQ(response->ack().sequence(), 2u);
   ASSERT_EQ(response->ack().refused_size(), 1);
   EXPECT_EQ(response->ack().refused(0).sequence(), 2u);
-  EXPECT_EQ(response->ack().refused(0).code(),
-            static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_EQ(response->ack().refused(0).code(), static_cast<int>(grpc::StatusCode::OUT_OF_RANGE));
   EXPECT_EQ(response->policy_version(), before + 1);
   EXPECT_EQ(GetPolicy().version(), before + 1);
   EXPECT_TRUE(Bans(GetPolicy(), 5));

@@ -101,6 +101,12 @@ absl::Status CheckServerOptions(const ServerOptions& options) {
         absl::StrCat("--drain_seconds is ", absl::FormatDuration(options.drain_period),
                      "; accepted: 0..", absl::ToInt64Seconds(kMaxDrainPeriod), " seconds"));
   }
+  if (!(options.hello_timeout >= kMinHelloTimeout && options.hello_timeout <= kMaxHelloTimeout)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hello_timeout_seconds is ", absl::FormatDuration(options.hello_timeout),
+                     "; accepted: ", absl::ToInt64Seconds(kMinHelloTimeout), "..",
+                     absl::ToInt64Seconds(kMaxHelloTimeout), " seconds"));
+  }
   if (!options.advertise_address.empty()) {
     if (options.store != "etcd") {
       return absl::InvalidArgumentError(
@@ -147,8 +153,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   server->gate_ = std::make_unique<RestoreGate>(kMaxRestoreHold);
   server->served_fleet_ = std::make_shared<ServedFleet>(server->gate_.get());
   server->authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
-  server->node_service_ =
-      std::make_unique<NodeService>(server->served_fleet_, server->authorizer_.get());
+  server->node_service_ = std::make_unique<NodeService>(
+      server->served_fleet_, server->authorizer_.get(), options.hello_timeout);
   AdminService::ReplicationReader replication;
   if (options.store == "etcd") {
     replication = [server = server.get()] { return server->ReadReplication(); };
@@ -340,9 +346,20 @@ void Server::StepDown(const ServerOptions& options, const absl::Status& why) {
   // An operator's change waiting for the store is told the same, not left to be cancelled
   // when the server goes.
   admin_service_->Shutdown(ended, AdminService::Pending::kEnd);
-  LOG(WARNING) << "stepped down from leading " << options.etcd.prefix
-               << ": streams ended, health NOT_SERVING; breakerd campaigns again";
+  LOG(WARNING) << "stepped down from leading " << options.etcd.prefix << " because "
+               << why.message() << ": streams ended, health NOT_SERVING; breakerd campaigns again";
   StoppedLeading(options, why);
+}
+
+void Server::HandOver() {
+  const absl::Status why = absl::UnavailableError(
+      "this breakerd is stopping and hands its lead over; reconnect to the new leader");
+  node_service_->Shutdown(why);
+  admin_service_->Shutdown(why, AdminService::Pending::kEnd);
+  fleet_->Sync();
+  // The store refuses writes once resigned: the new leader replays the journal instead.
+  fleet_->SkipFinalSnapshot();
+  etcd_->Resign();
 }
 
 void Server::StoppedLeading(const ServerOptions& options, const absl::Status& why) {
@@ -435,6 +452,7 @@ void Server::Shutdown() {
     if (fleet_ != nullptr) {
       fleet_->WatchStorage(nullptr);  // a store recovering now must not turn health back on
       SetServing(*server_, false);
+      if (etcd_ != nullptr && !stepped_down) HandOver();
       // One that stepped down has no one left to drain away from it, but calls that reached it
       // meanwhile to refuse (its services refuse them since the step-down).
       if (stepped_down) {

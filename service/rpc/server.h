@@ -88,6 +88,9 @@ struct ServerOptions {
   // At shutdown, how long health reports NOT_SERVING while streams and calls go on, so that
   // load balancers and health-checking clients move away before the streams end.
   absl::Duration drain_period = absl::ZeroDuration();
+  // How long a Connect stream may stay open without saying hello (by `clock`); then it ends
+  // with DEADLINE_EXCEEDED, counted.
+  absl::Duration hello_timeout = absl::Seconds(10);
 };
 
 // How long a call that arrives while the state is restored waits for it; then it ends with
@@ -111,10 +114,12 @@ inline constexpr int kMaxReceiveMessageBytes = 64 << 20;
 inline constexpr int kMinConcurrentStreams = 4;
 inline constexpr int kMaxConcurrentStreams = 100'000;
 inline constexpr absl::Duration kMaxDrainPeriod = absl::Minutes(10);
+inline constexpr absl::Duration kMinHelloTimeout = absl::Seconds(1);
+inline constexpr absl::Duration kMaxHelloTimeout = absl::Minutes(10);
 
 // INVALID_ARGUMENT, naming the flag, for an address without a port, a message limit, stream
-// limit or drain period outside its range, a store selection CheckStoreSelection refuses, or
-// an advertised address without --store=etcd.
+// limit, drain period or hello timeout outside its range, a store selection CheckStoreSelection
+// refuses, or an advertised address without --store=etcd.
 absl::Status CheckServerOptions(const ServerOptions& options);
 
 class Metrics;
@@ -190,6 +195,10 @@ class Server {
   void RunReplica(const ServerOptions& options, const ServiceConfig& config);
   // Ends the streams with `why`, goes NOT_SERVING and tells the owner.
   void StepDown(const ServerOptions& options, const absl::Status& why);
+  // A leader's planned stop: ends the streams and operators' calls (no more writes), waits
+  // until the journal holds what was submitted, then resigns the lead, so that a standby
+  // leads at once, before the drain and the server's shutdown.
+  void HandOver();
   // Marks the replica stepped down and tells the owner why.
   void StoppedLeading(const ServerOptions& options, const absl::Status& why);
   // Tells the metrics, if any, that this replica took (true) or lost (false) the lead.

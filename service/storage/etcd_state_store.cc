@@ -57,6 +57,26 @@ class EtcdStateStore::Cancellable {
 
 namespace {
 
+// The leases of this process's stores that were deposed. etcd may still hold one, with the
+// leader key bound to it (it keeps leases alive while it has no quorum, and renews them when a
+// quorum is back), though nothing keeps it alive any more: a later store of this process that
+// finds the leader key on one of them revokes it rather than follow itself.
+Mutex abandoned_mu;
+absl::flat_hash_set<int64_t>& AbandonedLeases() ABSL_EXCLUSIVE_LOCKS_REQUIRED(abandoned_mu) {
+  static auto* const leases = new absl::flat_hash_set<int64_t>();
+  return *leases;
+}
+
+void Abandon(int64_t lease) {
+  MutexLock lock(&abandoned_mu);
+  AbandonedLeases().insert(lease);
+}
+
+bool Abandoned(int64_t lease) {
+  MutexLock lock(&abandoned_mu);
+  return AbandonedLeases().contains(lease);
+}
+
 // What a key, a put's framing and a transaction's comparisons add to a request, at most: the
 // check of an Append's size leaves this much room below etcd's limit.
 constexpr int64_t kRequestOverhead = 4096;
@@ -303,6 +323,34 @@ EtcdStateStore::~EtcdStateStore() {
   }
 }
 
+void EtcdStateStore::Resign() {
+  {
+    MutexLock lock(&lease_mu_);
+    if (deposing_ || lease_id_ == 0) return;
+    deposing_ = true;
+  }
+  grpc::ClientContext context;
+  SetDeadline(context, std::min(options_.call_timeout, absl::Seconds(2)));
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(lease_id_);
+  etcdserverpb::LeaseRevokeResponse response;
+  const grpc::Status status = Current().lease->LeaseRevoke(&context, request, &response);
+  if (status.ok()) {
+    LOG(INFO) << "resigned the lead of " << options_.prefix << ": lease "
+              << absl::StrFormat("%x", lease_id_) << " revoked, the leader key is free";
+  } else {
+    LOG(WARNING) << "could not revoke etcd lease " << absl::StrFormat("%x", lease_id_) << " ("
+                 << status.error_message() << "): the leader key under " << options_.prefix
+                 << " frees when the lease expires";
+  }
+  MutexLock lock(&lease_mu_);
+  deposed_ = absl::UnavailableError(absl::StrCat(
+      "this breakerd resigned the lead of ", options_.prefix,
+      " to stop; nothing more is written: write to the new leader"));
+  for (grpc::ClientContext* call : calls_) call->TryCancel();
+  lease_changed_.SignalAll();
+}
+
 EtcdStateStore::Endpoint& EtcdStateStore::Current() const {
   return *endpoints_[current_.load() % endpoints_.size()];
 }
@@ -394,6 +442,29 @@ absl::Status EtcdStateStore::Campaign() {
   return TakeLeaderKey();
 }
 
+bool EtcdStateStore::RevokeStaleLease(int64_t lease) {
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(lease);
+  const Tried revoking = TryEndpoints([&](Endpoint& endpoint, grpc::ClientContext& context) {
+    etcdserverpb::LeaseRevokeResponse response;
+    const grpc::Status status = endpoint.lease->LeaseRevoke(&context, request, &response);
+    // Expired meanwhile: the key is free all the same.
+    return status.error_code() == grpc::StatusCode::NOT_FOUND ? grpc::Status::OK : status;
+  });
+  if (revoking.status.ok()) {
+    LOG(INFO) << "the leader key of " << options_.prefix << " was this replica's own, bound to "
+              << "its earlier lease " << absl::StrFormat("%x", lease)
+              << ": revoked that lease, and campaigning";
+    return true;
+  } else {
+    LOG(WARNING) << "the leader key of " << options_.prefix << " is this replica's own, bound "
+                 << "to its earlier lease " << absl::StrFormat("%x", lease)
+                 << ", which could not be revoked (" << revoking.status.error_message()
+                 << "); campaigning until it expires";
+  }
+  return false;
+}
+
 absl::Status EtcdStateStore::TakeLeaderKey() {
   const absl::Duration give_up = options_.clock->Monotonic() + options_.campaign_timeout;
   const std::string leader_key = Key("leader");
@@ -441,6 +512,16 @@ absl::Status EtcdStateStore::TakeLeaderKey() {
       // An earlier try, whose answer was lost, took the key.
       leader_revision_ = holder_kv->create_revision();
       break;
+    }
+    if (holder_kv != nullptr && holder_kv->value() == options_.name &&
+        Abandoned(holder_kv->lease())) {
+      // This replica's own key, bound to the lease of an earlier store of this process, one
+      // deposed while etcd had no quorum (etcd kept the lease, and renews it when the quorum
+      // is back). Nobody leads through it: following it would name this replica as the leader
+      // and wait out that lease. Revoked, then taken at once.
+      if (RevokeStaleLease(holder_kv->lease())) continue;
+      absl::SleepFor(kCampaignPoll);
+      continue;
     }
     if (holder_kv != nullptr && holder_kv->value() != followed) {
       followed = holder_kv->value();
@@ -620,6 +701,7 @@ void EtcdStateStore::Depose(absl::Status status) {
   if (options_.on_deposed) options_.on_deposed(status);
   MutexLock lock(&lease_mu_);
   deposed_ = status;
+  Abandon(lease_id_);
   // Nothing they wait for can help now: a write that lands after this is fenced or unknown,
   // and a keepalive too late.
   for (grpc::ClientContext* call : calls_) call->TryCancel();

@@ -169,6 +169,13 @@ class EtcdStateStore : public StateStore {
   bool FitsOneAppend(size_t entries, uint64_t bytes) const override;
   absl::Status WriteSnapshot(absl::string_view snapshot, uint64_t through_sequence) override;
 
+  // Hands the lead over: revokes the lease now, which frees the leader key at once for a
+  // standby, and from then on refuses every write as a deposed store does (UNAVAILABLE, saying
+  // it resigned). For a planned stop, once the owner has stopped taking writes and the journal
+  // holds what it acknowledged. Options::on_deposed is not called: the owner asked for it.
+  // Does nothing to a deposed store.
+  void Resign();
+
   // OK while this store leads; once deposed, the UNAVAILABLE status its writes return.
   absl::Status leadership() const;
   // When the last keepalive that etcd answered was sent (or the lease was asked for), on
@@ -204,6 +211,9 @@ class EtcdStateStore : public StateStore {
   absl::Status Campaign();
   // Waits for the leader key to be free and takes it.
   absl::Status TakeLeaderKey();
+  // Revokes `lease`, the lease of a deposed store of this process, which holds the leader key.
+  // Returns whether etcd revoked it (or it had expired).
+  bool RevokeStaleLease(int64_t lease);
   // Reads <prefix>/snapshot and the last journal key into sequences_.
   absl::Status ReadSequences() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReadSequencesOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

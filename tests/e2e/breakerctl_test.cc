@@ -907,6 +907,11 @@ TEST_F(BreakerctlTest, ANodeAtTheLastSequenceNumberIsShownAndResetByTheOperator)
   EXPECT_EQ(listed.nodes(0).observations_refused(), 1u);
   EXPECT_EQ(listed.nodes(1).observations_replayed(), 1u);
 
+  // Node ids follow one rule everywhere: breakerctl refuses one that breakerd would.
+  const Outcome spaced = Ctl({"reset", "--node= bn-1"});
+  EXPECT_EQ(spaced.exit_code, kUsage) << spaced;
+  EXPECT_THAT(spaced.err, HasSubstr("--node \" bn-1\" begins with a space")) << spaced;
+
   const Outcome unknown = Ctl({"reset", "--node=bn-unknown"});
   EXPECT_EQ(unknown.exit_code, kRefused) << unknown;
   EXPECT_THAT(unknown.err, HasSubstr("NOT_FOUND")) << unknown;

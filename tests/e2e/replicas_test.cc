@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -73,7 +74,9 @@ using ::breaker::testing::StatusIs;
 using ::breaker::testing::Subprocess;
 using ::breaker::testing::Told;
 using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using Stream = Subprocess::Stream;
 
@@ -295,6 +298,56 @@ TEST_F(ReplicasTest, ALeaderCutOffFromEtcdPastItsLeaseStepsDownAndLeadsAgainWith
   ExpectEverythingLanded(*load_, "after leading again");
 }
 
+// After an etcd outage that deposed the leader, the quorum comes back to replicas that both
+// campaign while the old leader key is still held by the leader's old lease: one of them leads,
+// once, every node reconnects once, and every step-down on the way says why in the log.
+TEST_F(ReplicasTest, AfterAnEtcdOutageOneReplicaLeadsOnceAndEveryStepDownSaysWhy) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain(), kBanEveryFailure));
+  ASSERT_NO_FATAL_FAILURE(StartReplicas(2));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_TRUE(AcknowledgementsGoOn());
+
+  const std::array<size_t, 2> outage_marks = {ReplicaLogMark(0), ReplicaLogMark(1)};
+  etcd_->Kill(0);
+  etcd_->Kill(1);
+  ASSERT_TRUE(AwaitStandbyLine(0, outage_marks[0]).has_value())
+      << "the leader did not step down and stand by without etcd past its lease";
+  const std::array<size_t, 2> marks = {ReplicaLogMark(0), ReplicaLogMark(1)};
+  ASSERT_THAT(etcd_->Restart(0), IsOk());
+  ASSERT_THAT(etcd_->Restart(1), IsOk());
+  ASSERT_TRUE(AwaitLeader().has_value()) << "no replica led with the quorum back";
+  ASSERT_TRUE(ObserveUntil([&] { return AllNodesConnected(); }))
+      << "the nodes did not reconnect to the new leader";
+  // Long enough for any stale lease to run out and any flap to show.
+  load_->ObserveUntil(absl::Now() + absl::Seconds(3 * lease_ttl_seconds_));
+  ASSERT_TRUE(AcknowledgementsGoOn()) << "acknowledgements did not resume";
+
+  int leaderships = 0;
+  std::array<int, kNodes> connections = {};
+  for (size_t replica = 0; replica < 2; ++replica) {
+    for (const std::string& line : ReplicaLog(replica, outage_marks[replica])) {
+      if (absl::StrContains(line, "stepped down from leading")) {
+        EXPECT_THAT(line, HasSubstr("because")) << "a step-down without its cause";
+      }
+    }
+    for (const std::string& line : ReplicaLog(replica, marks[replica])) {
+      if (absl::StrContains(line, absl::StrCat("leading ", prefix_, " in etcd"))) ++leaderships;
+      // Its own old key is not a leader to follow.
+      EXPECT_THAT(line,
+                  Not(HasSubstr(absl::StrCat("the leader is at ", replicas_[replica].address()))));
+      for (int i = 0; i < kNodes; ++i) {
+        if (absl::StrContains(line, absl::StrCat("node ", node(i).id(), " connected"))) {
+          ++connections[i];
+        }
+      }
+    }
+  }
+  EXPECT_EQ(leaderships, 1) << "the lead changed hands more than once after the outage";
+  for (int i = 0; i < kNodes; ++i) {
+    EXPECT_EQ(connections[i], 1) << node(i).id() << " reconnected more than once";
+  }
+}
+
 // What a load balancer sees as etcd loses its quorum under the leader: health, asked every
 // 150 ms with a deadline of 1 s (times kSanitizerSlowdown, as the bounds below), answers every
 // time within it, and says NOT_SERVING within the
@@ -447,6 +500,43 @@ TEST_F(ReplicasTest, AStandbyTakesOverFromAKilledLeaderWithEverythingAcknowledge
   ASSERT_TRUE(AwaitStandbyLine(0).has_value()) << "the restarted replica did not stand by";
   ASSERT_TRUE(AcknowledgementsGoOn()) << "the nodes are not acknowledged by the new leader";
   ExpectEverythingLanded(*load_, "after the failover");
+}
+
+TEST_F(ReplicasTest, ASigtermedLeaderHandsOverBeforeItDrains) {
+  // A lease that would take a minute to expire, and a leader that drains for a minute after
+  // SIGTERM: the standby can lead at once only if the leader revokes its lease first.
+  lease_ttl_seconds_ = 60;
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain(), kBanEveryFailure));
+  AddReplicas(2);
+  replicas_[0].extra_flags = {"--drain_seconds=60"};
+  ASSERT_NO_FATAL_FAILURE(StartReplica(0));
+  ASSERT_TRUE(AwaitLeadingLine(0).has_value()) << "replica 1 did not lead (its log is above)";
+  ASSERT_NO_FATAL_FAILURE(StartReplica(1));
+  ASSERT_TRUE(AwaitStandbyLine(1).has_value()) << "replica 2 did not stand by";
+  ASSERT_EQ(AwaitLeader(), std::optional<size_t>(0));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_TRUE(AcknowledgementsGoOn());
+
+  const size_t leader_mark = ReplicaLogMark(0);
+  const size_t standby_mark = ReplicaLogMark(1);
+  const absl::Time terminated = absl::Now();
+  replicas_[0].process->Kill(SIGTERM);
+  const Told told = load_->WhatTheNodesWereTold();
+  ASSERT_TRUE(AwaitLeadingLine(1, standby_mark).has_value())
+      << "the standby did not lead after the leader's SIGTERM";
+  const absl::Duration led = absl::Now() - terminated;
+  std::cerr << "handover: SIGTERM of the leader to the standby's leading line " << led
+            << " (lease TTL " << lease_ttl_seconds_ << " s, drain 60 s)" << std::endl;
+  RecordProperty("handover_to_leading_ms", std::to_string(absl::ToInt64Milliseconds(led)));
+  // Still draining: the lead went before the drain, not after it.
+  EXPECT_FALSE(replicas_[0].process->WaitUntilExit(absl::Now()).has_value());
+  EXPECT_THAT(ReplicaLog(0, leader_mark), Contains(HasSubstr("resigned the lead of")));
+  ASSERT_EQ(AwaitLeader(/*except=*/0), std::optional<size_t>(1));
+  ASSERT_TRUE(ObserveUntil([&] { return AllNodesConnected(); }))
+      << "the nodes did not reconnect to the new leader";
+  ASSERT_NO_FATAL_FAILURE(ExpectHolds(told, "after the leader's SIGTERM"));
+  const int status = StopReplica(0, SIGKILL);  // no need to wait out its drain
+  EXPECT_TRUE(WIFSIGNALED(status)) << Subprocess::DescribeStatus(status);
 }
 
 TEST_F(ReplicasTest, APausedLeaderIsFencedAndStepsDownWhenItResumes) {

@@ -277,6 +277,13 @@ TEST_F(SecurityTest, AReloadOfTheAccessFileEndsTheStreamsOfCredentialsItNoLonger
   std::ofstream(access_file, std::ios::trunc) << "principal { name: \"nobody\" }\n";
   EXPECT_THAT(ReloadAccessAs({"", "admin-token"}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'nobody'")));
+  // A name no node id can be: node ids and names follow one rule.
+  std::ofstream(access_file, std::ios::trunc)
+      << "principal { name: \" bn-sp\" role: ROLE_NODE token_sha256: \"" << std::string(64, 'a')
+      << "\" }\n";
+  EXPECT_THAT(ReloadAccessAs({"", "admin-token"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("name \" bn-sp\" begins with a space")));
   std::filesystem::remove(access_file);
   EXPECT_THAT(ReloadAccessAs({"", "admin-token"}),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("access.textproto")));

@@ -62,12 +62,15 @@ void ReplicaFleetTest::StartReplica(size_t i) {
   Replica& replica = replicas_.at(i);
   ASSERT_EQ(replica.process, nullptr) << replica.name << " runs already";
   ASSERT_NE(etcd_, nullptr) << "etcd did not start";
-  replica.process = LaunchBreakerd(
-      replica.name, {absl::StrCat("--listen=", replica.address()),
-                     absl::StrCat("--advertise_address=", replica.address()), "--store=etcd",
-                     absl::StrCat("--etcd_endpoints=", absl::StrJoin(etcd_->endpoints(), ",")),
-                     absl::StrCat("--etcd_prefix=", prefix_),
-                     absl::StrCat("--etcd_lease_ttl=", lease_ttl_seconds_)});
+  std::vector<std::string> flags = {
+      absl::StrCat("--listen=", replica.address()),
+      absl::StrCat("--advertise_address=", replica.address()),
+      "--store=etcd",
+      absl::StrCat("--etcd_endpoints=", absl::StrJoin(etcd_->endpoints(), ",")),
+      absl::StrCat("--etcd_prefix=", prefix_),
+      absl::StrCat("--etcd_lease_ttl=", lease_ttl_seconds_)};
+  flags.insert(flags.end(), replica.extra_flags.begin(), replica.extra_flags.end());
+  replica.process = LaunchBreakerd(replica.name, flags);
   ASSERT_NE(replica.process, nullptr);
   replica.paused = false;
 }

@@ -39,6 +39,8 @@ class ReplicaFleetTest : public FleetTest {
     int port = 0;
     std::unique_ptr<Subprocess> process;
     bool paused = false;  // SIGSTOPped
+    // Flags beyond those every replica gets.
+    std::vector<std::string> extra_flags;
     // "127.0.0.1:PORT": its --listen and --advertise_address, the nodes' target.
     std::string address() const;
   };
