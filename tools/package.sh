@@ -99,7 +99,7 @@ deb() {
   sed -e "s|@NAME@|$name|" -e "s|@VERSION@|$version|" -e "s|@MAINTAINER@|$maintainer|" \
     packaging/debian/changelog | gzip -9n >"$root/usr/share/doc/$name/changelog.gz"
   find "$root" -path "$root/DEBIAN" -prune -o -type d -exec chmod 0755 {} +
-  dpkg-deb --root-owner-group -Zxz --build "$root" "$out/${name}_${version}_${arch}.deb" \
+  dpkg-deb --root-owner-group -Zgzip --build "$root" "$out/${name}_${version}_${arch}.deb" \
     >/dev/null
   echo "package: ${name}_${version}_${arch}.deb  Depends: $(sed -n 's/^Depends: //p' \
     "$root/DEBIAN/control")"
@@ -163,7 +163,7 @@ for program in breakerd breaker-sidecar breakerctl; do
   tarball "$program"
 done
 d="$work/tar/libbreaker-client-$version"
-install -D -m 0644 client/c_api.h "$d/include/client/c_api.h"
+install -D -m 0644 client/c_api.h "$d/include/breaker/client/c_api.h"
 install -D -m 0644 "$work/bin/libbreaker_client.a" "$d/lib/libbreaker_client.a"
 mkdir -p "$d/lib/pkgconfig"
 # shellcheck disable=SC2016 # pkg-config expands ${pcfiledir}
