@@ -281,10 +281,10 @@ int breaker_client_new(const breaker_options* opts, breaker_client** out, breake
     options.fallback_config = *std::move(config);
   }
   if (opts->security_files.tls()) {
-    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-        breaker::client::MakeChannelCredentials(opts->security_files);
-    if (!credentials.ok()) return SetError(credentials.status(), err);
-    options.credentials = *std::move(credentials);
+    absl::StatusOr<breaker::client::ChannelSecurity> security =
+        breaker::client::SecurityFromFiles(opts->security_files, /*token_file=*/"");
+    if (!security.ok()) return SetError(security.status(), err);
+    options.credentials = std::move(security->credentials);
   }
   absl::StatusOr<std::unique_ptr<BreakerClient>> impl =
       breaker::client::StartGrpcClient(std::move(options));

@@ -74,6 +74,21 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
   return grpc::SslCredentials(options);
 }
 
+absl::StatusOr<ChannelSecurity> SecurityFromFiles(const ChannelSecurityFiles& files,
+                                                  const std::string& token_file) {
+  ChannelSecurity security;
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(files);
+  if (!credentials.ok()) return credentials.status();
+  security.credentials = *std::move(credentials);
+  if (!token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(token_file);
+    if (!token.ok()) return token.status();
+    security.bearer_token = *std::move(token);
+  }
+  return security;
+}
+
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   absl::StatusOr<std::string> text = codec::ReadTextFile(path, "token file");
   if (!text.ok()) return text.status();

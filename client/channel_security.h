@@ -38,6 +38,18 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
 // NOT_FOUND / FAILED_PRECONDITION when it cannot be read, INVALID_ARGUMENT when it is empty.
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
+// How a client reaches breakerd, from its files: the channel credentials of `files`
+// (plaintext when none is given) and the bearer token of `token_file` (none when empty).
+struct ChannelSecurity {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  std::string bearer_token;
+};
+
+// MakeChannelCredentials(files), then ReadTokenFile(token_file) unless it is empty; their
+// errors, naming the file.
+absl::StatusOr<ChannelSecurity> SecurityFromFiles(const ChannelSecurityFiles& files,
+                                                  const std::string& token_file);
+
 // A channel to `target` with `credentials` and `args` that sends `authorization: Bearer
 // <bearer_token>` with every call (none when the token is empty). The token goes as metadata
 // on plaintext channels too, where gRPC's call credentials would refuse to: breakerd on

@@ -141,6 +141,11 @@ class BreakerClient {
 
   virtual ClientStats stats() const = 0;
 
+  // The chain the library follows, chosen at its start: the fallback configuration's, else
+  // the built-in one of its network. A user that checks other parties' chains (the sidecar,
+  // its beacon node's) checks them against this one rather than choosing again.
+  virtual core::ChainSpec chain() const = 0;
+
   // Stops the library's threads; buffered observations not yet acknowledged are lost (a
   // restarted node reports anew). Idempotent; the destructor calls it.
   virtual void Stop() = 0;

@@ -168,6 +168,15 @@ class FakeClient : public BreakerClient {
     stopped_ = true;
   }
 
+  core::ChainSpec chain() const override {
+    MutexLock lock(&mu_);
+    return chain_;
+  }
+  void SetChain(core::ChainSpec chain) {
+    MutexLock lock(&mu_);
+    chain_ = std::move(chain);
+  }
+
  private:
   // Held by SetSnapshot while its thread calls back; never taken while holding mu_.
   Mutex notify_mu_;
@@ -179,6 +188,7 @@ class FakeClient : public BreakerClient {
   std::thread::id notifier_id_;                     // Guarded by mu_.
   bool connected_ = false;                          // Guarded by mu_.
   bool stopped_ = false;                            // Guarded by mu_.
+  core::ChainSpec chain_;                           // Guarded by mu_.
 };
 
 }  // namespace breaker::client

@@ -82,8 +82,10 @@ absl::Status ValidateOptions(const ClientOptions& options) {
 
 class GrpcClient : public BreakerClient {
  public:
-  GrpcClient(ClientOptions options, core::Engine local_engine, absl::Duration staleness_limit)
-      : options_(std::move(options)),
+  GrpcClient(ClientOptions options, core::Engine local_engine, absl::Duration staleness_limit,
+             core::ChainSpec chain)
+      : chain_(std::move(chain)),
+        options_(std::move(options)),
         buffer_(options_.max_buffered_observations,
                 static_cast<uint64_t>(absl::ToUnixMicros(options_.clock->Now()))),
         policy_in_force_(*options_.clock, staleness_limit),
@@ -99,6 +101,8 @@ class GrpcClient : public BreakerClient {
   }
 
   ~GrpcClient() override { Stop(); }
+
+  core::ChainSpec chain() const override { return chain_; }
 
   void Report(core::Slot slot, core::Event event) override {
     const uint64_t sequence = buffer_.Add(slot, event);
@@ -532,6 +536,7 @@ class GrpcClient : public BreakerClient {
     return stopping_;
   }
 
+  const core::ChainSpec chain_;
   const ClientOptions options_;
   ObservationBuffer buffer_;
   PolicyCell<PolicySnapshot> cell_;
@@ -603,7 +608,7 @@ absl::StatusOr<std::unique_ptr<BreakerClient>> StartGrpcClient(ClientOptions opt
   const absl::Duration staleness_limit = options.staleness_limit.value_or(
       absl::Seconds(2 * config.chain.slots_per_epoch * config.chain.seconds_per_slot));
   return std::unique_ptr<BreakerClient>(
-      new GrpcClient(std::move(options), *std::move(engine), staleness_limit));
+      new GrpcClient(std::move(options), *std::move(engine), staleness_limit, config.chain));
 }
 
 }  // namespace breaker::client

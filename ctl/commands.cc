@@ -866,17 +866,12 @@ std::vector<const CommandSpec*> CommandSpecs() {
 }
 
 absl::StatusOr<std::unique_ptr<v1::Admin::Stub>> NewAdminStub(const GlobalOptions& options) {
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      client::MakeChannelCredentials(options.security);
-  if (!credentials.ok()) return InputError(credentials.status());
-  std::string token;
-  if (!options.token_file.empty()) {
-    absl::StatusOr<std::string> read = client::ReadTokenFile(options.token_file);
-    if (!read.ok()) return InputError(read.status());
-    token = *std::move(read);
-  }
-  return v1::Admin::NewStub(
-      client::CreateChannel(options.target, *credentials, token, grpc::ChannelArguments()));
+  absl::StatusOr<client::ChannelSecurity> security =
+      client::SecurityFromFiles(options.security, options.token_file);
+  if (!security.ok()) return InputError(security.status());
+  return v1::Admin::NewStub(client::CreateChannel(options.target, security->credentials,
+                                                  security->bearer_token,
+                                                  grpc::ChannelArguments()));
 }
 
 int PrintHelp(const CommandLine& line, std::ostream& out) {

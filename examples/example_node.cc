@@ -142,17 +142,13 @@ absl::StatusOr<NodeSetup> SetupFromFlags() {
   options.node_id = absl::GetFlag(FLAGS_node_id);
   options.network = absl::GetFlag(FLAGS_network);
   options.client_version = "example_node/1";
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      breaker::client::MakeChannelCredentials({absl::GetFlag(FLAGS_tls_ca),
-                                               absl::GetFlag(FLAGS_tls_cert),
-                                               absl::GetFlag(FLAGS_tls_key)});
-  if (!credentials.ok()) return credentials.status();
-  options.credentials = *std::move(credentials);
-  if (const std::string path = absl::GetFlag(FLAGS_token_file); !path.empty()) {
-    absl::StatusOr<std::string> token = breaker::client::ReadTokenFile(path);
-    if (!token.ok()) return token.status();
-    options.bearer_token = *std::move(token);
-  }
+  absl::StatusOr<breaker::client::ChannelSecurity> security =
+      breaker::client::SecurityFromFiles(
+          {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
+          absl::GetFlag(FLAGS_token_file));
+  if (!security.ok()) return security.status();
+  options.credentials = std::move(security->credentials);
+  options.bearer_token = std::move(security->bearer_token);
   options.initial_backoff = absl::Milliseconds(absl::GetFlag(FLAGS_initial_backoff_ms));
   options.max_backoff = absl::Milliseconds(absl::GetFlag(FLAGS_max_backoff_ms));
   if (absl::GetFlag(FLAGS_staleness_limit_seconds) > 0) {

@@ -134,6 +134,10 @@ class Metrics::Collector final : public prometheus::Collectable {
                           "Payloads an upstream signed a header for and failed to reveal, each "
                           "reported to breakerd, by upstream.",
                           MetricType::Counter);
+    auto unreadable = Family("breaker_sidecar_unreadable_blocks_total",
+                             "Failed reveals whose block root could not be computed, so not "
+                             "reported to breakerd (each logged with the reason), by upstream.",
+                             MetricType::Counter);
     for (size_t i = 0; i < enforcer_.upstream_count(); ++i) {
       const std::string& upstream = enforcer_.upstream(i).relay_id;
       const Enforcer::Counters counts = enforcer_.counters(i);
@@ -153,6 +157,8 @@ class Metrics::Collector final : public prometheus::Collectable {
       AddCounter(malformed, static_cast<double>(counts.malformed_answers),
                  {{"upstream", upstream}});
       AddCounter(reveals, static_cast<double>(counts.reveal_failures), {{"upstream", upstream}});
+      AddCounter(unreadable, static_cast<double>(counts.unreadable_blocks),
+                 {{"upstream", upstream}});
     }
 
     const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
@@ -209,7 +215,7 @@ class Metrics::Collector final : public prometheus::Collectable {
   }
 
  private:
-  // The connections to each upstream (sidecar/upstream_pool.h), labelled as the requests are.
+  // The connections to each upstream (sidecar/builder/upstream_pool.h), labelled as the requests are.
   void AddPools(std::vector<prometheus::MetricFamily>& families) const {
     using prometheus::MetricType;
     auto hits = Family("breaker_sidecar_upstream_connection_reuses_total",
@@ -303,23 +309,8 @@ class Metrics::Collector final : public prometheus::Collectable {
   const std::vector<const UpstreamPool*> pools_;
 };
 
-absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address,
-                                                        const Enforcer& enforcer,
-                                                        const client::BreakerClient& client,
-                                                        const BeaconWatcher* watcher,
-                                                        std::vector<const UpstreamPool*> pools) {
-  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
-      common::StartMetricsExposer(listen_address, "metrics_listen");
-  if (!exposer.ok()) return exposer.status();
-  std::unique_ptr<Metrics> metrics(new Metrics());
-  metrics->collector_ = std::make_shared<Collector>(enforcer, client, watcher, std::move(pools));
-  metrics->exposer_ = *std::move(exposer);
-  metrics->port_ = metrics->exposer_->GetListeningPorts().front();
-  metrics->exposer_->RegisterCollectable(metrics->collector_);
-  return metrics;
-}
 
-// The proposal warmer's keys, proposals and warm-ups (sidecar/proposal_warmer.h).
+// The proposal warmer's keys, proposals and warm-ups (sidecar/builder/proposal_warmer.h).
 class Metrics::WarmerCollector final : public prometheus::Collectable {
  public:
   explicit WarmerCollector(const ProposalWarmer& warmer) : warmer_(warmer) {}
@@ -368,10 +359,6 @@ class Metrics::WarmerCollector final : public prometheus::Collectable {
   const ProposalWarmer& warmer_;
 };
 
-void Metrics::AddProposalWarmer(const ProposalWarmer& warmer) {
-  warmer_collector_ = std::make_shared<WarmerCollector>(warmer);
-  exposer_->RegisterCollectable(warmer_collector_);
-}
 
 // The upstreams' answer times, measured by the proxy.
 class Metrics::LatencyCollector final : public prometheus::Collectable {
@@ -384,9 +371,26 @@ class Metrics::LatencyCollector final : public prometheus::Collectable {
   const UpstreamLatency& latency_;
 };
 
-void Metrics::AddUpstreamLatency(const UpstreamLatency& latency) {
-  latency_collector_ = std::make_shared<LatencyCollector>(latency);
-  exposer_->RegisterCollectable(latency_collector_);
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address,
+                                                        MetricsSources sources) {
+  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+      common::StartMetricsExposer(listen_address, "metrics_listen");
+  if (!exposer.ok()) return exposer.status();
+  std::unique_ptr<Metrics> metrics(new Metrics());
+  metrics->exposer_ = *std::move(exposer);
+  metrics->port_ = metrics->exposer_->GetListeningPorts().front();
+  metrics->collector_ = std::make_shared<Collector>(*sources.enforcer, *sources.client,
+                                                    sources.watcher, std::move(sources.pools));
+  metrics->exposer_->RegisterCollectable(metrics->collector_);
+  if (sources.warmer != nullptr) {
+    metrics->warmer_collector_ = std::make_shared<WarmerCollector>(*sources.warmer);
+    metrics->exposer_->RegisterCollectable(metrics->warmer_collector_);
+  }
+  if (sources.latency != nullptr) {
+    metrics->latency_collector_ = std::make_shared<LatencyCollector>(*sources.latency);
+    metrics->exposer_->RegisterCollectable(metrics->latency_collector_);
+  }
+  return metrics;
 }
 
 Metrics::~Metrics() {

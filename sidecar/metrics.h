@@ -17,10 +17,10 @@
 #include "prometheus/exposer.h"
 #include "prometheus/histogram.h"
 #include "prometheus/metric_family.h"
-#include "sidecar/beacon_watcher.h"
-#include "sidecar/enforcer.h"
-#include "sidecar/proposal_warmer.h"
-#include "sidecar/upstream_pool.h"
+#include "sidecar/beacon/beacon_watcher.h"
+#include "sidecar/builder/enforcer.h"
+#include "sidecar/builder/proposal_warmer.h"
+#include "sidecar/builder/upstream_pool.h"
 
 namespace breaker::sidecar {
 
@@ -54,35 +54,37 @@ class UpstreamLatency {
   std::vector<std::unique_ptr<prometheus::Histogram>> histograms_;
 };
 
+// What the metrics are read from, at every scrape. Each must outlive the Metrics.
+struct MetricsSources {
+  MetricsSources(const Enforcer& enforcer, const client::BreakerClient& client)
+      : enforcer(&enforcer), client(&client) {}
+
+  const Enforcer* enforcer;
+  const client::BreakerClient* client;
+  // The observer of the beacon node; null when the sidecar has none (then its metrics are not
+  // served), as is the proposal warmer.
+  const BeaconWatcher* watcher = nullptr;
+  const ProposalWarmer* warmer = nullptr;
+  // The connections to each upstream, in the enforcer's order (none in tests without a proxy).
+  std::vector<const UpstreamPool*> pools;
+  // The upstreams' answer times; null: not served.
+  const UpstreamLatency* latency = nullptr;
+};
+
 // This class is thread-safe.
 class Metrics {
  public:
-  // Serves /metrics on `listen_address` ("host:port"; port 0 picks a free port). Returns
-  // INVALID_ARGUMENT for an address that is not host:port, UNAVAILABLE when it cannot be bound.
-  // `watcher` is the observer of the beacon node, null when the sidecar has none (then its
-  // metrics are not served).
-  // `pools`: the connections to each upstream, in the enforcer's order (none in tests that
-  // have no proxy).
-  // REQUIRES: `enforcer`, `client`, `watcher` and `pools` outlive the returned object.
+  // Serves /metrics on `listen_address` ("host:port"; port 0 picks a free port), read from
+  // `sources`. Returns INVALID_ARGUMENT for an address that is not host:port, UNAVAILABLE when
+  // it cannot be bound.
   static absl::StatusOr<std::unique_ptr<Metrics>> Start(const std::string& listen_address,
-                                                        const Enforcer& enforcer,
-                                                        const client::BreakerClient& client,
-                                                        const BeaconWatcher* watcher,
-                                                        std::vector<const UpstreamPool*> pools = {});
+                                                        MetricsSources sources);
 
   // Stops serving.
   ~Metrics();
 
   // The port actually bound.
   int port() const { return port_; }
-
-  // Serves the proposal warmer's counters too. REQUIRES: called at most once; `warmer`
-  // outlives this object.
-  void AddProposalWarmer(const ProposalWarmer& warmer);
-
-  // Serves the upstreams' answer times too. REQUIRES: called at most once; `latency` outlives
-  // this object.
-  void AddUpstreamLatency(const UpstreamLatency& latency);
 
  private:
   class Collector;

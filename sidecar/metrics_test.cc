@@ -14,16 +14,18 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "sidecar/beacon_watcher.h"
-#include "sidecar/enforcer.h"
+#include "sidecar/beacon/beacon_watcher.h"
+#include "sidecar/builder/enforcer.h"
 #include "tests/support/fake_beacon_node.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::sidecar {
 namespace {
 
 using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
+using ::breaker::testing::WaitFor;
 using ::testing::HasSubstr;
 
 constexpr char kRelay[] = "http://relay.example";
@@ -39,11 +41,18 @@ std::string Scrape(int port) {
   return result->body;
 }
 
+MetricsSources WithWatcher(const Enforcer& enforcer, const client::BreakerClient& client,
+                           const BeaconWatcher* watcher) {
+  MetricsSources sources(enforcer, client);
+  sources.watcher = watcher;
+  return sources;
+}
+
 TEST(MetricsTest, ServesTheEnforcersCountsAndThePolicyInForce) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
+      Metrics::Start("127.0.0.1:0", MetricsSources(enforcer, client));
   ASSERT_THAT(metrics, IsOk());
 
   core::Policy policy;
@@ -77,7 +86,7 @@ TEST(MetricsTest, WithoutABeaconNodeServesNoObserverMetrics) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
+      Metrics::Start("127.0.0.1:0", MetricsSources(enforcer, client));
   ASSERT_THAT(metrics, IsOk());
   EXPECT_THAT(Scrape((*metrics)->port()),
               ::testing::Not(HasSubstr("breaker_sidecar_beacon_stream_reconnects_total")));
@@ -100,16 +109,14 @@ TEST(MetricsTest, ServesWhatTheObserverOfTheBeaconNodeSaw) {
   ASSERT_THAT(watcher, IsOk());
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, watcher->get());
+      Metrics::Start("127.0.0.1:0", WithWatcher(enforcer, client, watcher->get()));
   ASSERT_THAT(metrics, IsOk());
   // Syncing until the watcher has read the node's sync status: each scrape reads it anew.
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  std::string text = Scrape((*metrics)->port());
-  while (!absl::StrContains(text, "breaker_sidecar_beacon_node_syncing 0") &&
-         absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(20));
+  std::string text;
+  EXPECT_TRUE(WaitFor([&] {
     text = Scrape((*metrics)->port());
-  }
+    return absl::StrContains(text, "breaker_sidecar_beacon_node_syncing 0");
+  }));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_node_syncing 0"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_stream_reconnects_total 0"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_bad_answers_total 0"));
@@ -138,15 +145,13 @@ TEST(MetricsTest, ServesTheFormOfTheTopicsQueryInUse) {
   ASSERT_THAT(watcher, IsOk());
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, watcher->get());
+      Metrics::Start("127.0.0.1:0", WithWatcher(enforcer, client, watcher->get()));
   ASSERT_THAT(metrics, IsOk());
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  std::string text = Scrape((*metrics)->port());
-  while (!absl::StrContains(text, "breaker_sidecar_beacon_topics_form{form=\"comma\"} 1") &&
-         absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(20));
+  std::string text;
+  EXPECT_TRUE(WaitFor([&] {
     text = Scrape((*metrics)->port());
-  }
+    return absl::StrContains(text, "breaker_sidecar_beacon_topics_form{form=\"comma\"} 1");
+  }));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_topics_form{form=\"comma\"} 1"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_beacon_topics_form{form=\"repeated\"} 0"));
 }
@@ -155,7 +160,7 @@ TEST(MetricsTest, CountsTheRefusalsByReason) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
+      Metrics::Start("127.0.0.1:0", MetricsSources(enforcer, client));
   ASSERT_THAT(metrics, IsOk());
   const auto refused = [&](const std::string& reason) {
     return "breaker_sidecar_refused_total{upstream=\"http://relay.example\",reason=\"" + reason +
@@ -205,10 +210,10 @@ TEST(MetricsTest, ServesTheUpstreamsAnswerTimesByRoute) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}, {"http://other.example", false}});
   UpstreamLatency latency({kRelay, "http://other.example"});
-  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-      Metrics::Start("127.0.0.1:0", enforcer, client, /*watcher=*/nullptr);
+  MetricsSources sources(enforcer, client);
+  sources.latency = &latency;
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics = Metrics::Start("127.0.0.1:0", sources);
   ASSERT_THAT(metrics, IsOk());
-  (*metrics)->AddUpstreamLatency(latency);
 
   latency.Observe(0, Endpoint::kGetHeader, absl::Milliseconds(30));
   latency.Observe(0, Endpoint::kGetHeader, absl::Milliseconds(400));
@@ -245,7 +250,7 @@ TEST(MetricsTest, ServesTheUpstreamsAnswerTimesByRoute) {
 TEST(MetricsTest, ABadAddressNamesTheSetting) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});
-  EXPECT_THAT(Metrics::Start("18550", enforcer, client, /*watcher=*/nullptr),
+  EXPECT_THAT(Metrics::Start("18550", MetricsSources(enforcer, client)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("metrics_listen '18550'")));
 }
 

@@ -6,29 +6,22 @@
 
 #include "client/channel_security.h"
 #include "common/clock.h"
-#include "core/chain_time.h"
 #include "proto/codec/config_file.h"
 
 namespace breaker::sidecar {
 
-absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& settings) {
+namespace {
+
+// The client library's options: breakerd's addresses, TLS and token, the node, and the local
+// fallback configuration.
+absl::StatusOr<client::ClientOptions> ClientOptionsFrom(const SidecarSettings& settings) {
   client::ClientOptions options;
   options.addresses = settings.breakerd_addresses;
-  client::ChannelSecurityFiles files;
-  files.tls_ca_file = settings.tls_ca_file;
-  files.tls_cert_file = settings.tls_cert_file;
-  files.tls_key_file = settings.tls_key_file;
-  if (files.tls()) {
-    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-        client::MakeChannelCredentials(files);
-    if (!credentials.ok()) return credentials.status();
-    options.credentials = *std::move(credentials);
-  }
-  if (!settings.token_file.empty()) {
-    absl::StatusOr<std::string> token = client::ReadTokenFile(settings.token_file);
-    if (!token.ok()) return token.status();
-    options.bearer_token = *std::move(token);
-  }
+  absl::StatusOr<client::ChannelSecurity> security = client::SecurityFromFiles(
+      {settings.tls_ca_file, settings.tls_cert_file, settings.tls_key_file}, settings.token_file);
+  if (!security.ok()) return security.status();
+  options.credentials = std::move(security->credentials);
+  options.bearer_token = std::move(security->bearer_token);
   options.node_id = settings.node_id;
   options.network = settings.network;
   if (!settings.fallback_config_file.empty()) {
@@ -40,77 +33,102 @@ absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& s
   if (settings.staleness_limit > absl::ZeroDuration()) {
     options.staleness_limit = settings.staleness_limit;
   }
-  // The chain the library follows, as it picks it: the observer checks the node against it.
-  core::ChainSpec chain;
-  if (options.fallback_config.has_value()) {
-    chain = options.fallback_config->chain;
-  } else if (!settings.network.empty()) {
-    absl::StatusOr<core::ChainSpec> known = core::ChainSpecForNetwork(settings.network);
-    if (known.ok()) chain = *known;  // Otherwise the library refuses the network below.
-  }
+  return options;
+}
 
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& settings) {
   std::unique_ptr<Sidecar> sidecar(new Sidecar());
-  absl::StatusOr<std::unique_ptr<client::BreakerClient>> client =
-      client::StartGrpcClient(std::move(options));
-  if (!client.ok()) return client.status();
-  sidecar->client_ = *std::move(client);
-
-  if (!settings.beacon_node_url.empty()) {
-    ProposalWarmerOptions warming;
-    warming.base = settings.beacon_node_base;
-    warming.path_prefix = settings.beacon_node_path_prefix;
-    warming.chain = chain;
-    warming.warm_budget =
-        std::min(settings.upstream_timeout, absl::Seconds(chain.seconds_per_slot));
-    sidecar->warmer_ =
-        std::make_unique<ProposalWarmer>(std::move(warming), SystemClock(), *sidecar->client_);
-    BeaconWatcherOptions watcher;
-    watcher.base = settings.beacon_node_base;
-    watcher.path_prefix = settings.beacon_node_path_prefix;
-    watcher.observer.chain = chain;
-    watcher.on_chain_reorg = [warmer = sidecar->warmer_.get()] { warmer->OnChainReorg(); };
-    absl::StatusOr<std::unique_ptr<BeaconWatcher>> started =
-        BeaconWatcher::Start(std::move(watcher), SystemClock(), *sidecar->client_);
-    if (!started.ok()) return started.status();
-    sidecar->watcher_ = *std::move(started);
+  for (absl::Status (Sidecar::*step)(const SidecarSettings&) :
+       {&Sidecar::StartClient, &Sidecar::StartBeaconFace, &Sidecar::StartBuilderFace,
+        &Sidecar::StartMetrics}) {
+    if (absl::Status started = (sidecar.get()->*step)(settings); !started.ok()) return started;
   }
+  return sidecar;
+}
 
+absl::Status Sidecar::StartClient(const SidecarSettings& settings) {
+  absl::StatusOr<client::ClientOptions> options = ClientOptionsFrom(settings);
+  if (!options.ok()) return options.status();
+  absl::StatusOr<std::unique_ptr<client::BreakerClient>> client =
+      client::StartGrpcClient(*std::move(options));
+  if (!client.ok()) return client.status();
+  client_ = *std::move(client);
+  // Before the watcher, which tells it the node's preset.
   std::vector<UpstreamIdentity> identities;
+  std::vector<std::string> relay_ids;
   for (const UpstreamSettings& upstream : settings.upstreams) {
     identities.push_back(UpstreamIdentity{upstream.relay_id, upstream.trusted});
+    relay_ids.push_back(upstream.relay_id);
   }
-  sidecar->enforcer_ = std::make_unique<Enforcer>(*sidecar->client_, std::move(identities));
-  sidecar->proxy_ = std::make_unique<Proxy>(settings, *sidecar->enforcer_, SystemClock());
-  if (ProposalWarmer* warmer = sidecar->warmer_.get(); warmer != nullptr) {
-    sidecar->proxy_->set_registration_observer(
+  enforcer_ = std::make_unique<Enforcer>(*client_, std::move(identities));
+  latency_ = std::make_unique<UpstreamLatency>(std::move(relay_ids));
+  return absl::OkStatus();
+}
+
+absl::Status Sidecar::StartBeaconFace(const SidecarSettings& settings) {
+  if (settings.beacon_node_url.empty()) return absl::OkStatus();
+  // The chain the library follows: the observer checks the node against it.
+  const core::ChainSpec chain = client_->chain();
+  ProposalWarmerOptions warming;
+  warming.base = settings.beacon_node_base;
+  warming.path_prefix = settings.beacon_node_path_prefix;
+  warming.chain = chain;
+  warming.warm_budget = std::min(settings.upstream_timeout, absl::Seconds(chain.seconds_per_slot));
+  warmer_ = std::make_unique<ProposalWarmer>(std::move(warming), SystemClock(), *client_);
+  BeaconWatcherOptions watcher;
+  watcher.base = settings.beacon_node_base;
+  watcher.path_prefix = settings.beacon_node_path_prefix;
+  watcher.observer.chain = chain;
+  watcher.on_chain_reorg = [warmer = warmer_.get()] { warmer->OnChainReorg(); };
+  watcher.on_preset = [enforcer = enforcer_.get()](const ssz::Preset& preset) {
+    enforcer->SetPreset(preset);
+  };
+  absl::StatusOr<std::unique_ptr<BeaconWatcher>> started =
+      BeaconWatcher::Start(std::move(watcher), SystemClock(), *client_);
+  if (!started.ok()) return started.status();
+  watcher_ = *std::move(started);
+  return absl::OkStatus();
+}
+
+absl::Status Sidecar::StartBuilderFace(const SidecarSettings& settings) {
+  proxy_ = std::make_unique<Proxy>(settings, *enforcer_, SystemClock());
+  if (ProposalWarmer* warmer = warmer_.get(); warmer != nullptr) {
+    proxy_->set_registration_observer(
         [warmer](absl::string_view body, absl::string_view content_type) {
           warmer->OnRegistration(body, content_type);
         });
   }
-  if (absl::Status started = sidecar->proxy_->Start(); !started.ok()) return started;
-  if (sidecar->warmer_ != nullptr) {
+  proxy_->set_latency_observer(
+      [latency = latency_.get()](size_t index, Endpoint endpoint, absl::Duration answer_time) {
+        latency->Observe(index, endpoint, answer_time);
+      });
+  if (absl::Status started = proxy_->Start(); !started.ok()) return started;
+  if (warmer_ != nullptr) {
     std::vector<WarmTarget> targets;
     for (size_t i = 0; i < settings.upstreams.size(); ++i) {
-      targets.push_back(WarmTarget{sidecar->enforcer_->upstream(i), &sidecar->proxy_->pool(i),
+      targets.push_back(WarmTarget{enforcer_->upstream(i), &proxy_->pool(i),
                                    settings.upstreams[i].path_prefix + "/eth/v1/builder/status"});
     }
-    sidecar->warmer_->SetTargets(std::move(targets));
-    sidecar->warmer_->Start();
+    warmer_->SetTargets(std::move(targets));
+    warmer_->Start();
   }
-  if (!settings.metrics_listen.empty()) {
-    std::vector<const UpstreamPool*> pools;
-    for (size_t i = 0; i < sidecar->proxy_->upstreams(); ++i) {
-      pools.push_back(&sidecar->proxy_->pool(i));
-    }
-    absl::StatusOr<std::unique_ptr<Metrics>> metrics =
-        Metrics::Start(settings.metrics_listen, *sidecar->enforcer_, *sidecar->client_,
-                       sidecar->watcher_.get(), std::move(pools));
-    if (!metrics.ok()) return metrics.status();
-    sidecar->metrics_ = *std::move(metrics);
-    if (sidecar->warmer_ != nullptr) sidecar->metrics_->AddProposalWarmer(*sidecar->warmer_);
-    sidecar->metrics_->AddUpstreamLatency(sidecar->proxy_->latency());
-  }
-  return sidecar;
+  return absl::OkStatus();
+}
+
+absl::Status Sidecar::StartMetrics(const SidecarSettings& settings) {
+  if (settings.metrics_listen.empty()) return absl::OkStatus();
+  MetricsSources sources(*enforcer_, *client_);
+  sources.watcher = watcher_.get();
+  sources.warmer = warmer_.get();
+  for (size_t i = 0; i < proxy_->upstreams(); ++i) sources.pools.push_back(&proxy_->pool(i));
+  sources.latency = latency_.get();
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics =
+      Metrics::Start(settings.metrics_listen, std::move(sources));
+  if (!metrics.ok()) return metrics.status();
+  metrics_ = *std::move(metrics);
+  return absl::OkStatus();
 }
 
 Sidecar::~Sidecar() { Stop(); }

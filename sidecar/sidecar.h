@@ -9,12 +9,12 @@
 
 #include "absl/status/statusor.h"
 #include "client/client.h"
-#include "sidecar/beacon_watcher.h"
+#include "sidecar/beacon/beacon_watcher.h"
 #include "sidecar/config.h"
-#include "sidecar/enforcer.h"
+#include "sidecar/builder/enforcer.h"
 #include "sidecar/metrics.h"
-#include "sidecar/proposal_warmer.h"
-#include "sidecar/proxy.h"
+#include "sidecar/builder/proposal_warmer.h"
+#include "sidecar/builder/proxy.h"
 
 namespace breaker::sidecar {
 
@@ -39,11 +39,25 @@ class Sidecar {
  private:
   Sidecar() = default;
 
+  // Start's steps, in order. The client library towards breakerd, the enforcer on it, and
+  // the record of the upstreams' answer times.
+  absl::Status StartClient(const SidecarSettings& settings);
+  // The beacon node's face, when the settings name a node: the proposal warmer, and the
+  // watcher that feeds the observer (on the library's chain) and tells the enforcer the
+  // node's preset.
+  absl::Status StartBeaconFace(const SidecarSettings& settings);
+  // The builder API's face: every upstream's port, the warmer's targets.
+  absl::Status StartBuilderFace(const SidecarSettings& settings);
+  // /metrics, when metrics_listen is set.
+  absl::Status StartMetrics(const SidecarSettings& settings);
+
   std::unique_ptr<client::BreakerClient> client_;
   // Told of reorgs by the watcher: declared before it, so destroyed after.
   std::unique_ptr<ProposalWarmer> warmer_;
   std::unique_ptr<BeaconWatcher> watcher_;
   std::unique_ptr<Enforcer> enforcer_;
+  // Told by the proxy: declared before it, so destroyed after.
+  std::unique_ptr<UpstreamLatency> latency_;
   std::unique_ptr<Proxy> proxy_;
   // Reads the enforcer and the client: declared after them, so destroyed first.
   std::unique_ptr<Metrics> metrics_;

@@ -6,7 +6,11 @@
 #
 # TARGET is engine (//core:engine_fuzzer), config (//proto/codec:config_file_fuzzer), batch
 # (//proto/codec:received_batch_fuzzer), fleet
-# (//service:fleet_fuzzer) or rpc (//service/rpc:rpc_fuzzer). The build is --config=fuzz (.bazelrc): clang 14, -fsanitize=fuzzer,
+# (//service:fleet_fuzzer) or rpc (//service/rpc:rpc_fuzzer); or one of the sidecar's:
+# block_root (//sidecar/ssz:block_root_fuzzer), block_root_differential
+# (//sidecar/ssz:block_root_differential_fuzzer), builder_messages
+# (//sidecar/builder:messages_fuzzer), beacon (//sidecar/beacon:beacon_fuzzer) or
+# sidecar_config (//sidecar:config_fuzzer). The build is --config=fuzz (.bazelrc): clang 14, -fsanitize=fuzzer,
 # address. Choosing the compiler re-runs Bazel's toolchain configuration, so the build lives in
 # an output base of its own under $BREAKER_FUZZ_DIR (default ~/.cache/breaker-fuzz), where it
 # neither rebuilds nor disturbs the gcc builds. The inputs libFuzzer finds are kept there too
@@ -350,6 +354,31 @@ case "$target" in
     # they free, and libFuzzer would take each for a leak and scan the whole heap: a fifth of
     # the speed. Leaks are still looked for at the end, after breakerd's clean shutdown.
     target_flags=(-detect_leaks=0)
+    ;;
+  block_root)
+    label=//sidecar/ssz:block_root_fuzzer
+    seeds=sidecar/ssz/fuzz_corpus/block_root
+    dict=""
+    ;;
+  block_root_differential)
+    label=//sidecar/ssz:block_root_differential_fuzzer
+    seeds=sidecar/ssz/fuzz_corpus/block_root_differential
+    dict=""
+    ;;
+  builder_messages)
+    label=//sidecar/builder:messages_fuzzer
+    seeds=sidecar/builder/fuzz_corpus/messages
+    dict=""
+    ;;
+  beacon)
+    label=//sidecar/beacon:beacon_fuzzer
+    seeds=sidecar/beacon/fuzz_corpus/beacon
+    dict=""
+    ;;
+  sidecar_config)
+    label=//sidecar:config_fuzzer
+    seeds=sidecar/fuzz_corpus/config
+    dict=""
     ;;
   *) usage ;;
 esac

@@ -395,7 +395,7 @@ absl::Status EtcdStateStore::Campaign() {
 }
 
 absl::Status EtcdStateStore::TakeLeaderKey() {
-  const absl::Time give_up = absl::Now() + options_.campaign_timeout;
+  const absl::Duration give_up = options_.clock->Monotonic() + options_.campaign_timeout;
   const std::string leader_key = Key("leader");
   std::string followed;
   size_t attempts = 0;
@@ -432,7 +432,7 @@ absl::Status EtcdStateStore::TakeLeaderKey() {
                 response.responses(0).response_range().kvs_size() > 0
             ? &response.responses(0).response_range().kvs(0)
             : nullptr;
-    const bool out_of_time = absl::Now() + kCampaignPoll > give_up;
+    const bool out_of_time = options_.clock->Monotonic() + kCampaignPoll > give_up;
     if (status.ok() && response.succeeded()) {
       leader_revision_ = response.header().revision();
       break;
@@ -468,7 +468,7 @@ absl::Status EtcdStateStore::TakeLeaderKey() {
     // every endpoint failed (all refusing at once, say), asked again soon rather than in a spin.
     if (status.ok() || attempts % endpoints_.size() == 0) absl::SleepFor(kCampaignPoll);
   }
-  leading_since_ = absl::Now();
+  leading_since_ = options_.clock->Now();
   LOG(INFO) << "leading " << options_.prefix << " in etcd as '" << options_.name << "' (lease "
             << absl::StrFormat("%x", lease_id_) << ", TTL " << absl::FormatDuration(granted_ttl_)
             << ", leader key revision " << leader_revision_ << ")";
@@ -513,7 +513,7 @@ absl::Duration EtcdStateStore::LeaseLeftLocked() const {
 
 void EtcdStateStore::KeepAliveLoop() {
   const absl::Duration interval = KeepAliveInterval();
-  absl::Time next_keepalive = absl::Now() + interval;
+  absl::Duration next_keepalive = options_.clock->Monotonic() + interval;
   while (true) {
     {
       // Awake for the next keepalive, and when the lease runs out by this store's clock, so
@@ -521,7 +521,8 @@ void EtcdStateStore::KeepAliveLoop() {
       // etcd does not answer.
       MutexLock lock(&lease_mu_);
       while (!stopping_ && deposed_.ok()) {
-        const absl::Duration wait = std::min(next_keepalive - absl::Now(), LeaseLeftLocked());
+        const absl::Duration wait =
+            std::min(next_keepalive - options_.clock->Monotonic(), LeaseLeftLocked());
         if (wait <= absl::ZeroDuration()) break;
         lease_changed_.WaitFor(&lease_mu_, wait);
       }
@@ -529,8 +530,8 @@ void EtcdStateStore::KeepAliveLoop() {
     }
     // Deposes the store when the TTL ran out on this store's clock.
     if (!CheckLeading().ok()) return;
-    if (absl::Now() < next_keepalive) continue;
-    next_keepalive = absl::Now() + interval;
+    if (options_.clock->Monotonic() < next_keepalive) continue;
+    next_keepalive = options_.clock->Monotonic() + interval;
     const absl::Status renewed = KeepAliveOnce();
     if (!renewed.ok() && !absl::IsCancelled(renewed)) LOG(WARNING) << renewed;
     (void)CheckLeading();

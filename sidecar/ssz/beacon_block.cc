@@ -1,33 +1,20 @@
 #include "sidecar/ssz/beacon_block.h"
 
 #include <array>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/mutex.h"
 
 namespace breaker::sidecar::ssz {
 namespace {
 
 using Json = nlohmann::json;
-
-// presets/{mainnet,minimal}/*.yaml of the consensus specs: the limits a block's types use.
-struct Limits {
-  uint64_t max_validators_per_committee;
-  uint64_t max_committees_per_slot;
-  uint64_t sync_committee_size;
-  uint64_t max_withdrawals_per_payload;
-  uint64_t max_blob_commitments_per_block;
-  uint64_t max_deposit_requests_per_payload;
-  uint64_t max_withdrawal_requests_per_payload;
-  uint64_t max_consolidation_requests_per_payload;
-};
-
-constexpr Limits kMainnet = {2048, 64, 512, 16, 4096, 8192, 16, 2};
-// Up to Capella only (the later fields are unused): BeaconBlockType refuses later forks.
-constexpr Limits kMinimal = {2048, 4, 32, 4, 0, 0, 0, 0};
 
 // The same in every preset.
 constexpr uint64_t kMaxProposerSlashings = 16;
@@ -56,7 +43,7 @@ Type Signed(Type message) {
   return Container({{"message", std::move(message)}, {"signature", Bytes96()}});
 }
 
-Type ExecutionPayload(Fork fork, BlockKind kind, const Limits& limits) {
+Type ExecutionPayload(Fork fork, BlockKind kind, const Preset& limits) {
   std::vector<Field> fields = {
       {"parent_hash", Bytes32()},
       {"fee_recipient", Bytes20()},
@@ -97,7 +84,7 @@ Type ExecutionPayload(Fork fork, BlockKind kind, const Limits& limits) {
   return Container(std::move(fields));
 }
 
-Type ExecutionRequests(const Limits& limits) {
+Type ExecutionRequests(const Preset& limits) {
   const Type deposit = Container({{"pubkey", Bytes48()},
                                   {"withdrawal_credentials", Bytes32()},
                                   {"amount", Uint64()},
@@ -114,7 +101,7 @@ Type ExecutionRequests(const Limits& limits) {
   });
 }
 
-Type BeaconBlock(Fork fork, BlockKind kind, const Limits& limits) {
+Type BeaconBlock(Fork fork, BlockKind kind, const Preset& limits) {
   const bool electra = fork >= Fork::kElectra;
   const Type checkpoint = Container({{"epoch", Uint64()}, {"root", Bytes32()}});
   const Type attestation_data = Container({{"slot", Uint64()},
@@ -191,26 +178,59 @@ struct BlockTypes {
   Type signed_block;
 };
 
-// Every fork's, kind's and preset's types, built once. Null: not described.
-const BlockTypes* Types(Fork fork, BlockKind kind, Preset preset) {
-  // Fulu's BeaconBlock is Electra's.
-  if (fork == Fork::kFulu) fork = Fork::kElectra;
-  if (preset == Preset::kMinimal && fork > Fork::kCapella) return nullptr;
-  static const auto* const kTypes = [] {
-    auto* types = new std::vector<BlockTypes>;
-    for (Preset p : {Preset::kMainnet, Preset::kMinimal}) {
-      for (BlockKind k : {BlockKind::kBlinded, BlockKind::kFull}) {
-        for (Fork f : kForks) {
-          Type block = BeaconBlock(f, k, p == Preset::kMainnet ? kMainnet : kMinimal);
-          Type signed_block = Signed(block);
-          types->push_back({std::move(block), std::move(signed_block)});
-        }
+// Every fork's and kind's types of one preset.
+class PresetTypes {
+ public:
+  explicit PresetTypes(const Preset& preset) {
+    for (BlockKind k : {BlockKind::kBlinded, BlockKind::kFull}) {
+      for (Fork f : kForks) {
+        Type block = BeaconBlock(f, k, preset);
+        Type signed_block = Signed(block);
+        types_.push_back({std::move(block), std::move(signed_block)});
       }
     }
-    return types;
-  }();
-  return &kTypes->at(static_cast<size_t>(preset) * 2 * kForks.size() +
-                     static_cast<size_t>(kind) * kForks.size() + static_cast<size_t>(fork));
+  }
+  const BlockTypes& Of(Fork fork, BlockKind kind) const {
+    // Fulu's BeaconBlock is Electra's.
+    if (fork == Fork::kFulu) fork = Fork::kElectra;
+    return types_.at(static_cast<size_t>(kind) * kForks.size() + static_cast<size_t>(fork));
+  }
+
+ private:
+  std::vector<BlockTypes> types_;
+};
+
+std::array<uint64_t, 8> LimitsOf(const Preset& p) {
+  return {p.max_validators_per_committee,     p.max_committees_per_slot,
+          p.sync_committee_size,              p.max_withdrawals_per_payload,
+          p.max_blob_commitments_per_block,   p.max_deposit_requests_per_payload,
+          p.max_withdrawal_requests_per_payload, p.max_consolidation_requests_per_payload};
+}
+
+// The types of `preset`: mainnet's and minimal's built once, any other's on first use, at most
+// kMaxOtherPresets of them (a node's spec names one preset; a few more cover reloads).
+absl::StatusOr<const PresetTypes*> TypesOf(const Preset& preset) {
+  static const PresetTypes* const kMainnetTypes = new PresetTypes(Preset::kMainnet);
+  static const PresetTypes* const kMinimalTypes = new PresetTypes(Preset::kMinimal);
+  if (preset == Preset::kMainnet) return kMainnetTypes;
+  if (preset == Preset::kMinimal) return kMinimalTypes;
+  for (uint64_t limit : LimitsOf(preset)) {
+    if (limit == 0 || limit > kMaxPresetLimit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the preset has a limit of ", limit, ", not in 1..", kMaxPresetLimit));
+    }
+  }
+  static Mutex mu;
+  static auto* const others = new std::map<std::array<uint64_t, 8>, std::unique_ptr<PresetTypes>>;
+  MutexLock lock(&mu);
+  auto it = others->find(LimitsOf(preset));
+  if (it != others->end()) return it->second.get();
+  if (others->size() >= kMaxOtherPresets) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the types of ", kMaxOtherPresets, " presets besides mainnet and minimal are kept already"));
+  }
+  return others->emplace(LimitsOf(preset), std::make_unique<PresetTypes>(preset))
+      .first->second.get();
 }
 
 const Type& Body(const Type& block) { return block.fields.back().type; }
@@ -233,7 +253,8 @@ absl::StatusOr<Fork> ForkOfJson(const Json& signed_block, BlockKind kind, const 
   if (body == nullptr)
     return absl::InvalidArgumentError(absl::StrCat(path, "message.body: missing"));
   for (Fork fork : {Fork::kElectra, Fork::kDeneb, Fork::kCapella, Fork::kBellatrix}) {
-    if (HasFields(Body(Types(fork, kind, Preset::kMainnet)->block), *body)) return fork;
+    // Field names are the same in every preset.
+    if (HasFields(Body((*TypesOf(Preset::kMainnet))->Of(fork, kind).block), *body)) return fork;
   }
   return absl::InvalidArgumentError(
       absl::StrCat(path, "message.body: its fields are those of no fork's ",
@@ -251,9 +272,9 @@ uint64_t FixedPartBytes(const Type& container) {
 }
 
 // The fork whose block body's fixed part is as long as the SSZ body's: the body's first offset.
-absl::StatusOr<Fork> ForkOfSsz(absl::string_view ssz, BlockKind kind) {
+absl::StatusOr<Fork> ForkOfSsz(absl::string_view ssz, BlockKind kind, const PresetTypes& types) {
   // Up to the body, every fork's signed block has the same layout.
-  const BlockTypes& any = *Types(Fork::kBellatrix, kind, Preset::kMainnet);
+  const BlockTypes& any = types.Of(Fork::kBellatrix, kind);
   absl::StatusOr<std::vector<absl::string_view>> signed_parts =
       SplitContainer(any.signed_block, ssz);
   if (!signed_parts.ok()) return signed_parts.status();
@@ -273,7 +294,8 @@ absl::StatusOr<Fork> ForkOfSsz(absl::string_view ssz, BlockKind kind) {
       first_offset = (first_offset << 8) | static_cast<uint8_t>(body[at + i]);
   }
   for (Fork fork : {Fork::kBellatrix, Fork::kCapella, Fork::kDeneb, Fork::kElectra}) {
-    if (FixedPartBytes(Body(Types(fork, kind, Preset::kMainnet)->block)) == first_offset) {
+    // The preset's: the sync aggregate's bits are part of it.
+    if (FixedPartBytes(Body(types.Of(fork, kind).block)) == first_offset) {
       return fork;
     }
   }
@@ -283,29 +305,31 @@ absl::StatusOr<Fork> ForkOfSsz(absl::string_view ssz, BlockKind kind) {
                    "(Eth-Consensus-Version)"));
 }
 
-absl::StatusOr<const BlockTypes*> TypesOrError(Fork fork, BlockKind kind, Preset preset) {
-  const BlockTypes* types = Types(fork, kind, preset);
-  if (types == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the minimal preset's limits are described up to Capella, not for ", ForkName(fork)));
-  }
-  return types;
-}
-
-absl::StatusOr<BlockRoot> RootOfSsz(absl::string_view ssz, Fork fork, BlockKind kind, Preset preset,
-                                    const std::string& path) {
-  absl::StatusOr<const BlockTypes*> types = TypesOrError(fork, kind, preset);
-  if (!types.ok()) return types.status();
+absl::StatusOr<BlockRoot> RootOfSsz(absl::string_view ssz, Fork fork, BlockKind kind,
+                                    const PresetTypes& preset_types, const std::string& path) {
+  const BlockTypes& types = preset_types.Of(fork, kind);
   absl::StatusOr<std::vector<absl::string_view>> parts =
-      SplitContainer((*types)->signed_block, ssz, path);
+      SplitContainer(types.signed_block, ssz, path);
   if (!parts.ok()) return parts.status();
-  absl::StatusOr<Root> root = HashTreeRoot((*types)->block, (*parts)[0],
-                                           absl::StrCat(path, path.empty() ? "" : ".", "message"));
+  const std::string message_path = absl::StrCat(path, path.empty() ? "" : ".", "message");
+  absl::StatusOr<Root> root = HashTreeRoot(types.block, (*parts)[0], message_path);
   if (!root.ok()) return root.status();
-  return BlockRoot{fork, *root};
+  // A valid block: its fields are in place.
+  absl::StatusOr<std::vector<absl::string_view>> fields =
+      SplitContainer(types.block, (*parts)[0], message_path);
+  if (!fields.ok()) return fields.status();
+  absl::StatusOr<uint64_t> slot = DecodeUint64((*fields)[0], message_path + ".slot");
+  if (!slot.ok()) return slot.status();
+  return BlockRoot{fork, *root, *slot};
 }
 
 }  // namespace
+
+// presets/{mainnet,minimal}/*.yaml of the consensus specs.
+const Preset Preset::kMainnet = {2048, 64, 512, 16, 4096, 8192, 16, 2};
+const Preset Preset::kMinimal = {2048, 4, 32, 4, 4096, 8192, 16, 2};
+
+bool operator==(const Preset& a, const Preset& b) { return LimitsOf(a) == LimitsOf(b); }
 
 absl::string_view ForkName(Fork fork) {
   switch (fork) {
@@ -330,14 +354,16 @@ std::optional<Fork> ForkFromName(absl::string_view name) {
   return std::nullopt;
 }
 
-absl::StatusOr<const Type*> BeaconBlockType(Fork fork, BlockKind kind, Preset preset) {
-  absl::StatusOr<const BlockTypes*> types = TypesOrError(fork, kind, preset);
+absl::StatusOr<const Type*> BeaconBlockType(Fork fork, BlockKind kind, const Preset& preset) {
+  absl::StatusOr<const PresetTypes*> types = TypesOf(preset);
   if (!types.ok()) return types.status();
-  return &(*types)->block;
+  return &(*types)->Of(fork, kind).block;
 }
 
 absl::StatusOr<BlockRoot> SignedBlockRootFromJson(const Json& json, BlockKind kind,
-                                                  std::optional<Fork> fork, Preset preset) {
+                                                  std::optional<Fork> fork, const Preset& preset) {
+  absl::StatusOr<const PresetTypes*> preset_types = TypesOf(preset);
+  if (!preset_types.ok()) return preset_types.status();
   const Json* signed_block = &json;
   std::string path;
   if (json.is_object() && !json.contains("message") && json.contains("data")) {
@@ -364,21 +390,22 @@ absl::StatusOr<BlockRoot> SignedBlockRootFromJson(const Json& json, BlockKind ki
     if (!inferred.ok()) return inferred.status();
     fork = *inferred;
   }
-  absl::StatusOr<const BlockTypes*> types = TypesOrError(*fork, kind, preset);
-  if (!types.ok()) return types.status();
-  absl::StatusOr<std::string> ssz = EncodeJson((*types)->signed_block, *signed_block, path);
+  absl::StatusOr<std::string> ssz =
+      EncodeJson((*preset_types)->Of(*fork, kind).signed_block, *signed_block, path);
   if (!ssz.ok()) return ssz.status();
-  return RootOfSsz(*ssz, *fork, kind, preset, path);
+  return RootOfSsz(*ssz, *fork, kind, **preset_types, path);
 }
 
 absl::StatusOr<BlockRoot> SignedBlockRootFromSsz(absl::string_view ssz, BlockKind kind,
-                                                 std::optional<Fork> fork, Preset preset) {
+                                                 std::optional<Fork> fork, const Preset& preset) {
+  absl::StatusOr<const PresetTypes*> preset_types = TypesOf(preset);
+  if (!preset_types.ok()) return preset_types.status();
   if (!fork) {
-    absl::StatusOr<Fork> inferred = ForkOfSsz(ssz, kind);
+    absl::StatusOr<Fork> inferred = ForkOfSsz(ssz, kind, **preset_types);
     if (!inferred.ok()) return inferred.status();
     fork = *inferred;
   }
-  return RootOfSsz(ssz, *fork, kind, preset, "");
+  return RootOfSsz(ssz, *fork, kind, **preset_types, "");
 }
 
 }  // namespace breaker::sidecar::ssz

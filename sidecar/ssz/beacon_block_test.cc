@@ -16,8 +16,11 @@ using Json = nlohmann::json;
 
 // testdata/make_vectors.mjs wrote these with @chainsafe/ssz and @lodestar/types.
 constexpr const char* kVectors[] = {
-    "bellatrix_0", "bellatrix_1", "capella_0", "capella_1", "deneb_0",        "deneb_1",
-    "electra_0",   "electra_1",   "fulu_0",    "fulu_1",    "capella_full_0", "capella_full_1",
+    "bellatrix_0",       "bellatrix_1",       "capella_0",         "capella_1",
+    "deneb_0",           "deneb_1",           "electra_0",         "electra_1",
+    "fulu_0",            "fulu_1",            "capella_full_0",    "capella_full_1",
+    "capella_minimal_0", "capella_minimal_1", "deneb_minimal_0",   "deneb_minimal_1",
+    "electra_minimal_0", "electra_minimal_1", "fulu_minimal_0",    "fulu_minimal_1",
 };
 
 std::string HexOf(const absl::StatusOr<BlockRoot>& root) {
@@ -34,25 +37,26 @@ TEST(BeaconBlockTest, RootsOfEveryForkAgreeWithChainSafeSsz) {
     const std::string expected = Hex(vector.root);
     const Fork fork = *ForkFromName(vector.fork);
     const BlockKind kind = vector.full ? BlockKind::kFull : BlockKind::kBlinded;
+    const Preset& preset = vector.minimal ? Preset::kMinimal : Preset::kMainnet;
     const Json block = Json::parse(vector.json);
 
     // JSON: the fork named, inferred from the body, named by the {"version", "data"} wrapping.
-    EXPECT_EQ(HexOf(SignedBlockRootFromJson(block, kind, fork, Preset::kMainnet)), expected);
+    EXPECT_EQ(HexOf(SignedBlockRootFromJson(block, kind, fork, preset)), expected);
     const absl::StatusOr<BlockRoot> inferred =
-        SignedBlockRootFromJson(block, kind, std::nullopt, Preset::kMainnet);
+        SignedBlockRootFromJson(block, kind, std::nullopt, preset);
     EXPECT_EQ(HexOf(inferred), expected);
     if (inferred.ok()) {
       EXPECT_EQ(inferred->fork, fork == Fork::kFulu ? Fork::kElectra : fork);
     }
     const Json wrapped = {{"version", vector.fork}, {"data", block}, {"finalized", false}};
-    EXPECT_EQ(HexOf(SignedBlockRootFromJson(wrapped, kind, std::nullopt, Preset::kMainnet)),
+    EXPECT_EQ(HexOf(SignedBlockRootFromJson(wrapped, kind, std::nullopt, preset)),
               expected);
 
     // SSZ: the same root, the fork named or inferred; and the JSON encodes to those bytes.
     const std::string& ssz = vector.ssz;
-    EXPECT_EQ(HexOf(SignedBlockRootFromSsz(ssz, kind, fork, Preset::kMainnet)), expected);
-    EXPECT_EQ(HexOf(SignedBlockRootFromSsz(ssz, kind, std::nullopt, Preset::kMainnet)), expected);
-    const absl::StatusOr<const Type*> type = BeaconBlockType(fork, kind, Preset::kMainnet);
+    EXPECT_EQ(HexOf(SignedBlockRootFromSsz(ssz, kind, fork, preset)), expected);
+    EXPECT_EQ(HexOf(SignedBlockRootFromSsz(ssz, kind, std::nullopt, preset)), expected);
+    const absl::StatusOr<const Type*> type = BeaconBlockType(fork, kind, preset);
     ASSERT_TRUE(type.ok());
     const absl::StatusOr<std::string> encoded = EncodeJson(**type, block["message"]);
     ASSERT_TRUE(encoded.ok()) << encoded.status();
@@ -114,9 +118,47 @@ TEST(BeaconBlockTest, RefusesBlocksOfAnotherForkOrOutOfRangeNamingTheField) {
                        HasSubstr("message.body: its fields are those of no fork's")));
   EXPECT_THAT(json_error(Json::parse(R"({"message":{"slot":"1"}})"), std::nullopt),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("message.body: missing")));
+  // Mainnet's committee bits (64) are not the minimal preset's (4).
   EXPECT_THAT(
       SignedBlockRootFromJson(electra, BlockKind::kBlinded, Fork::kElectra, Preset::kMinimal),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("up to Capella")));
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("committee_bits")));
+}
+
+TEST(BeaconBlockTest, AMinimalBlockIsReadWithTheMinimalPresetOnly) {
+  const TestVector vector = ReadTestVector("deneb_minimal_0");
+  // The sync aggregate's bits (4 bytes, not 64) make its fixed part no mainnet fork's.
+  EXPECT_THAT(SignedBlockRootFromSsz(vector.ssz, BlockKind::kBlinded, std::nullopt,
+                                     Preset::kMainnet),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(HexOf(SignedBlockRootFromSsz(vector.ssz, BlockKind::kBlinded, std::nullopt,
+                                         Preset::kMinimal)),
+            Hex(vector.root));
+}
+
+TEST(BeaconBlockTest, AnotherPresetsLimitsGiveItsOwnTypes) {
+  // The minimal preset as a node of an earlier spec lists it (16 blob commitments): another
+  // list limit, so another root for the same commitments.
+  Preset earlier = Preset::kMinimal;
+  earlier.max_blob_commitments_per_block = 16;
+  const TestVector vector = ReadTestVector("deneb_minimal_0");
+  const absl::StatusOr<BlockRoot> root =
+      SignedBlockRootFromSsz(vector.ssz, BlockKind::kBlinded, Fork::kDeneb, earlier);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_NE(HexOf(root), Hex(vector.root));
+  EXPECT_EQ(HexOf(SignedBlockRootFromJson(Json::parse(vector.json), BlockKind::kBlinded,
+                                          Fork::kDeneb, earlier)),
+            HexOf(root));
+}
+
+TEST(BeaconBlockTest, RefusesAPresetWithALimitOfZeroOrBeyondTheBound) {
+  Preset zero = Preset::kMainnet;
+  zero.sync_committee_size = 0;
+  EXPECT_THAT(BeaconBlockType(Fork::kDeneb, BlockKind::kBlinded, zero).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("limit of 0")));
+  Preset huge = Preset::kMainnet;
+  huge.max_committees_per_slot = kMaxPresetLimit + 1;
+  EXPECT_THAT(BeaconBlockType(Fork::kDeneb, BlockKind::kBlinded, huge).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(BeaconBlockTest, RefusesTruncatedOrMisplacedSsz) {

@@ -471,6 +471,23 @@ absl::StatusOr<std::string> EncodeJson(const Type& type, const Json& json,
   return Invalid(path, "unknown type");
 }
 
+absl::StatusOr<uint64_t> DecodeUint64(absl::string_view bytes, const std::string& path) {
+  if (bytes.size() != 8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, path.empty() ? "" : ": ", "a uint64 of ", bytes.size(), " bytes"));
+  }
+  uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(bytes[i]);
+  return value;
+}
+
+std::optional<size_t> FieldIndex(const Type& container, absl::string_view name) {
+  for (size_t i = 0; i < container.fields.size(); ++i) {
+    if (container.fields[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
 std::string Hex(absl::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out = "0x";

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,13 @@ absl::StatusOr<std::vector<absl::string_view>> SplitContainer(const Type& contai
 // its limit. (Bitlists' and bitvectors' bits are checked by HashTreeRoot.)
 absl::StatusOr<std::string> EncodeJson(const Type& type, const nlohmann::json& json,
                                        const std::string& path = "");
+
+// The value of a uint64's encoding (8 bytes, little-endian). InvalidArgument, naming `path`,
+// for another length.
+absl::StatusOr<uint64_t> DecodeUint64(absl::string_view bytes, const std::string& path = "");
+
+// The index of the field named `name` of `container`; nullopt when it has none.
+std::optional<size_t> FieldIndex(const Type& container, absl::string_view name);
 
 // "0x" and lower-case hex of `bytes`.
 std::string Hex(absl::string_view bytes);

@@ -13,6 +13,8 @@ struct TestVector {
   std::string fork;
   // A SignedBeaconBlock (a full one) rather than a SignedBlindedBeaconBlock.
   bool full = false;
+  // The minimal preset's block rather than mainnet's.
+  bool minimal = false;
   // The signed block in JSON, and in SSZ.
   std::string json;
   std::string ssz;
@@ -29,6 +31,16 @@ TestVector ReadTestVector(const std::string& name);
 // The JSON of a valid Bellatrix blinded block at `slot` whose payload header's block hash is
 // `block_hash` (0x and 64 hex digits).
 std::string BlindedBlockJson(uint64_t slot, const std::string& block_hash);
+
+// A Gloas SignedExecutionPayloadBid of `builder_index` at `slot` with `commitments` blob
+// commitments, in the builder API's JSON (without the {"version", "data"} envelope) and in SSZ
+// (made from that JSON by EncodeJson).
+std::string SignedBidJson(uint64_t builder_index, uint64_t slot, int commitments = 0);
+std::string SignedBidSsz(uint64_t builder_index, uint64_t slot, int commitments = 0);
+
+// A SignedValidatorRegistrationV1 of `pubkey` (0x and 96 hex digits) in JSON, and in SSZ.
+std::string RegistrationJson(const std::string& pubkey);
+std::string RegistrationSsz(const std::string& pubkey);
 
 }  // namespace breaker::sidecar::ssz
 

@@ -43,13 +43,13 @@
 #include "tests/support/fleet_harness.h"
 #include "tests/support/replica_harness.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/sidecar_process.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/test_util.h"
 
 namespace breaker::testing {
 namespace {
 
-constexpr char kSidecar[] = "sidecar/breaker-sidecar";
 // The dashboard an operator loads (examples/grafana/), from the test's data.
 constexpr char kDashboard[] = "examples/grafana/breaker-fleet.json";
 // The alert rules an operator loads (examples/prometheus/), and the job names their example
@@ -156,18 +156,10 @@ class FleetMetricsTest : public ReplicaFleetTest {
       }
       config.close();
       ASSERT_TRUE(config.good()) << config_path;
-      Subprocess::Options options;
-      options.binary = kSidecar;
-      options.name = sidecar.id;
-      options.args = {absl::StrCat("--config=", config_path)};
-      absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(options);
+      absl::StatusOr<std::unique_ptr<Subprocess>> started =
+          StartReadySidecar(config_path, sidecar.id, Deadline());
       ASSERT_THAT(started, IsOk());
       sidecar.process = *std::move(started);
-      ASSERT_TRUE(sidecar.process->WaitForLine(
-          Subprocess::Stream::kStdout,
-          [](absl::string_view line) { return absl::StrContains(line, "sidecar ready"); },
-          Deadline()))
-          << sidecar.id << " did not start (its log is above)";
     }
   }
 

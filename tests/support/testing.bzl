@@ -40,3 +40,19 @@ def fleet_process_test(name, data = [], deps = [], **kwargs):
         deps = ["//tests/support:fleet_harness", "//tests/support:subprocess"] + deps,
         **kwargs
     )
+
+def sidecar_process_test(name, data = [], deps = [], **kwargs):
+    """A breaker_cc_test that runs breaker-sidecar processes (sidecar_process.h).
+
+    Args:
+      name: the test's name.
+      data: what it reads besides the sidecar's binary.
+      deps: what it uses besides the sidecar process support.
+      **kwargs: any other cc_test attribute (size, args, tags, ...).
+    """
+    breaker_cc_test(
+        name = name,
+        data = ["//sidecar:breaker-sidecar"] + data,
+        deps = ["//tests/support:sidecar_process", "//tests/support:subprocess"] + deps,
+        **kwargs
+    )

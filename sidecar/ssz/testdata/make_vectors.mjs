@@ -1,6 +1,7 @@
 // Writes the block-root test vectors of //sidecar/ssz:beacon_block_test: random but valid
-// signed blinded blocks of every fork the builder API serves, each with the block root that
-// @chainsafe/ssz computes, in the builder API's JSON and in SSZ.
+// signed blinded blocks of every fork the builder API serves, in the mainnet preset and in the
+// minimal preset of test chains, each with the block root that @chainsafe/ssz computes, in the
+// builder API's JSON and in SSZ.
 //
 //   node sidecar/ssz/testdata/make_vectors.mjs [--node_modules=tests/lodestar/node_modules]
 //
@@ -24,15 +25,29 @@ const load = (file) => import(pathToFileURL(path.join(nodeModules, file)).href);
 const s = await load('@chainsafe/ssz/lib/index.js');
 const { ssz } = await load('@lodestar/types/lib/index.js');
 
-// --- mainnet preset (presets/mainnet/*.yaml) ---------------------------------------------------
-const MAX_VALIDATORS_PER_COMMITTEE = 2048;
-const MAX_COMMITTEES_PER_SLOT = 64;
-const MAX_BLOB_COMMITMENTS_PER_BLOCK = 4096;
+// --- presets (presets/{mainnet,minimal}/*.yaml): the limits a block's types depend on ----------
+const presets = {
+  mainnet: {
+    MAX_VALIDATORS_PER_COMMITTEE: 2048,
+    MAX_COMMITTEES_PER_SLOT: 64,
+    SYNC_COMMITTEE_SIZE: 512,
+    MAX_BLOB_COMMITMENTS_PER_BLOCK: 4096,
+    MAX_DEPOSIT_REQUESTS_PER_PAYLOAD: 8192,
+    MAX_WITHDRAWAL_REQUESTS_PER_PAYLOAD: 16,
+    MAX_CONSOLIDATION_REQUESTS_PER_PAYLOAD: 2,
+  },
+  minimal: {
+    MAX_VALIDATORS_PER_COMMITTEE: 2048,
+    MAX_COMMITTEES_PER_SLOT: 4,
+    SYNC_COMMITTEE_SIZE: 32,
+    MAX_BLOB_COMMITMENTS_PER_BLOCK: 4096,
+    MAX_DEPOSIT_REQUESTS_PER_PAYLOAD: 8192,
+    MAX_WITHDRAWAL_REQUESTS_PER_PAYLOAD: 16,
+    MAX_CONSOLIDATION_REQUESTS_PER_PAYLOAD: 2,
+  },
+};
 const MAX_ATTESTER_SLASHINGS_ELECTRA = 1;
 const MAX_ATTESTATIONS_ELECTRA = 8;
-const MAX_DEPOSIT_REQUESTS_PER_PAYLOAD = 8192;
-const MAX_WITHDRAWAL_REQUESTS_PER_PAYLOAD = 16;
-const MAX_CONSOLIDATION_REQUESTS_PER_PAYLOAD = 2;
 
 const eth2 = { jsonCase: 'eth2' };
 const Uint64 = new s.UintBigintType(8);
@@ -42,70 +57,93 @@ const Bytes96 = new s.ByteVectorType(96);
 const container = (fields) => new s.ContainerType(fields, eth2);
 const signed = (message) => container({ message, signature: Bytes96 });
 
-// --- Deneb (specs/deneb/beacon-chain.md, builder.md) -------------------------------------------
-const denebHeader = container({
-  ...ssz.capella.ExecutionPayloadHeader.fields,
-  blobGasUsed: Uint64,
-  excessBlobGas: Uint64,
-});
-const denebBody = container({
-  ...ssz.capella.BlindedBeaconBlockBody.fields,
-  executionPayloadHeader: denebHeader,
-  blobKzgCommitments: new s.ListCompositeType(Bytes48, MAX_BLOB_COMMITMENTS_PER_BLOCK),
-});
-
-// --- Electra (specs/electra/beacon-chain.md); Fulu's blinded block is Electra's ----------------
-const attesters = MAX_VALIDATORS_PER_COMMITTEE * MAX_COMMITTEES_PER_SLOT;
-const electraIndexedAttestation = container({
-  attestingIndices: new s.ListBasicType(Uint64, attesters),
-  data: ssz.phase0.AttestationData,
-  signature: Bytes96,
-});
-const electraAttestation = container({
-  aggregationBits: new s.BitListType(attesters),
-  data: ssz.phase0.AttestationData,
-  signature: Bytes96,
-  committeeBits: new s.BitVectorType(MAX_COMMITTEES_PER_SLOT),
-});
-const executionRequests = container({
-  deposits: new s.ListCompositeType(
-    container({
-      pubkey: Bytes48,
-      withdrawalCredentials: ssz.phase0.DepositData.fields.withdrawalCredentials,
-      amount: Uint64,
-      signature: Bytes96,
-      index: Uint64,
+// The blinded blocks of Capella to Fulu under preset `p`. Capella's is @lodestar/types' (mainnet)
+// with the preset's sync aggregate; the later forks are defined here.
+function blindedBlocks(p) {
+  const capellaBody = container({
+    ...ssz.capella.BlindedBeaconBlockBody.fields,
+    syncAggregate: container({
+      syncCommitteeBits: new s.BitVectorType(p.SYNC_COMMITTEE_SIZE),
+      syncCommitteeSignature: Bytes96,
     }),
-    MAX_DEPOSIT_REQUESTS_PER_PAYLOAD,
-  ),
-  withdrawals: new s.ListCompositeType(
-    container({ sourceAddress: Bytes20, validatorPubkey: Bytes48, amount: Uint64 }),
-    MAX_WITHDRAWAL_REQUESTS_PER_PAYLOAD,
-  ),
-  consolidations: new s.ListCompositeType(
-    container({ sourceAddress: Bytes20, sourcePubkey: Bytes48, targetPubkey: Bytes48 }),
-    MAX_CONSOLIDATION_REQUESTS_PER_PAYLOAD,
-  ),
-});
-const electraBody = container({
-  ...denebBody.fields,
-  attesterSlashings: new s.ListCompositeType(
-    container({ attestation1: electraIndexedAttestation, attestation2: electraIndexedAttestation }),
-    MAX_ATTESTER_SLASHINGS_ELECTRA,
-  ),
-  attestations: new s.ListCompositeType(electraAttestation, MAX_ATTESTATIONS_ELECTRA),
-  executionRequests,
-});
+  });
+  // Deneb (specs/deneb/beacon-chain.md, builder.md)
+  const denebHeader = container({
+    ...ssz.capella.ExecutionPayloadHeader.fields,
+    blobGasUsed: Uint64,
+    excessBlobGas: Uint64,
+  });
+  const denebBody = container({
+    ...capellaBody.fields,
+    executionPayloadHeader: denebHeader,
+    blobKzgCommitments: new s.ListCompositeType(Bytes48, p.MAX_BLOB_COMMITMENTS_PER_BLOCK),
+  });
+  // Electra (specs/electra/beacon-chain.md); Fulu's blinded block is Electra's
+  const attesters = p.MAX_VALIDATORS_PER_COMMITTEE * p.MAX_COMMITTEES_PER_SLOT;
+  const electraIndexedAttestation = container({
+    attestingIndices: new s.ListBasicType(Uint64, attesters),
+    data: ssz.phase0.AttestationData,
+    signature: Bytes96,
+  });
+  const electraAttestation = container({
+    aggregationBits: new s.BitListType(attesters),
+    data: ssz.phase0.AttestationData,
+    signature: Bytes96,
+    committeeBits: new s.BitVectorType(p.MAX_COMMITTEES_PER_SLOT),
+  });
+  const executionRequests = container({
+    deposits: new s.ListCompositeType(
+      container({
+        pubkey: Bytes48,
+        withdrawalCredentials: ssz.phase0.DepositData.fields.withdrawalCredentials,
+        amount: Uint64,
+        signature: Bytes96,
+        index: Uint64,
+      }),
+      p.MAX_DEPOSIT_REQUESTS_PER_PAYLOAD,
+    ),
+    withdrawals: new s.ListCompositeType(
+      container({ sourceAddress: Bytes20, validatorPubkey: Bytes48, amount: Uint64 }),
+      p.MAX_WITHDRAWAL_REQUESTS_PER_PAYLOAD,
+    ),
+    consolidations: new s.ListCompositeType(
+      container({ sourceAddress: Bytes20, sourcePubkey: Bytes48, targetPubkey: Bytes48 }),
+      p.MAX_CONSOLIDATION_REQUESTS_PER_PAYLOAD,
+    ),
+  });
+  const electraBody = container({
+    ...denebBody.fields,
+    attesterSlashings: new s.ListCompositeType(
+      container({ attestation1: electraIndexedAttestation, attestation2: electraIndexedAttestation }),
+      MAX_ATTESTER_SLASHINGS_ELECTRA,
+    ),
+    attestations: new s.ListCompositeType(electraAttestation, MAX_ATTESTATIONS_ELECTRA),
+    executionRequests,
+  });
+  const blindedBlock = (body) => container({ ...ssz.capella.BlindedBeaconBlock.fields, body });
+  return {
+    capella: blindedBlock(capellaBody),
+    deneb: blindedBlock(denebBody),
+    electra: blindedBlock(electraBody),
+    fulu: blindedBlock(electraBody),
+  };
+}
 
-const blindedBlock = (body) => container({ ...ssz.capella.BlindedBeaconBlock.fields, body });
+const mainnet = blindedBlocks(presets.mainnet);
+const minimal = blindedBlocks(presets.minimal);
 const forks = {
   bellatrix: { kind: 'blinded', block: ssz.bellatrix.BlindedBeaconBlock },
   capella: { kind: 'blinded', block: ssz.capella.BlindedBeaconBlock },
-  deneb: { kind: 'blinded', block: blindedBlock(denebBody) },
-  electra: { kind: 'blinded', block: blindedBlock(electraBody) },
-  fulu: { kind: 'blinded', block: blindedBlock(electraBody) },
+  deneb: { kind: 'blinded', block: mainnet.deneb },
+  electra: { kind: 'blinded', block: mainnet.electra },
+  fulu: { kind: 'blinded', block: mainnet.fulu },
   // A full block (transactions and withdrawals in place of their roots).
   capella_full: { fork: 'capella', kind: 'full', block: ssz.capella.BeaconBlock },
+  // The minimal preset of test chains.
+  capella_minimal: { fork: 'capella', preset: 'minimal', kind: 'blinded', block: minimal.capella },
+  deneb_minimal: { fork: 'deneb', preset: 'minimal', kind: 'blinded', block: minimal.deneb },
+  electra_minimal: { fork: 'electra', preset: 'minimal', kind: 'blinded', block: minimal.electra },
+  fulu_minimal: { fork: 'fulu', preset: 'minimal', kind: 'blinded', block: minimal.fulu },
 };
 
 // --- random values -------------------------------------------------------------------------------
@@ -160,7 +198,7 @@ function value(type, most) {
 
 const hex = (u8) => `0x${Buffer.from(u8).toString('hex')}`;
 
-for (const [name, { fork = name, kind, block }] of Object.entries(forks)) {
+for (const [name, { fork = name, preset = 'mainnet', kind, block }] of Object.entries(forks)) {
   const signedType = signed(block);
   // The first with one element in every list, the second with one or two.
   for (const [index, most] of [1, 2].entries()) {
@@ -169,7 +207,7 @@ for (const [name, { fork = name, kind, block }] of Object.entries(forks)) {
     const vector = {
       fork,
       kind,
-      preset: 'mainnet',
+      preset,
       root: hex(block.hashTreeRoot(message)),
       block: signedType.toJson(signedBlock),
       ssz: hex(signedType.serialize(signedBlock)),

@@ -1,0 +1,342 @@
+#include "sidecar/builder/proxy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/mutex.h"
+#include "common/port_holder.h"
+#include "glog/logging.h"
+#include "httplib.h"
+#include "sidecar/http/connection_threads.h"
+
+namespace breaker::sidecar {
+namespace {
+
+// Headers of one hop, never carried over; the library sets its own Host and Content-Length.
+bool HopByHop(const std::string& name) {
+  static const char* const kNames[] = {"connection", "keep-alive", "proxy-authenticate",
+                                       "proxy-authorization", "te", "trailer", "transfer-encoding",
+                                       "upgrade", "host", "content-length", "accept-encoding",
+                                       "content-encoding",
+                                       // What cpp-httplib adds to a request it received.
+                                       "remote_addr", "remote_port", "local_addr", "local_port"};
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (const char* hop : kNames) {
+    if (lower == hop) return true;
+  }
+  return false;
+}
+
+// What went wrong with an upstream that gave no answer, for the log and the 502's message.
+std::string UpstreamErrorText(const UpstreamAnswer& answer) {
+  using Failure = UpstreamAnswer::Failure;
+  switch (answer.failure) {
+    case Failure::kConnect:
+      return absl::StrCat("cannot connect (is the upstream URL right and the relay up?): ",
+                          answer.error);
+    case Failure::kTls:
+      return absl::StrCat(
+          "TLS failed (check the upstream's certificate, tls_ca_file and the "
+          "client certificate): ",
+          answer.error);
+    case Failure::kSend:
+      return absl::StrCat("the connection failed while the request was sent: ", answer.error);
+    case Failure::kStopped:
+      return "the sidecar is stopping";
+    default:
+      return absl::StrCat("the connection failed or closed before the whole answer came: ",
+                          answer.error);
+  }
+}
+
+// The JSON error body of builder-specs (code, message); `message` may quote the upstream.
+std::string ErrorBody(int status, absl::string_view message) {
+  std::string escaped;
+  for (const char c : message) {
+    if (c == '"' || c == '\\') {
+      escaped.push_back('\\');
+      escaped.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      escaped.push_back(' ');
+    } else {
+      escaped.push_back(c);
+    }
+  }
+  return absl::StrCat("{\"code\":", status, ",\"message\":\"", escaped, "\"}");
+}
+
+// Connections served at once per port: each on its own thread, so that idle or slow ones
+// (a slowloris) hold up no other; far more than a node and its mev-boost open.
+constexpr size_t kMaxConnectionsPerPort = 1024;
+
+}  // namespace
+
+absl::Duration RequestBudget(absl::string_view timeout_ms, absl::string_view date_ms,
+                             absl::Duration limit, absl::Time now) {
+  int64_t timeout = 0;
+  if (!absl::SimpleAtoi(timeout_ms, &timeout) || timeout <= 0) return limit;
+  absl::Duration budget = std::min(limit, absl::Milliseconds(timeout));
+  int64_t sent = 0;
+  if (absl::SimpleAtoi(date_ms, &sent) && sent > 0) {
+    // A date ahead of this clock spent nothing on its way.
+    const absl::Duration spent = std::max(absl::ZeroDuration(), now - absl::FromUnixMillis(sent));
+    budget = std::max(absl::ZeroDuration(), std::min(budget, absl::Milliseconds(timeout) - spent));
+  }
+  return budget;
+}
+
+// Closes each pool's connections once idle past the idle timeout, every second.
+class Proxy::Maintenance {
+ public:
+  explicit Maintenance(const std::vector<std::unique_ptr<UpstreamPool>>& pools)
+      : thread_([this, &pools] { Run(pools); }) {}
+
+  ~Maintenance() {
+    {
+      MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    wake_.SignalAll();
+    thread_.join();
+  }
+
+ private:
+  void Run(const std::vector<std::unique_ptr<UpstreamPool>>& pools) {
+    MutexLock lock(&mu_);
+    while (!stopping_) {
+      for (const auto& pool : pools) pool->CloseIdle();
+      wake_.WaitFor(&mu_, absl::Seconds(1));
+    }
+  }
+
+  Mutex mu_;
+  CondVar wake_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+Proxy::Proxy(const SidecarSettings& settings, Enforcer& enforcer, const Clock& clock)
+    : settings_(settings), enforcer_(enforcer), clock_(clock) {}
+
+Proxy::~Proxy() { Stop(); }
+
+absl::Status Proxy::Start() {
+  for (size_t i = 0; i < settings_.upstreams.size(); ++i) {
+    const UpstreamSettings& upstream = settings_.upstreams[i];
+    UpstreamPoolOptions options;
+    options.scheme_host_port = upstream.scheme_host_port;
+    options.name = upstream.relay_id;
+    options.tls_ca_file = upstream.tls_ca_file;
+    options.tls_cert_file = upstream.tls_cert_file;
+    options.tls_key_file = upstream.tls_key_file;
+    options.max_idle_connections = settings_.upstream_max_idle_connections;
+    options.idle_timeout = settings_.upstream_idle_timeout;
+    options.max_body_bytes = settings_.max_body_bytes;
+    absl::StatusOr<std::unique_ptr<UpstreamPool>> pool =
+        UpstreamPool::Create(std::move(options), clock_);
+    if (!pool.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("upstreams[", i, "] (", upstream.relay_id, "): ", pool.status().message()));
+    }
+    pools_.push_back(*std::move(pool));
+  }
+  for (size_t i = 0; i < settings_.upstreams.size(); ++i) {
+    auto server = std::make_unique<httplib::Server>();
+    server->set_payload_max_length(settings_.max_body_bytes);
+    server->set_read_timeout(5, 0);
+    server->set_write_timeout(5, 0);
+    server->set_keep_alive_max_count(1000);
+    // An idle connection of the node holds a server thread this long at a stop.
+    server->set_keep_alive_timeout(1);
+    // The library writes an answer's head and body apart; with Nagle's algorithm the body then
+    // waits for the peer's delayed acknowledgement, about 40 ms on Linux.
+    server->set_tcp_nodelay(true);
+    auto handler = [this, i](const httplib::Request& request, httplib::Response& response) {
+      Handle(i, request, response);
+    };
+    server->Get(".*", handler);
+    server->Post(".*", handler);
+    server->Put(".*", handler);
+    server->Delete(".*", handler);
+    server->Patch(".*", handler);
+    const uint16_t port = settings_.upstreams[i].listen_port;
+    const int bound =
+        http::BindOwnPort(*server, settings_.listen_host, port, kMaxConnectionsPerPort);
+    if (bound <= 0) {
+      servers_.clear();
+      ports_.clear();
+      return absl::UnavailableError(absl::StrCat(
+          "cannot listen on ", settings_.listen_host, ":", port, " (upstreams[", i, "], ",
+          settings_.upstreams[i].relay_id, "): the port is taken", PortHolderSuffix(port),
+          " or the address is not this host's; stop the other process or pick another "
+          "listen_port"));
+    }
+    servers_.push_back(std::move(server));
+    ports_.push_back(bound);
+  }
+  for (auto& server : servers_) {
+    httplib::Server* raw = server.get();
+    threads_.emplace_back([raw] { raw->listen_after_bind(); });
+  }
+  // cpp-httplib's stop() does nothing to a server whose loop has not started yet, which would
+  // then serve forever: Stop() may come right after Start() (a later part of the start failed).
+  // Bounded: a loop that ended at once (an accept error) never shows as running.
+  const absl::Duration give_up = clock_.Monotonic() + absl::Seconds(1);
+  for (auto& server : servers_) {
+    while (!server->is_running() && clock_.Monotonic() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
+  maintenance_ = std::make_unique<Maintenance>(pools_);
+  return absl::OkStatus();
+}
+
+void Proxy::Stop(absl::Duration grace) {
+  // New connections are refused from here on; requests on connections already open are still
+  // answered.
+  for (auto& server : servers_) server->stop();
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+    const absl::Duration deadline = clock_.Monotonic() + grace;
+    for (absl::Duration left = grace; in_flight_ > 0 && left > absl::ZeroDuration();
+         left = deadline - clock_.Monotonic()) {
+      answered_.WaitFor(&mu_, left);
+    }
+  }
+  // What is still in flight ends its upstream exchange now, and is answered 503.
+  for (const auto& pool : pools_) pool->Abort();
+  {
+    MutexLock lock(&mu_);
+    while (in_flight_ > 0) answered_.Wait(&mu_);
+  }
+  for (std::thread& thread : threads_) thread.join();
+  threads_.clear();
+  servers_.clear();
+  maintenance_ = nullptr;
+}
+
+void Proxy::Handle(size_t index, const httplib::Request& request, httplib::Response& response) {
+  {
+    MutexLock lock(&mu_);
+    ++in_flight_;
+  }
+  Forward(index, request, response);
+  MutexLock lock(&mu_);
+  if (--in_flight_ == 0) answered_.SignalAll();
+}
+
+void Proxy::Forward(size_t index, const httplib::Request& request, httplib::Response& response) {
+  const UpstreamSettings& upstream = settings_.upstreams[index];
+  const Route route = ClassifyRoute(request.method, request.path);
+
+  if (std::optional<std::string> reason = enforcer_.Refuse(index, route)) {
+    LOG(INFO) << "refused " << EndpointName(route.endpoint) << " slot " << route.slot << " via "
+              << upstream.relay_id << ": " << *reason;
+    response.status = 204;
+    return;
+  }
+
+  // The budget is the caller's, in wall-clock time (Date-Milliseconds); the latency is measured
+  // on the monotonic clock.
+  const absl::Time start = clock_.Now();
+  const absl::Duration started = clock_.Monotonic();
+  // A late header or bid is no use to the proposer any more; any other request (a signed
+  // block's reveal above all) is still worth its whole timeout.
+  const bool auction =
+      route.endpoint == Endpoint::kGetHeader || route.endpoint == Endpoint::kGetExecutionPayloadBid;
+  const absl::Duration budget =
+      RequestBudget(request.get_header_value("X-Timeout-Ms"),
+                    auction ? request.get_header_value("Date-Milliseconds") : std::string(),
+                    settings_.upstream_timeout, start);
+  UpstreamRequest out;
+  out.method = request.method;
+  out.target = upstream.path_prefix + request.target;
+  for (const auto& [name, value] : request.headers) {
+    if (!HopByHop(name)) out.headers.emplace_back(name, value);
+  }
+  out.body = request.body;
+  // A reveal sent twice could be taken for two: the node retries it if it must.
+  out.never_resend = route.endpoint == Endpoint::kSubmitBlindedBlock;
+
+  UpstreamAnswer answer;
+  if (budget > absl::ZeroDuration()) {
+    answer = pools_[index]->Send(out, budget);
+    if (answer.ok() && latency_observer_) {
+      latency_observer_(index, route.endpoint, clock_.Monotonic() - started);
+    }
+  } else {
+    answer.failure = UpstreamAnswer::Failure::kTimeout;
+  }
+  const bool failed = !answer.ok() || answer.status >= 500;
+
+  if (route.endpoint == Endpoint::kSubmitBlindedBlock) {
+    if (enforcer_.OnBlindedBlockAnswered(index, request.body,
+                                         request.get_header_value("Content-Type"), failed)) {
+      LOG(WARNING) << "relay " << upstream.relay_id
+                   << " did not reveal a payload it signed for: reported";
+    }
+  }
+  if (!answer.ok()) {
+    using Failure = UpstreamAnswer::Failure;
+    enforcer_.OnForwarded(index, /*failed=*/true);
+    const std::string what =
+        answer.failure == Failure::kTooLarge ? absl::StrCat("answer larger than max_body_bytes (",
+                                                            settings_.max_body_bytes, " bytes)")
+        : budget <= absl::ZeroDuration()
+            ? std::string("the request came after its deadline (Date-Milliseconds + X-Timeout-Ms)")
+        : answer.failure == Failure::kTimeout
+            ? absl::StrCat("no answer within the request's ", absl::ToInt64Milliseconds(budget),
+                           " ms")
+            : UpstreamErrorText(answer);
+    LOG(WARNING) << EndpointName(route.endpoint) << " via " << upstream.relay_id << ": " << what;
+    response.status = answer.failure == Failure::kTimeout   ? 504
+                      : answer.failure == Failure::kStopped ? 503
+                                                            : 502;
+    response.set_content(ErrorBody(response.status, absl::StrCat("upstream: ", what)),
+                         "application/json");
+    return;
+  }
+  std::string body = std::move(answer.body);
+  if (route.endpoint == Endpoint::kRegisterValidators && registration_observer_ != nullptr &&
+      answer.status < 300) {
+    registration_observer_(request.body, request.get_header_value("Content-Type"));
+  }
+  std::string content_type = "application/octet-stream";
+  for (const auto& [name, value] : answer.headers) {
+    if (absl::EqualsIgnoreCase(name, "Content-Type")) content_type = value;
+  }
+  if (route.endpoint == Endpoint::kGetHeader &&
+      !enforcer_.OnHeaderAnswered(index, route.slot, answer.status, body, content_type)) {
+    LOG(WARNING) << "get_header via " << upstream.relay_id << ": a 200 answer of " << body.size()
+                 << " bytes that is not JSON; passed back for the node to judge";
+  }
+  if (route.endpoint == Endpoint::kGetExecutionPayloadBid) {
+    if (std::optional<std::string> reason =
+            enforcer_.OnBidAnswered(index, route.slot, answer.status, body, content_type)) {
+      LOG(INFO) << "refused a bid for slot " << route.slot << " via " << upstream.relay_id << ": "
+                << *reason;
+      response.status = 204;
+      return;
+    }
+  }
+  enforcer_.OnForwarded(index, /*failed=*/answer.status >= 500);
+  response.status = answer.status;
+  for (const auto& [name, value] : answer.headers) {
+    if (!absl::EqualsIgnoreCase(name, "Content-Type") && !HopByHop(name)) {
+      response.headers.emplace(name, value);
+    }
+  }
+  if (!body.empty()) response.set_content(std::move(body), content_type.c_str());
+}
+
+}  // namespace breaker::sidecar

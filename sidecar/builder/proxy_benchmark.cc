@@ -1,0 +1,248 @@
+// What the sidecar adds to a getHeader, and what it saves at a proposal.
+//
+// BM_GetHeaderDirectAndThroughTheSidecar: the same request to a fake relay on loopback, once
+// directly and once through the sidecar's proxy, interleaved, so that both see the same load of
+// a shared machine. The caller keeps one connection open (as mev-boost's HTTP client does), and
+// so does the sidecar's pool towards the relay.
+//
+// BM_GetHeaderOverTheNetwork: the relay as a network has it: TLS 1.3 behind a delay line
+// (tests/support/tcp_proxy.h) of kOneWayDelay each way. Interleaved in each iteration:
+//   1. direct, a new connection per request: mev-boost once its idle connection has expired;
+//   2. direct, kept alive: mev-boost at its best;
+//   3. through the sidecar, its pool warm;
+//   4. through the sidecar at a proposal it warmed for: every pooled connection closed (idle
+//      past the timeout), then the warm-up of one slot before (UpstreamPool::Warm), then the
+//      getHeader, on a new connection to the sidecar.
+//
+// Each iteration's latencies are kept; the benchmarks report percentiles as counters
+// (microseconds). Run with `bazel run --config=opt //sidecar/builder:proxy_benchmark`.
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "benchmark/benchmark.h"
+#include "client/fake_client.h"
+#include "common/fake_clock.h"
+#include "httplib.h"
+#include "sidecar/config.h"
+#include "sidecar/builder/enforcer.h"
+#include "sidecar/builder/proxy.h"
+#include "tests/support/tcp_proxy.h"
+
+namespace breaker::sidecar {
+namespace {
+
+// A Deneb-sized answer: the header, its blob commitments and the signature, about 2 KB.
+std::string HeaderBody() {
+  std::string commitments;
+  for (int i = 0; i < 6; ++i) {
+    absl::StrAppend(&commitments, i == 0 ? "" : ",", "\"0x", std::string(96, 'c'), "\"");
+  }
+  return absl::StrCat(
+      R"({"version":"deneb","data":{"message":{"header":{"parent_hash":"0x)", std::string(64, 'a'),
+      R"(","block_hash":"0x)", std::string(64, 'b'), R"(","transactions_root":"0x)",
+      std::string(64, 'd'), R"(","gas_limit":"30000000","timestamp":"1700000000"},)",
+      R"("blob_kzg_commitments":[)", commitments, R"(],"value":"123456789","pubkey":"0x)",
+      std::string(96, 'e'), R"("},"signature":"0x)", std::string(192, 'f'), R"("}})");
+}
+
+constexpr char kPath[] =
+    "/eth/v1/builder/header/100/0x1111111111111111111111111111111111111111111111111111111111111111/"
+    "0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+    "aaaa";
+
+double Percentile(std::vector<double> values, double fraction) {
+  std::sort(values.begin(), values.end());
+  const size_t rank = std::min(values.size() - 1, static_cast<size_t>(fraction * values.size()));
+  return values[rank];
+}
+
+// One getHeader over `client`'s open connection; its wall time in microseconds, or a negative
+// value when it did not come back 200.
+template <typename Client>
+double TimedGet(Client& client) {
+  const auto start = std::chrono::steady_clock::now();
+  httplib::Result result = client.Get(kPath, httplib::Headers{{"X-Timeout-Ms", "950"}});
+  const auto end = std::chrono::steady_clock::now();
+  if (!result || result->status != 200) return -1;
+  return std::chrono::duration<double, std::micro>(end - start).count();
+}
+
+void BM_GetHeaderDirectAndThroughTheSidecar(benchmark::State& state) {
+  const std::string body = HeaderBody();
+  httplib::Server relay;
+  // As relays' HTTP servers (Go's among them) do.
+  relay.set_tcp_nodelay(true);
+  relay.Get(".*", [&body](const httplib::Request&, httplib::Response& response) {
+    response.set_content(body, "application/json");
+  });
+  const int relay_port = relay.bind_to_any_port("127.0.0.1");
+  std::thread relay_thread([&relay] { relay.listen_after_bind(); });
+
+  const std::string url = absl::StrCat("http://127.0.0.1:", relay_port);
+  SidecarSettings settings;
+  UpstreamSettings upstream;
+  upstream.url = url;
+  upstream.relay_id = url;
+  upstream.scheme_host_port = url;
+  settings.upstreams.push_back(upstream);
+  client::FakeClient breaker;
+  Enforcer enforcer(breaker, {{url, false}});
+  Proxy proxy(settings, enforcer, SystemClock());
+  if (!proxy.Start().ok()) {
+    state.SkipWithError("the proxy did not start");
+  } else {
+    httplib::Client direct("127.0.0.1", relay_port);
+    httplib::Client sidecar("127.0.0.1", proxy.port(0));
+    direct.set_keep_alive(true);
+    sidecar.set_keep_alive(true);
+    direct.set_tcp_nodelay(true);
+    sidecar.set_tcp_nodelay(true);
+    // Warm both paths (connections, the relay's threads).
+    for (int i = 0; i < 100; ++i) {
+      TimedGet(direct);
+      TimedGet(sidecar);
+    }
+    std::vector<double> direct_us, sidecar_us;
+    for (auto _ : state) {
+      const double a = TimedGet(direct);
+      const double b = TimedGet(sidecar);
+      if (a < 0 || b < 0) {
+        state.SkipWithError("a getHeader failed");
+        break;
+      }
+      direct_us.push_back(a);
+      sidecar_us.push_back(b);
+      state.SetIterationTime((a + b) / 1e6);
+    }
+    if (!direct_us.empty()) {
+      for (double fraction : {0.5, 0.99}) {
+        const std::string p = fraction == 0.5 ? "p50" : "p99";
+        const double d = Percentile(direct_us, fraction);
+        const double s = Percentile(sidecar_us, fraction);
+        state.counters["direct_" + p + "_us"] = d;
+        state.counters["sidecar_" + p + "_us"] = s;
+        state.counters["added_" + p + "_us"] = s - d;
+      }
+    }
+  }
+  proxy.Stop();
+  relay.stop();
+  relay_thread.join();
+}
+
+BENCHMARK(BM_GetHeaderDirectAndThroughTheSidecar)
+    ->UseManualTime()
+    ->Iterations(20000)
+    ->Repetitions(3);
+
+constexpr absl::Duration kOneWayDelay = absl::Milliseconds(20);
+constexpr char kTls[] = "tests/support/testdata/tls/";
+
+void ReportPercentiles(benchmark::State& state, const std::string& name,
+                       const std::vector<double>& values) {
+  if (values.empty()) return;
+  state.counters[name + "_p50_us"] = Percentile(values, 0.5);
+  state.counters[name + "_p99_us"] = Percentile(values, 0.99);
+}
+
+// A client of the TLS relay at localhost:`port`, verifying it against the tests' CA.
+std::unique_ptr<httplib::SSLClient> RelayClient(int port, bool keep_alive) {
+  auto client = std::make_unique<httplib::SSLClient>("localhost", port);
+  client->set_ca_cert_path(absl::StrCat(kTls, "ca.pem").c_str());
+  client->enable_server_certificate_verification(true);
+  client->set_keep_alive(keep_alive);
+  client->set_tcp_nodelay(true);
+  return client;
+}
+
+void BM_GetHeaderOverTheNetwork(benchmark::State& state) {
+  const std::string body = HeaderBody();
+  httplib::SSLServer relay(absl::StrCat(kTls, "server.pem").c_str(),
+                           absl::StrCat(kTls, "server.key").c_str());
+  relay.set_tcp_nodelay(true);
+  relay.set_keep_alive_max_count(100000);
+  relay.set_keep_alive_timeout(300);
+  relay.Get(".*", [&body](const httplib::Request&, httplib::Response& response) {
+    response.set_content(body, "application/json");
+  });
+  const int relay_port = relay.bind_to_any_port("127.0.0.1");
+  std::thread relay_thread([&relay] { relay.listen_after_bind(); });
+  absl::StatusOr<std::unique_ptr<testing::TcpProxy>> line =
+      testing::TcpProxy::Start(relay_port, kOneWayDelay);
+  if (!line.ok()) {
+    state.SkipWithError("the delay line did not start");
+    relay.stop();
+    relay_thread.join();
+    return;
+  }
+  const int far_port = (*line)->port();
+
+  const std::string url = absl::StrCat("https://localhost:", far_port);
+  SidecarSettings settings;
+  UpstreamSettings upstream;
+  upstream.url = url;
+  upstream.relay_id = url;
+  upstream.scheme_host_port = url;
+  upstream.tls_ca_file = absl::StrCat(kTls, "ca.pem");
+  settings.upstreams.push_back(upstream);
+  client::FakeClient breaker;
+  Enforcer enforcer(breaker, {{url, false}});
+  // Idleness is this clock's: advanced past the idle timeout to expire the pool at will.
+  testing::FakeClock clock(absl::Now());
+  Proxy proxy(settings, enforcer, clock);
+  if (!proxy.Start().ok()) {
+    state.SkipWithError("the proxy did not start");
+  } else {
+    auto kept = RelayClient(far_port, /*keep_alive=*/true);
+    httplib::Client sidecar("127.0.0.1", proxy.port(0));
+    sidecar.set_keep_alive(true);
+    sidecar.set_tcp_nodelay(true);
+    for (int i = 0; i < 3; ++i) {
+      TimedGet(*kept);
+      TimedGet(sidecar);
+    }
+    std::vector<double> direct_new, direct_kept, sidecar_warm, sidecar_proposal;
+    for (auto _ : state) {
+      auto fresh = RelayClient(far_port, /*keep_alive=*/false);
+      const double a = TimedGet(*fresh);
+      const double b = TimedGet(*kept);
+      const double c = TimedGet(sidecar);
+      // The node idles for hours between proposals: every pooled connection expires.
+      clock.Advance(settings.upstream_idle_timeout + absl::Seconds(1));
+      proxy.pool(0).CloseIdle();
+      const bool warmed = proxy.pool(0).Warm("/eth/v1/builder/status", absl::Seconds(5)).ok();
+      httplib::Client proposer("127.0.0.1", proxy.port(0));
+      proposer.set_tcp_nodelay(true);
+      const double d = TimedGet(proposer);
+      if (a < 0 || b < 0 || c < 0 || d < 0 || !warmed) {
+        state.SkipWithError("a getHeader failed");
+        break;
+      }
+      direct_new.push_back(a);
+      direct_kept.push_back(b);
+      sidecar_warm.push_back(c);
+      sidecar_proposal.push_back(d);
+      state.SetIterationTime((a + b + c + d) / 1e6);
+    }
+    ReportPercentiles(state, "1_direct_new", direct_new);
+    ReportPercentiles(state, "2_direct_kept", direct_kept);
+    ReportPercentiles(state, "3_sidecar_warm", sidecar_warm);
+    ReportPercentiles(state, "4_sidecar_proposal", sidecar_proposal);
+    state.counters["warmed_used"] = static_cast<double>(proxy.pool(0).stats().warmed_used);
+  }
+  proxy.Stop();
+  line->reset();
+  relay.stop();
+  relay_thread.join();
+}
+
+BENCHMARK(BM_GetHeaderOverTheNetwork)->UseManualTime()->Iterations(150)->Repetitions(2);
+
+}  // namespace
+}  // namespace breaker::sidecar
