@@ -42,6 +42,7 @@ packages=(
   podman                    # the container image: built, loaded and run by tools/install_test.sh
   runc                      # podman's runtime here (Debian's default crun refuses hybrid cgroups)
   iproute2                  # tools/install_test.sh: a network namespace of its own (ip netns)
+  systemd                   # systemd-analyze verifies and rates the packaged units (packaging/systemd)
 )
 # Node.js and npm for tests/interop and tests/lodestar, from Debian only when no node is
 # installed already.
