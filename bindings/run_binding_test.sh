@@ -31,6 +31,10 @@ if readelf -d "$library" | grep -qE 'NEEDED.*lib(asan|tsan)\.so'; then
     "the C API's own tests run under it instead" >&2
   exit 0
 fi
+# The C compiler's layout of the sized structs, which each binding's layout test compares with
+# its own.
+export BREAKER_C_LAYOUT="$tmp/c_api_layout.txt"
+"$root/client/c_api_layout" >"$BREAKER_C_LAYOUT"
 export BREAKERD="$root/service/breakerd"
 export BREAKERCTL="$root/ctl/breakerctl"
 [ -x "$BREAKERD" ] || fail "breakerd is not in the runfiles"
@@ -48,18 +52,58 @@ case "$language" in
     export GOCACHE="$tmp/gocache" GOPATH="$tmp/gopath" GOFLAGS=-mod=mod GOPROXY=off
     export CGO_LDFLAGS="-L$library_dir -Wl,-rpath,$library_dir"
     cd "$src/bindings/go"
+    # The package carries its own copy of the header, for a vendored copy to build.
+    cmp -s "$src/client/c_api.h" breaker/c_api.h ||
+      fail "bindings/go/breaker/c_api.h differs from client/c_api.h: copy client/c_api.h over it"
     go version
     go vet ./...
     go test -count=1 -v ./...
     GODEBUG=cgocheck=2 go test -race -count=1 ./...
+    # A node's module with the package vendored, far from this repository's layout: it builds
+    # with -mod=vendor and runs.
+    node="$tmp/node"
+    mkdir -p "$node/vendor/breaker.dev/bindings/go"
+    cp -r breaker "$node/vendor/breaker.dev/bindings/go/"
+    rm "$node"/vendor/breaker.dev/bindings/go/breaker/*_test.go
+    printf 'module example.com/node\n\ngo 1.19\n\nrequire breaker.dev/bindings/go v0.1.0\n' >"$node/go.mod"
+    printf '# breaker.dev/bindings/go v0.1.0\n## explicit; go 1.19\nbreaker.dev/bindings/go/breaker\n' \
+      >"$node/vendor/modules.txt"
+    cat >"$node/main.go" <<'GO'
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"breaker.dev/bindings/go/breaker"
+)
+
+func main() {
+	c, err := breaker.Dial(context.Background(), breaker.Options{Addresses: []string{"127.0.0.1:1"}, NodeID: "vendored"})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	fmt.Println("vendored package:", c.Policy().Source)
+}
+GO
+    (cd "$node" && GOFLAGS=-mod=vendor go build -o node . && ./node) | grep -q "vendored package: local" ||
+      fail "the vendored copy of the Go package does not build or run"
+    echo "bindings: a vendored copy of the Go package builds and runs"
     ;;
   rust)
     command -v cargo >/dev/null || fail "cargo is not installed; run \`bash tools/setup.sh\`"
     export CARGO_HOME="$tmp/cargo" CARGO_TARGET_DIR="$tmp/target" BREAKER_CLIENT_LIB_DIR="$library_dir"
     cd "$src/bindings/rust/breaker-client"
     rustc --version
-    cargo test --offline --locked -- --nocapture
-    cargo build --offline --locked --examples
+    cargo test --offline --locked --all-features -- --nocapture
+    cargo build --offline --locked --all-features --examples
+    # The whole slot of docs/integration.md.
+    slot="$(cargo run --offline --locked --all-features --example whole_slot)"
+    echo "$slot"
+    grep -q "chosen builder: 9" <<<"$slot" && grep -q "reported: 6" <<<"$slot" ||
+      fail "examples/whole_slot.rs did not run the slot as docs/integration.md says"
+
     ;;
   *)
     fail "unknown language '$language': go or rust"

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -27,11 +29,15 @@
 #include "core/input_bounds.h"
 #include "core/observation.h"
 #include "core/policy.h"
+#include "core/relay_id.h"
 #include "core/types.h"
 #include "proto/codec/config_file.h"
 
 struct breaker_options {
   breaker::client::ClientOptions options;
+  // NULL: warnings and errors to stderr.
+  breaker_log_callback log_callback = nullptr;
+  void* log_user_data = nullptr;
   // Read by breaker_client_new; empty: none.
   std::string fallback_config_file;
   breaker::client::ChannelSecurityFiles security_files;
@@ -67,17 +73,46 @@ void CopyTruncated(absl::string_view message, char (&out)[N]) {
   out[n] = '\0';
 }
 
+// The size of each sized struct in ABI version 1: a caller's `size` below it was never a
+// layout of the struct (most likely, `size` was not set).
+constexpr size_t kErrorSizeV1 = sizeof(breaker_error);
+constexpr size_t kPolicyInfoSizeV1 = sizeof(breaker_policy_info);
+constexpr size_t kStatsSizeV1 = offsetof(breaker_stats, last_refusal);
+
+// Writes `full` to the caller's sized struct `out`: its first out->size bytes, with `size` as
+// the caller set it, and zeroes past the library's struct when the caller's is larger (fields
+// this library does not know read 0). Returns false, writing nothing, when out->size is below
+// `min_size`.
+template <typename T>
+bool FillSized(T full, T* out, size_t min_size) {
+  const size_t size = out->size;
+  if (size < min_size) return false;
+  full.size = size;
+  std::memcpy(out, &full, std::min(size, sizeof(T)));
+  if (size > sizeof(T)) {
+    std::memset(reinterpret_cast<unsigned char*>(out) + sizeof(T), 0, size - sizeof(T));
+  }
+  return true;
+}
+
+// The refusal of a sized struct `name` whose caller's `size` is below `min_size`.
+std::string SizeTooSmall(absl::string_view function, absl::string_view name, size_t size,
+                         size_t min_size) {
+  return absl::StrCat(function, ": out->size is ", size, ", less than any ", name,
+                      " (at least ", min_size, "); set it to sizeof(", name, ")");
+}
+
 // The result of this thread's last call that returns a code, for breaker_last_error: kept per
 // thread so that concurrent callers never see each other's errors.
-thread_local breaker_error last_error = {BREAKER_OK, ""};
+thread_local breaker_error last_error = {sizeof(breaker_error), BREAKER_OK, ""};
 
-// Records `status` as this thread's last result, fills `err` (when not null) with it, and
-// returns its code.
+// Records `status` as this thread's last result, fills `err` (when not null and sized right)
+// with it, and returns its code.
 int SetError(const absl::Status& status, breaker_error* err = nullptr) {
   const int code = Code(status.code());
   last_error.code = code;
   CopyTruncated(status.message(), last_error.message);
-  if (err != nullptr) *err = last_error;
+  if (err != nullptr) FillSized(last_error, err, kErrorSizeV1);
   return code;
 }
 
@@ -92,13 +127,6 @@ int Invalid(absl::string_view function, absl::string_view what) {
 int Check(absl::string_view function, const absl::Status& status) {
   if (status.ok()) return Ok();
   return SetError(absl::Status(status.code(), absl::StrCat(function, ": ", status.message())));
-}
-
-// A relay identifier within breakerd's bound (an absent one is P2P, within it too).
-absl::Status CheckRelay(const char* relay) {
-  if (relay == nullptr) return absl::OkStatus();
-  return breaker::core::bounds::CheckMaxBytes("relay", relay,
-                                              breaker::core::bounds::kMaxRelayIdBytes);
 }
 
 int ModeNumber(breaker::core::Mode mode) {
@@ -133,10 +161,10 @@ breaker::core::BlockRoot Root(const uint8_t* bytes) {
 
 absl::string_view OrEmpty(const char* s) { return s == nullptr ? absl::string_view() : s; }
 
-// Queues `event`; the caller has checked its arguments.
-int Report(breaker_client* client, uint64_t slot, breaker::core::Event event) {
-  client->impl->Report(slot, std::move(event));
-  return Ok();
+// Queues `event` (the caller has checked its pointers), or records why the library refused it.
+int Report(absl::string_view function, breaker_client* client, uint64_t slot,
+           breaker::core::Event event) {
+  return Check(function, client->impl->Report(slot, std::move(event)));
 }
 
 constexpr char kClientIsNull[] = "client is NULL";
@@ -172,12 +200,43 @@ const char* At(const std::vector<const std::string*>& strings, size_t index) {
   return index < strings.size() ? strings[index]->c_str() : nullptr;
 }
 
+const char* LevelName(breaker::client::LogLevel level) {
+  switch (level) {
+    case breaker::client::LogLevel::kInfo:
+      return "INFO";
+    case breaker::client::LogLevel::kWarning:
+      return "WARNING";
+    case breaker::client::LogLevel::kError:
+      return "ERROR";
+  }
+  return "LOG";
+}
+
+// Where a client's log lines go: the caller's callback, or, by default, warnings and errors to
+// stderr (never through glog, which the host program may own or may never have initialized).
+breaker::client::LogFunction LogFunctionOf(const breaker_options& opts) {
+  if (opts.log_callback != nullptr) {
+    return [callback = opts.log_callback, user_data = opts.log_user_data](
+               breaker::client::LogLevel level, absl::string_view message) {
+      const std::string line(message);
+      callback(user_data, static_cast<int>(level), line.c_str());
+    };
+  }
+  return [](breaker::client::LogLevel level, absl::string_view message) {
+    if (level == breaker::client::LogLevel::kInfo) return;
+    std::fprintf(stderr, "breaker-client: %s: %.*s\n", LevelName(level),
+                 static_cast<int>(message.size()), message.data());
+  };
+}
+
 }  // namespace
 
 extern "C" {
 
+int breaker_abi_version(void) { return BREAKER_ABI_VERSION; }
+
 int breaker_last_error(breaker_error* out) {
-  if (out != nullptr) *out = last_error;
+  if (out != nullptr && !FillSized(last_error, out, kErrorSizeV1)) return BREAKER_INVALID_ARGUMENT;
   return last_error.code;
 }
 
@@ -251,6 +310,14 @@ int breaker_options_set_tls(breaker_options* opts, const char* ca_file, const ch
   return Ok();
 }
 
+int breaker_options_set_log_callback(breaker_options* opts, breaker_log_callback callback,
+                                     void* user_data) {
+  if (opts == nullptr) return Invalid("breaker_options_set_log_callback", "options is NULL");
+  opts->log_callback = callback;
+  opts->log_user_data = user_data;
+  return Ok();
+}
+
 int breaker_options_set_bearer_token(breaker_options* opts, const char* token) {
   BREAKER_CHECK_SETTER("breaker_options_set_bearer_token", opts, token);
   opts->options.bearer_token = token;
@@ -270,6 +337,7 @@ int breaker_client_new(const breaker_options* opts, breaker_client** out, breake
         err);
   }
   breaker::client::ClientOptions options = opts->options;
+  options.log = LogFunctionOf(*opts);
   if (!opts->fallback_config_file.empty()) {
     absl::StatusOr<breaker::core::Config> config =
         breaker::codec::LoadConfigFile(opts->fallback_config_file);
@@ -309,17 +377,11 @@ int breaker_report_bid(breaker_client* client, uint64_t slot, uint64_t builder,
     return Invalid(kFunction, absl::StrCat("pubkey is NULL with pubkey_len ", pubkey_len,
                                            "; pass NULL with 0 when the key is not known"));
   }
-  if (pubkey_len != 0 && pubkey_len != breaker::core::bounds::kPubkeyBytes) {
-    return Invalid(kFunction,
-                   absl::StrCat("pubkey is ", pubkey_len, " bytes; a builder's key is ",
-                                breaker::core::bounds::kPubkeyBytes, " bytes, or none (NULL, 0)"));
-  }
-  if (int code = Check(kFunction, CheckRelay(relay_or_null)); code != BREAKER_OK) return code;
   breaker::core::BidSeen bid;
   bid.builder = builder;
   bid.relay = std::string(OrEmpty(relay_or_null));
   if (pubkey_len != 0) bid.pubkey.assign(reinterpret_cast<const char*>(pubkey), pubkey_len);
-  return Report(client, slot, std::move(bid));
+  return Report(kFunction, client, slot, std::move(bid));
 }
 
 int breaker_report_payload_missing(breaker_client* client, uint64_t slot, uint64_t builder,
@@ -327,16 +389,11 @@ int breaker_report_payload_missing(breaker_client* client, uint64_t slot, uint64
   constexpr char kFunction[] = "breaker_report_payload_missing";
   if (client == nullptr) return Invalid(kFunction, kClientIsNull);
   if (root == nullptr) return Invalid(kFunction, kRootIsNull);
-  // Written so that NaN is refused too.
-  if (!(attested_fraction >= 0 && attested_fraction <= 1)) {
-    return Invalid(kFunction, absl::StrCat("attested_fraction is ", attested_fraction,
-                                           "; it is a fraction of the committee's weight, 0..1"));
-  }
   breaker::core::PayloadMissing missing;
   missing.builder = builder;
   missing.root = Root(root);
   missing.attested_fraction = attested_fraction;
-  return Report(client, slot, std::move(missing));
+  return Report(kFunction, client, slot, std::move(missing));
 }
 
 int breaker_report_payload_delivered(breaker_client* client, uint64_t slot, uint64_t builder,
@@ -347,7 +404,7 @@ int breaker_report_payload_delivered(breaker_client* client, uint64_t slot, uint
   breaker::core::PayloadDelivered delivered;
   delivered.builder = builder;
   delivered.root = Root(root);
-  return Report(client, slot, std::move(delivered));
+  return Report(kFunction, client, slot, std::move(delivered));
 }
 
 int breaker_report_blocks_seen(breaker_client* client, uint64_t slot, const uint8_t* roots,
@@ -357,9 +414,10 @@ int breaker_report_blocks_seen(breaker_client* client, uint64_t slot, const uint
   if (roots == nullptr && n_roots != 0) {
     return Invalid(kFunction, absl::StrCat("roots is NULL with n_roots ", n_roots));
   }
-  if (int code =
-          Check(kFunction, breaker::core::bounds::CheckMaxCount(
-                               "n_roots", n_roots, breaker::core::bounds::kMaxBlockRootsPerSlot));
+  // Before reading `roots`, with breakerd's words.
+  if (int code = Check(kFunction, breaker::core::bounds::CheckMaxCount(
+                                      "blocks_seen.block_roots", n_roots,
+                                      breaker::core::bounds::kMaxBlockRootsPerSlot));
       code != BREAKER_OK) {
     return code;
   }
@@ -367,36 +425,37 @@ int breaker_report_blocks_seen(breaker_client* client, uint64_t slot, const uint
   breaker::core::BlocksSeen seen;
   seen.roots.reserve(n_roots);
   for (size_t i = 0; i < n_roots; ++i) seen.roots.push_back(Root(roots + i * kRootSize));
-  return Report(client, slot, std::move(seen));
+  return Report(kFunction, client, slot, std::move(seen));
 }
 
 int breaker_report_finalized(breaker_client* client, uint64_t slot, uint64_t epoch) {
-  if (client == nullptr) return Invalid("breaker_report_finalized", kClientIsNull);
+  constexpr char kFunction[] = "breaker_report_finalized";
+  if (client == nullptr) return Invalid(kFunction, kClientIsNull);
   breaker::core::Finalized finalized;
   finalized.epoch = epoch;
-  return Report(client, slot, finalized);
+  return Report(kFunction, client, slot, finalized);
 }
 
 int breaker_report_builder_exited(breaker_client* client, uint64_t slot, uint64_t builder) {
-  if (client == nullptr) return Invalid("breaker_report_builder_exited", kClientIsNull);
+  constexpr char kFunction[] = "breaker_report_builder_exited";
+  if (client == nullptr) return Invalid(kFunction, kClientIsNull);
   breaker::core::BuilderExited exited;
   exited.builder = builder;
-  return Report(client, slot, exited);
+  return Report(kFunction, client, slot, exited);
 }
 
 int breaker_report_relay_reveal_missing(breaker_client* client, uint64_t slot, const char* relay,
                                         const uint8_t root[32]) {
   constexpr char kFunction[] = "breaker_report_relay_reveal_missing";
   if (client == nullptr) return Invalid(kFunction, kClientIsNull);
-  if (relay == nullptr || relay[0] == '\0') {
-    return Invalid(kFunction, "relay is empty; name the relay that signed the header");
+  if (relay == nullptr) {
+    return Invalid(kFunction, "relay is NULL; name the relay that signed the header");
   }
   if (root == nullptr) return Invalid(kFunction, kRootIsNull);
-  if (int code = Check(kFunction, CheckRelay(relay)); code != BREAKER_OK) return code;
   breaker::core::RelayRevealMissing missing;
   missing.relay = relay;
   missing.root = Root(root);
-  return Report(client, slot, std::move(missing));
+  return Report(kFunction, client, slot, std::move(missing));
 }
 
 // --- The policy in force ---
@@ -404,6 +463,13 @@ int breaker_report_relay_reveal_missing(breaker_client* client, uint64_t slot, c
 bool breaker_is_allowed(const breaker_client* client, uint64_t builder, const char* relay_or_null) {
   if (client == nullptr) return false;
   return client->impl->IsAllowed(builder, OrEmpty(relay_or_null));
+}
+
+bool breaker_is_relay_allowed(const breaker_client* client, const char* relay) {
+  if (client == nullptr || relay == nullptr) return false;
+  absl::StatusOr<std::string> normalized = breaker::core::NormalizeRelayId(relay);
+  // An identifier that cannot be normalized is nobody's relay.
+  return normalized.ok() && client->impl->policy()->policy.IsRelayAllowed(*normalized);
 }
 
 int breaker_mode(const breaker_client* client) {
@@ -450,15 +516,21 @@ bool breaker_policy_is_current(const breaker_client* client, const breaker_polic
 }
 
 int breaker_policy_read(const breaker_policy* policy, breaker_policy_info* out) {
-  if (policy == nullptr) return Invalid("breaker_policy_read", "policy is NULL");
-  if (out == nullptr) return Invalid("breaker_policy_read", "out is NULL");
-  out->fleet_version = policy->snapshot->fleet_version;
-  out->mode = ModeNumber(policy->snapshot->policy.mode);
-  out->source = SourceNumber(policy->snapshot->source);
-  out->n_banned_builders = policy->banned_builders.size();
-  out->n_trusted_builders = policy->trusted_builders.size();
-  out->n_banned_relays = policy->banned_relays.size();
-  out->n_trusted_relays = policy->trusted_relays.size();
+  constexpr char kFunction[] = "breaker_policy_read";
+  if (policy == nullptr) return Invalid(kFunction, "policy is NULL");
+  if (out == nullptr) return Invalid(kFunction, "out is NULL");
+  breaker_policy_info info{};
+  info.fleet_version = policy->snapshot->fleet_version;
+  info.mode = ModeNumber(policy->snapshot->policy.mode);
+  info.source = SourceNumber(policy->snapshot->source);
+  info.n_banned_builders = policy->banned_builders.size();
+  info.n_trusted_builders = policy->trusted_builders.size();
+  info.n_banned_relays = policy->banned_relays.size();
+  info.n_trusted_relays = policy->trusted_relays.size();
+  if (!FillSized(info, out, kPolicyInfoSizeV1)) {
+    return SetError(absl::InvalidArgumentError(
+        SizeTooSmall(kFunction, "breaker_policy_info", out->size, kPolicyInfoSizeV1)));
+  }
   return Ok();
 }
 
@@ -504,26 +576,38 @@ void breaker_unsubscribe(breaker_client* client, int subscription_id) {
 
 // --- Statistics ---
 
-void breaker_get_stats(const breaker_client* client, breaker_stats* out) {
-  if (out == nullptr) return;
-  *out = breaker_stats{};
-  if (client == nullptr) return;
-  const breaker::client::ClientStats stats = client->impl->stats();
-  out->connected = stats.connected;
-  out->reconnects = stats.reconnects;
-  out->reported = stats.reported;
-  out->acknowledged = stats.acknowledged;
-  out->buffered = stats.buffered;
-  out->dropped_bids = stats.dropped_bids;
-  out->dropped_other = stats.dropped_other;
-  out->dropped_failures = stats.dropped_failures;
-  out->refused = stats.refused;
-  out->fleet_policy_version = stats.fleet_policy_version;
-  out->source = SourceNumber(stats.source);
-  out->fallback_active = stats.fallback_active;
-  out->replayed = stats.replayed;
-  out->sequence_exhausted = stats.sequence_exhausted;
-  CopyTruncated(stats.address, out->address);
+int breaker_get_stats(const breaker_client* client, breaker_stats* out) {
+  constexpr char kFunction[] = "breaker_get_stats";
+  if (out == nullptr) return Invalid(kFunction, "out is NULL");
+  breaker_stats c_stats{};
+  if (client != nullptr) {
+    const breaker::client::ClientStats stats = client->impl->stats();
+    c_stats.connected = stats.connected;
+    c_stats.reconnects = stats.reconnects;
+    c_stats.reported = stats.reported;
+    c_stats.acknowledged = stats.acknowledged;
+    c_stats.buffered = stats.buffered;
+    c_stats.dropped_bids = stats.dropped_bids;
+    c_stats.dropped_other = stats.dropped_other;
+    c_stats.dropped_failures = stats.dropped_failures;
+    c_stats.refused = stats.refused;
+    c_stats.fleet_policy_version = stats.fleet_policy_version;
+    c_stats.source = SourceNumber(stats.source);
+    c_stats.fallback_active = stats.fallback_active;
+    c_stats.replayed = stats.replayed;
+    c_stats.sequence_exhausted = stats.sequence_exhausted;
+    CopyTruncated(stats.address, c_stats.address);
+    CopyTruncated(stats.last_refusal, c_stats.last_refusal);
+  }
+  if (!FillSized(c_stats, out, kStatsSizeV1)) {
+    return SetError(absl::InvalidArgumentError(
+        SizeTooSmall(kFunction, "breaker_stats", out->size, kStatsSizeV1)));
+  }
+  return Ok();
+}
+
+bool breaker_is_synced(const breaker_client* client) {
+  return client != nullptr && breaker::client::IsSynced(client->impl->stats());
 }
 
 }  // extern "C"

@@ -32,13 +32,29 @@
  *     _free functions, which must not race with any other call on the same object. A
  *     breaker_options is not shared state: do not modify one from two threads at once. No
  *     function keeps a pointer the caller passed past its return, except `user_data` of
- *     breaker_subscribe.
+ *     breaker_subscribe and of breaker_options_set_log_callback.
  *   - Blocking: only breaker_client_free (which ends the library's threads) and
  *     breaker_unsubscribe (which waits for a running callback) wait; every other function
  *     returns without waiting for the network, a lock held across I/O, or another thread's
  *     callback.
  *   - Nothing is thrown across this boundary: the C++ side reports errors as status values.
  *     Running out of memory (other than in breaker_options_new) ends the process.
+ *   - Structs the caller allocates and the library fills (breaker_error, breaker_policy_info,
+ *     breaker_stats) begin with `size_t size`, which the caller sets to sizeof the struct as
+ *     its header declares it (in C, `breaker_stats s = {.size = sizeof s};`). The library
+ *     writes only the first `size` bytes, and zeroes what lies past its own struct when the
+ *     caller's is larger: a struct only ever grows by fields added at its end, so a program
+ *     built against an older or a newer header reads every field it knows, and nothing else is
+ *     written. A `size` below the struct's first layout in ABI version 1 (a `size` not set)
+ *     is refused with BREAKER_INVALID_ARGUMENT and nothing is written. Sized structs rather
+ *     than opaque handles with an accessor per field: one call reads a consistent set of
+ *     counters, and a binding declares each struct once (bindings check its layout against
+ *     this header's).
+ *
+ * Versions: breaker_abi_version() returns the library's BREAKER_ABI_VERSION, which is also the
+ * number of its SONAME (libbreaker_client.so.1). It changes only when an existing function or
+ * field changes meaning or place; adding a function, or a field at the end of a sized struct,
+ * keeps it.
  */
 
 #include <stdbool.h>
@@ -49,6 +65,14 @@
 extern "C" {
 #endif
 
+/* The ABI this header describes. */
+#define BREAKER_ABI_VERSION 1
+
+/* Returns the ABI version of the library loaded (BREAKER_ABI_VERSION of the header it was built
+ * from): a binding compares it with the version it was written for. Thread-safe; does not
+ * block. */
+int breaker_abi_version(void);
+
 /* ------------------------------------------------------------------------------------------
  * Errors. */
 
@@ -57,20 +81,24 @@ enum breaker_code {
   BREAKER_OK = 0,
   BREAKER_INVALID_ARGUMENT = 3,
   BREAKER_NOT_FOUND = 5,
-  BREAKER_FAILED_PRECONDITION = 9
+  BREAKER_FAILED_PRECONDITION = 9,
+  BREAKER_OUT_OF_RANGE = 11
 };
 
 /* Filled by functions that take one. `message` is NUL-terminated (truncated to fit); empty when
- * `code` is 0. */
+ * `code` is 0. A sized struct: set `size` (see the conventions above). */
 typedef struct breaker_error {
+  size_t size;
   int code;
   char message[256];
 } breaker_error;
 
 /* Copies to `*out` (when not NULL) the code and message of the last call on this thread of a
  * function of this API that returns an int code, and returns that code: 0 with an empty
- * message when that call succeeded, or when there was none. A binding whose language moves
- * its tasks between threads calls it in the same native call as the function that failed.
+ * message when that call succeeded, or when there was none. An `out` whose `size` is too small
+ * is not written, and BREAKER_INVALID_ARGUMENT is returned (the last error stays as it was).
+ * A binding whose language moves its tasks between threads calls it in the same native call
+ * as the function that failed.
  * Thread-safe (per thread); does not block; the caller owns `*out`. */
 int breaker_last_error(breaker_error* out);
 
@@ -131,6 +159,38 @@ int breaker_options_set_max_buffered_observations(breaker_options* opts, size_t 
  * value. */
 int breaker_options_set_staleness_limit_seconds(breaker_options* opts, double seconds);
 
+/* The level of a log line. */
+enum breaker_log_level {
+  /* What goes as expected: connected, a failed connection attempt (repeated while breakerd is
+   * away). */
+  BREAKER_LOG_INFO = 0,
+  /* What an operator should know: a stream that ended, an observation breakerd refused, the
+   * local engine's policy taking part. */
+  BREAKER_LOG_WARNING = 1,
+  /* What needs an operator: breakerd sent what this client cannot use, sequence numbers ran
+   * out. */
+  BREAKER_LOG_ERROR = 2
+};
+
+/* Receives each line the library logs: its level (a breaker_log_level) and the line,
+ * NUL-terminated, without a newline, valid for the call only. Called on a thread of the
+ * client's own (its log thread: neither a caller's thread nor the one of policy callbacks),
+ * one line at a time, in order, with no lock of the library held: it may call any function of
+ * this API on the client except breaker_client_free. Lines wait in a bounded queue: a slow
+ * callback delays only later lines (past 1024 waiting, lines are dropped and counted in the
+ * next one). */
+typedef void (*breaker_log_callback)(void* user_data, int level, const char* message);
+
+/* Sends the library's log lines, every level, to `callback` (passed `user_data` as is), and
+ * nothing to stderr. `user_data` must stay valid until breaker_client_free has returned.
+ * Without a callback (the default, or `callback` NULL) the library writes its warnings and
+ * errors to stderr, one line each ("breaker-client: WARNING: ..."), and nothing else: no
+ * line at start, none per connection attempt. The library never initializes glog nor writes
+ * through it, so a program's own glog is left as the program set it up. (gRPC, a shared
+ * library of its own, logs its errors to stderr as GRPC_VERBOSITY says.) */
+int breaker_options_set_log_callback(breaker_options* opts, breaker_log_callback callback,
+                                     void* user_data);
+
 /* Sets the path of a breakerd configuration file (text-format breaker.v1.Config) whose
  * configuration the local engine uses until breakerd sends its own. The file is read by
  * breaker_client_new, not here. Empty (the default): the library's defaults for the network. */
@@ -151,6 +211,7 @@ typedef struct breaker_client breaker_client;
  *     (the message names what is wrong);
  *   BREAKER_NOT_FOUND when the fallback configuration file or a TLS file does not exist;
  *   BREAKER_FAILED_PRECONDITION when one cannot be read.
+ * An `err` whose `size` is too small is not written (breaker_last_error has the error).
  * Thread-safe (`opts` is only read); reads the files named in `opts` but does not wait for the
  * network; the caller owns the client and frees it with breaker_client_free. */
 int breaker_client_new(const breaker_options* opts, breaker_client** out, breaker_error* err);
@@ -166,13 +227,22 @@ void breaker_client_free(breaker_client* client);
 
 /* ------------------------------------------------------------------------------------------
  * Reports: what this node saw about `slot`. Each queues one observation and returns at once,
- * never waiting for the network. Each returns 0, or BREAKER_INVALID_ARGUMENT (nothing queued,
- * breaker_last_error says why) for a NULL client, a NULL pointer where one is required, or an
- * input past breakerd's bounds: a relay identifier longer than 512 bytes, a public key that is
- * not 48 bytes, more than 64 roots. Roots are 32 bytes. Builder indices are the chain's
- * (UINT64_MAX is the proposer's own payload). Relays are endpoint identifiers in any spelling
- * ("host:port", URLs with credentials, ...): the library normalizes them, and breakerd refuses
- * (counted in breaker_stats.refused) one that is not an endpoint.
+ * never waiting for the network. Each returns 0, or refuses the observation, queuing nothing,
+ * with a code and a message (breaker_last_error; also kept in breaker_stats.last_refusal):
+ *   BREAKER_INVALID_ARGUMENT for a NULL client or a NULL pointer where one is required, and
+ *     for what breakerd would refuse for its shape, in breakerd's words after the function's
+ *     name: a relay that does not normalize ("ftp://x", longer than 512 bytes, ...), a public
+ *     key neither absent nor 48 bytes, more than 64 roots, the self-build index where a builder
+ *     is needed, an attested fraction outside [0, 1], a finalized epoch after the slot's;
+ *   BREAKER_OUT_OF_RANGE for a slot outside the window as the library's clock sees it: more
+ *     than 2 slots ahead of the current slot or more than 64 behind (breakerd's
+ *     max_future_slots and amendment_window_slots, from its configuration once connected).
+ * breakerd judges the window again by its own clock: with the two clocks apart, an
+ * observation near an edge may be accepted here and refused there (counted in
+ * breaker_stats.refused, and named in breaker_stats.last_refusal).
+ * Roots are 32 bytes. Builder indices are the chain's (UINT64_MAX is the proposer's own
+ * payload). Relays are endpoint identifiers in any spelling ("host:port", URLs with
+ * credentials, ...): the library normalizes them.
  * Each is thread-safe, does not block, and copies what it is given. */
 
 /* A bid for `builder` reached the node, through `relay_or_null` (NULL or "" for a bid received
@@ -239,6 +309,13 @@ enum breaker_source {
  * normalized (it is nobody's relay), and for a NULL client. */
 bool breaker_is_allowed(const breaker_client* client, uint64_t builder, const char* relay_or_null);
 
+/* Before Gloas a relay's header names no builder index: returns whether the node may take a
+ * header from `relay` (any spelling) whatever its builder: the relay is not banned, the mode is
+ * not BREAKER_MODE_SELF_BUILD, and under BREAKER_MODE_TRUSTED_ONLY the relay is trusted. False
+ * for a relay that cannot be normalized, NULL or "", and for a NULL client. Thread-safe; does
+ * not block. */
+bool breaker_is_relay_allowed(const breaker_client* client, const char* relay);
+
 /* Returns the mode in force (a breaker_mode), or 0 for a NULL client. */
 int breaker_mode(const breaker_client* client);
 
@@ -273,8 +350,9 @@ void breaker_policy_free(breaker_policy* policy);
  * Thread-safe; does not block; keeps neither pointer. */
 bool breaker_policy_is_current(const breaker_client* client, const breaker_policy* policy);
 
-/* The scalar fields of a held policy. */
+/* The scalar fields of a held policy. A sized struct: set `size`. */
 typedef struct breaker_policy_info {
+  size_t size;
   /* As breaker_policy_version: 0 when no fleet policy has arrived. */
   uint64_t fleet_version;
   /* A breaker_mode. */
@@ -288,7 +366,8 @@ typedef struct breaker_policy_info {
   size_t n_trusted_relays;
 } breaker_policy_info;
 
-/* Fills `*out` from `policy`. Returns 0, or BREAKER_INVALID_ARGUMENT for a NULL argument.
+/* Fills `*out` from `policy`. Returns 0, or BREAKER_INVALID_ARGUMENT for a NULL argument or
+ * an `out->size` too small.
  * Thread-safe; does not block; the caller owns `*out`. */
 int breaker_policy_read(const breaker_policy* policy, breaker_policy_info* out);
 
@@ -341,7 +420,9 @@ void breaker_unsubscribe(breaker_client* client, int subscription_id);
 /* ------------------------------------------------------------------------------------------
  * Statistics. */
 
+/* A sized struct: set `size`. */
 typedef struct breaker_stats {
+  size_t size;
   /* A stream to breakerd is up. */
   bool connected;
   uint64_t reconnects;
@@ -371,12 +452,26 @@ typedef struct breaker_stats {
   /* The breakerd address of the current (or last) connection, NUL-terminated (truncated to
    * fit); empty before the first. */
   char address[256];
+  /* Why the last observation refused was refused: at the call (the message the call
+   * returned), or by breakerd ("breakerd refused observation N: ..."); NUL-terminated,
+   * truncated to fit; empty when none was. Added after ABI version 1's first layout: a
+   * caller whose struct ends before it (`size` = offsetof(breaker_stats, last_refusal)) is
+   * served all the same. */
+  char last_refusal[256];
 } breaker_stats;
 
-/* Fills `*out` with the client's counters. A NULL client fills zeros; a NULL `out` is
- * ignored. Thread-safe; does not block (it takes the library's counters' locks, which no
- * thread holds across I/O); the caller owns `*out`. */
-void breaker_get_stats(const breaker_client* client, breaker_stats* out);
+/* Fills `*out` with the client's counters and returns 0. A NULL client fills zeros. Returns
+ * BREAKER_INVALID_ARGUMENT, writing nothing, for a NULL `out` or an `out->size` too small.
+ * Thread-safe; does not block (it takes the library's counters' locks, which no thread holds
+ * across I/O); the caller owns `*out`. */
+int breaker_get_stats(const breaker_client* client, breaker_stats* out);
+
+/* Returns whether the client is in sync with breakerd: a stream is up, breakerd has
+ * acknowledged every observation reported so far (none is buffered), and the policy in force
+ * is the fleet's (BREAKER_SOURCE_FLEET). The one definition of "synced" every binding uses: a
+ * node waits for it at start, before its first proposal. False for a NULL client.
+ * Thread-safe; does not block (as breaker_get_stats). */
+bool breaker_is_synced(const breaker_client* client);
 
 #ifdef __cplusplus
 } /* extern "C" */

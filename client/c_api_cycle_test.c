@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/c_api.h"
@@ -50,7 +51,7 @@ static bool cycle(int i) {
   breaker_options* opts = breaker_options_new();
   char node_id[32];
   snprintf(node_id, sizeof(node_id), "cycle-%d", i);
-  breaker_error err;
+  breaker_error err = {.size = sizeof err};
   breaker_client* client = NULL;
   const bool made = opts != NULL && breaker_options_add_address(opts, "127.0.0.1:1") == 0 &&
                     breaker_options_set_node_id(opts, node_id) == 0 &&
@@ -62,17 +63,19 @@ static bool cycle(int i) {
   }
   uint8_t root[32] = {1, 2, 3};
   int subscription = 0;
-  bool ok = breaker_report_bid(client, 100, 7, "relay.example:18550", NULL, 0) == 0 &&
-            breaker_report_payload_missing(client, 100, 7, root, 0.9) == 0 &&
+  /* The mainnet slot now: the client refuses one outside its window. */
+  const uint64_t slot = (uint64_t)(time(NULL) - 1606824023) / 12;
+  bool ok = breaker_report_bid(client, slot, 7, "relay.example:18550", NULL, 0) == 0 &&
+            breaker_report_payload_missing(client, slot, 7, root, 0.9) == 0 &&
             breaker_subscribe(client, on_policy, NULL, &subscription) == 0;
   /* A refusal records its message, which this thread keeps until its next call. */
-  ok = ok && breaker_report_blocks_seen(client, 100, NULL, 1) == BREAKER_INVALID_ARGUMENT;
+  ok = ok && breaker_report_blocks_seen(client, slot, NULL, 1) == BREAKER_INVALID_ARGUMENT;
   breaker_policy* policy = breaker_policy_get(client);
   ok = ok && policy != NULL && breaker_policy_is_current(client, policy);
   if (i % 2 == 0) breaker_unsubscribe(client, subscription);
   breaker_client_free(client);
   /* A held policy outlives its client. */
-  breaker_policy_info info;
+  breaker_policy_info info = {.size = sizeof info};
   ok = ok && breaker_policy_read(policy, &info) == 0 && info.source == BREAKER_SOURCE_LOCAL;
   breaker_policy_free(policy);
   if (!ok) fprintf(stderr, "cycle %d: a call failed\n", i);

@@ -40,6 +40,12 @@ class ChannelCredentials;
 
 namespace breaker::client {
 
+// The level of a line the library logs.
+enum class LogLevel { kInfo = 0, kWarning = 1, kError = 2 };
+
+// Receives each line the library logs (no trailing newline).
+using LogFunction = std::function<void(LogLevel level, absl::string_view message)>;
+
 struct ClientOptions {
   // breakerd addresses ("host:port"): every replica's, when breakerd runs on etcd. Tried in
   // turn: when one fails (down, or a standby), the next at once; the backoff below waits once
@@ -85,6 +91,19 @@ struct ClientOptions {
   // policy in force (staleness included), in real time. Tests with a fake clock shorten it.
   absl::Duration evaluation_interval = absl::Seconds(1);
 
+  // Where the library's log lines go. Empty: glog, as the program has set it up (the library
+  // never initializes glog; the sidecar and breakerd do). Set: every line, at every level, goes
+  // to `log` and nothing to glog. `log` is called on a thread of the client's own (not the
+  // caller's, nor the one of policy callbacks), one line at a time, in order, with no lock of
+  // the library held: it may call the client (stats, policy), but not Stop. Lines are queued
+  // (client/log_thread.h): a slow `log` delays nothing but later lines.
+  // Levels: kInfo for what goes as expected (connected, the fleet's policy in force, a failed
+  // connection attempt, which repeats while breakerd is away), kWarning for what an operator
+  // should know (a stream that ended, an observation breakerd refused, the local engine's
+  // policy taking part), kError for what
+  // needs an operator (breakerd sent what this client cannot use, sequence numbers ran out).
+  LogFunction log;
+
   // REQUIRES: outlives the client.
   const Clock* clock = &SystemClock();
 };
@@ -103,6 +122,9 @@ struct ClientStats {
   uint64_t dropped_other = 0;
   uint64_t dropped_failures = 0;
   uint64_t refused = 0;
+  // Why the last observation refused was refused, at the call or by breakerd (whose refusals
+  // name the observation's sequence number); empty when none was.
+  std::string last_refusal;
   // Observations breakerd acknowledged as replays (numbers it had handled already).
   uint64_t replayed = 0;
   // breakerd has handled this node's last sequence number (2^62): observations stay buffered,
@@ -116,13 +138,30 @@ struct ClientStats {
   bool fallback_active = true;
 };
 
+// In sync with breakerd: a stream is up, breakerd has acknowledged every observation reported
+// so far (none is buffered), and the policy in force is the fleet's. What a node waits for at
+// start and before its first proposal; the C API and every binding use this one definition.
+inline bool IsSynced(const ClientStats& stats) {
+  return stats.connected && stats.buffered == 0 && stats.source == PolicySource::kFleet;
+}
+
 // Thread-safe: every method may be called from any thread.
 class BreakerClient {
  public:
   virtual ~BreakerClient() = default;
 
   // Queues an observation of this node about `slot`. Never blocks on the network.
-  virtual void Report(core::Slot slot, core::Event event) = 0;
+  // Refuses, queuing nothing, what breakerd would refuse for its shape, with breakerd's own
+  // code and message: INVALID_ARGUMENT for a relay that does not normalize (or is longer than
+  // core::bounds::kMaxRelayIdBytes), a public key neither empty nor 48 bytes, more than
+  // core::bounds::kMaxBlockRootsPerSlot roots, the self-build index where a builder is needed,
+  // an attested fraction outside [0, 1], a finalized epoch after the slot's; OUT_OF_RANGE for a
+  // slot outside the window as the library's clock sees it: more than max_future_slots (2)
+  // ahead of its current slot, or more than amendment_window_slots (64) behind, from
+  // breakerd's configuration once connected. breakerd judges again by its own clock: with the
+  // two clocks apart, an observation near an edge may pass here and be refused there
+  // (ClientStats::refused counts those).
+  virtual absl::Status Report(core::Slot slot, core::Event event) = 0;
 
   // The policy in force. Wait-free in the common case (no lock shared with the network path).
   virtual std::shared_ptr<const PolicySnapshot> policy() const = 0;

@@ -108,9 +108,10 @@ class FakeClient : public BreakerClient {
   }
 
   // BreakerClient. Reports are recorded even after Stop, so that a test sees them all.
-  void Report(core::Slot slot, core::Event event) override {
+  absl::Status Report(core::Slot slot, core::Event event) override {
     MutexLock lock(&mu_);
     reports_.push_back(Reported{slot, std::move(event)});
+    return absl::OkStatus();
   }
 
   std::shared_ptr<const PolicySnapshot> policy() const override {

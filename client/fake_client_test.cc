@@ -43,8 +43,8 @@ TEST(FakeClient, PolicyIsInForceAndSubscribersRunOffTheCallersThread) {
 
 TEST(FakeClient, RecordsReports) {
   FakeClient client;
-  client.Report(10, core::BidSeen{3, "", ""});
-  client.Report(11, core::BuilderExited{3});
+  EXPECT_TRUE(client.Report(10, core::BidSeen{3, "", ""}).ok());
+  EXPECT_TRUE(client.Report(11, core::BuilderExited{3}).ok());
   ASSERT_EQ(client.reports().size(), 2u);
   EXPECT_EQ(client.reports()[1].slot, 11u);
   EXPECT_TRUE(std::holds_alternative<core::BuilderExited>(client.reports()[1].event));

@@ -7,7 +7,8 @@
 //     (gRPC allows one reader and one writer on a stream at once);
 //   - the ticker: moves the local engine's time along and notices when the fleet policy has
 //     gone stale;
-//   - the dispatcher: calls subscribers, so that a slow one never delays the network.
+//   - the dispatcher: calls subscribers, so that a slow one never delays the network;
+//   - with ClientOptions::log, the log thread: hands it the lines, outside every lock.
 // Callers' threads only touch the observation buffer's and the local engine's short locks,
 // and read the policy cell.
 
@@ -15,8 +16,12 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "breaker/v1/breaker.grpc.pb.h"
@@ -24,6 +29,7 @@
 #include "client/backoff.h"
 #include "client/channel_security.h"
 #include "client/client.h"
+#include "client/log_thread.h"
 #include "client/observation_buffer.h"
 #include "client/policy_cell.h"
 #include "client/policy_in_force.h"
@@ -86,6 +92,7 @@ class GrpcClient : public BreakerClient {
              core::ChainSpec chain)
       : chain_(std::move(chain)),
         options_(std::move(options)),
+        log_thread_(options_.log ? std::make_unique<LogThread>(options_.log) : nullptr),
         buffer_(options_.max_buffered_observations,
                 static_cast<uint64_t>(absl::ToUnixMicros(options_.clock->Now()))),
         policy_in_force_(*options_.clock, staleness_limit),
@@ -104,20 +111,26 @@ class GrpcClient : public BreakerClient {
 
   core::ChainSpec chain() const override { return chain_; }
 
-  void Report(core::Slot slot, core::Event event) override {
-    const uint64_t sequence = buffer_.Add(slot, event);
+  absl::Status Report(core::Slot slot, core::Event event) override {
     {
-      // The local engine learns the node's own observations all the time, so that it is ready
-      // when breakerd goes away.
       MutexLock lock(&local_mu_);
       // The ticker moves the engine's time only every evaluation_interval: catch up first, or
-      // an observation of a slot the clock has reached may be refused as too far ahead (and
-      // lost to the local engine for good).
+      // an observation of a slot the clock has reached would be refused as too far ahead.
       const core::Slot now = core::SlotAt(options_.clock->Now(), local_.config().chain);
       if (now > local_.current_slot()) local_.Advance(now);
-      (void)local_.Observe(core::Observation{slot, options_.node_id, sequence, std::move(event)});
+      core::Observation observation{slot, options_.node_id, 0, std::move(event)};
+      if (absl::Status refusal = CheckAsBreakerd(observation); !refusal.ok()) {
+        MutexLock refusal_lock(&refusal_mu_);
+        last_refusal_ = std::string(refusal.message());
+        return refusal;
+      }
+      observation.sequence = buffer_.Add(slot, observation.event);
+      // The local engine learns the node's own observations all the time, so that it is ready
+      // when breakerd goes away.
+      (void)local_.Observe(observation);
     }
     WakeSender();
+    return absl::OkStatus();
   }
 
   std::shared_ptr<const PolicySnapshot> policy() const override { return cell_.Get(); }
@@ -166,6 +179,10 @@ class GrpcClient : public BreakerClient {
     stats.refused = refused_.load();
     stats.replayed = replayed_.load();
     stats.reconnects = reconnects_.load();
+    {
+      MutexLock lock(&refusal_mu_);
+      stats.last_refusal = last_refusal_;
+    }
     const std::shared_ptr<const PolicySnapshot> snapshot = cell_.Get();
     stats.fleet_policy_version = snapshot->fleet_version;
     stats.source = snapshot->source;
@@ -193,6 +210,68 @@ class GrpcClient : public BreakerClient {
   }
 
  private:
+  // What breakerd refuses of `observation` for its shape, with its code and message: the bounds
+  // its codec checks as it reads a batch (under the proto's field names), then its engine's
+  // checks, made by the local engine, whose window is this node's clock's.
+  absl::Status CheckAsBreakerd(const core::Observation& observation) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(local_mu_) {
+    if (const auto* bid = std::get_if<core::BidSeen>(&observation.event)) {
+      if (absl::Status key = core::bounds::CheckExactBytes("bid_seen.builder_pubkey", bid->pubkey,
+                                                           core::bounds::kPubkeyBytes, true);
+          !key.ok()) {
+        return key;
+      }
+    } else if (const auto* seen = std::get_if<core::BlocksSeen>(&observation.event)) {
+      if (absl::Status count = core::bounds::CheckMaxCount(
+              "blocks_seen.block_roots", seen->roots.size(), core::bounds::kMaxBlockRootsPerSlot);
+          !count.ok()) {
+        return count;
+      }
+    }
+    return local_.ValidateObservation(observation);
+  }
+
+  // --- Logging ----------------------------------------------------------------------------
+
+  // To options_.log through the log thread, or to glog.
+  void Log(LogLevel level, std::string message) const {
+    if (log_thread_ != nullptr) {
+      log_thread_->Log(level, std::move(message));
+      return;
+    }
+    switch (level) {
+      case LogLevel::kInfo:
+        LOG(INFO) << message;
+        break;
+      case LogLevel::kWarning:
+        LOG(WARNING) << message;
+        break;
+      case LogLevel::kError:
+        LOG(ERROR) << message;
+        break;
+    }
+  }
+
+  // One line of Log(), written as a stream: `LogLine(this, LogLevel::kWarning) << ...;`.
+  class LogLine {
+   public:
+    LogLine(const GrpcClient* client, LogLevel level) : client_(client), level_(level) {}
+    ~LogLine() { client_->Log(level_, stream_.str()); }
+    LogLine(const LogLine&) = delete;
+    LogLine& operator=(const LogLine&) = delete;
+
+    template <typename T>
+    LogLine& operator<<(const T& value) {
+      stream_ << value;
+      return *this;
+    }
+
+   private:
+    const GrpcClient* client_;
+    const LogLevel level_;
+    std::ostringstream stream_;
+  };
+
   // --- The connection ---------------------------------------------------------------------
 
   // The addresses in turn, each at once after the one before failed, with the backoff once per
@@ -272,7 +351,7 @@ class GrpcClient : public BreakerClient {
       MutexLock lock(&state_mu_);
       stream_done_ = true;
       if (policy_in_force_.connected()) {
-        LOG(WARNING) << "breakerd stream to " << address << " ended";
+        LogLine(this, LogLevel::kWarning) << "breakerd stream to " << address << " ended";
       }
       policy_in_force_.OnStreamEnd();
     }
@@ -285,8 +364,11 @@ class GrpcClient : public BreakerClient {
     end.unavailable = status.error_code() == grpc::StatusCode::UNAVAILABLE;
     end.standby = end.unavailable && context.GetServerTrailingMetadata().count(kLeaderTrailer) > 0;
     if (!status.ok() && !Stopping()) {
-      LOG(WARNING) << "breakerd at " << address << ": " << DescribeStatus(status) << " (code "
-                   << status.error_code() << "); reconnecting with backoff";
+      // Info: it repeats, at every attempt, while breakerd is away; the ended stream before it
+      // was a warning, and the policy's move to fleet+local past the staleness limit is one.
+      LogLine(this, LogLevel::kInfo)
+          << "breakerd at " << address << ": " << DescribeStatus(status) << " (code "
+          << status.error_code() << "); reconnecting with backoff";
     }
     MutexLock lock(&state_mu_);
     context_ = nullptr;
@@ -333,15 +415,15 @@ class GrpcClient : public BreakerClient {
     {
       MutexLock lock(&state_mu_);
       if (policy_in_force_.OnMessage()) {
-        LOG(INFO) << "connected to breakerd at " << address_;
+        LogLine(this, LogLevel::kInfo) << "connected to breakerd at " << address_;
       }
     }
     switch (message.kind_case()) {
       case v1::ServerMessage::kPolicy: {
         absl::StatusOr<core::Policy> policy = codec::PolicyFromProto(message.policy());
         if (!policy.ok()) {
-          LOG(ERROR) << "breakerd sent a policy this client cannot read, ignored: "
-                     << policy.status();
+          LogLine(this, LogLevel::kError)
+              << "breakerd sent a policy this client cannot read, ignored: " << policy.status();
           break;
         }
         {
@@ -363,8 +445,13 @@ class GrpcClient : public BreakerClient {
         refused_ += message.observation_ack().refused_size();
         replayed_ += message.observation_ack().replayed();
         for (const v1::ObservationRefusal& refusal : message.observation_ack().refused()) {
-          LOG(WARNING) << "breakerd refused observation " << refusal.sequence() << ": "
-                       << refusal.message();
+          const std::string why = absl::StrCat("breakerd refused observation ", refusal.sequence(),
+                                               ": ", refusal.message());
+          LogLine(this, LogLevel::kWarning) << why;
+          {
+            MutexLock refusal_lock(&refusal_mu_);
+            last_refusal_ = why;
+          }
           // The node's numbers ran out since its hello (another process under its id used the
           // last one): hold the rest back rather than see each refused.
           if (refusal.code() == static_cast<int32_t>(grpc::StatusCode::FAILED_PRECONDITION)) {
@@ -375,16 +462,18 @@ class GrpcClient : public BreakerClient {
       case v1::ServerMessage::kConfig: {
         absl::StatusOr<core::Config> config = codec::ConfigFromProto(message.config());
         if (!config.ok()) {
-          LOG(ERROR) << "breakerd sent a configuration this client cannot use, keeping the "
-                        "local one: "
-                     << config.status();
+          LogLine(this, LogLevel::kError)
+              << "breakerd sent a configuration this client cannot use, keeping the "
+                 "local one: "
+              << config.status();
           break;
         }
         // At every connect, and again mid-stream after a reload of breakerd's configuration:
         // the local engine runs the fleet's rules when breakerd goes away.
         MutexLock lock(&local_mu_);
         if (absl::Status status = local_.Reconfigure(*std::move(config)); !status.ok()) {
-          LOG(ERROR) << "local engine refused breakerd's configuration: " << status;
+          LogLine(this, LogLevel::kError)
+              << "local engine refused breakerd's configuration: " << status;
           break;
         }
         // Under the new rules now, not at the ticker's next evaluation.
@@ -419,10 +508,11 @@ class GrpcClient : public BreakerClient {
     }
     const size_t renumbered = buffer_.RenumberAbove(state.last_sequence());
     if (renumbered == 0) return;
-    LOG(WARNING) << "breakerd has handled this node's observations up to sequence number "
-                 << state.last_sequence() << ", at or above the numbers of " << renumbered
-                 << " observations not sent yet (did the clock go back since the node last "
-                 << "ran?): renumbered above it";
+    LogLine(this, LogLevel::kWarning)
+        << "breakerd has handled this node's observations up to sequence number "
+        << state.last_sequence() << ", at or above the numbers of " << renumbered
+        << " observations not sent yet (did the clock go back since the node last "
+        << "ran?): renumbered above it";
     MutexLock lock(&state_mu_);
     policy_in_force_.OnRenumbered(buffer_.LastSequence());
   }
@@ -437,10 +527,11 @@ class GrpcClient : public BreakerClient {
       if (sequence_exhausted_) return;
       sequence_exhausted_ = true;
     }
-    LOG(ERROR) << "breakerd has handled sequence number " << last << " of node " << options_.node_id
-               << ", the last one it accepts, and refuses every other: "
-               << "this node's observations are kept unsent until an operator runs "
-               << "`breakerctl reset --node=" << options_.node_id << "`";
+    LogLine(this, LogLevel::kError)
+        << "breakerd has handled sequence number " << last << " of node " << options_.node_id
+        << ", the last one it accepts, and refuses every other: "
+        << "this node's observations are kept unsent until an operator runs "
+        << "`breakerctl reset --node=" << options_.node_id << "`";
   }
 
   // --- Time and the policy in force -------------------------------------------------------
@@ -481,9 +572,11 @@ class GrpcClient : public BreakerClient {
         return;
       }
       if (current != nullptr && current->source != next->source) {
-        LOG(WARNING) << "breaker policy now from " << PolicySourceName(next->source) << " (was "
-                     << PolicySourceName(current->source) << "), mode "
-                     << core::ModeName(next->policy.mode);
+        // Back to the fleet's policy is how it should be; the local engine taking part is
+        // what an operator should know.
+        LogLine(this, next->source == PolicySource::kFleet ? LogLevel::kInfo : LogLevel::kWarning)
+            << "breaker policy now from " << PolicySourceName(next->source) << " (was "
+            << PolicySourceName(current->source) << "), mode " << core::ModeName(next->policy.mode);
       }
       cell_.Set(next);
     }
@@ -538,6 +631,9 @@ class GrpcClient : public BreakerClient {
 
   const core::ChainSpec chain_;
   const ClientOptions options_;
+  // Delivers log lines to options_.log; null when it is empty (glog). Outlives every other
+  // thread of the client: they end in Stop(), it in its destructor, which runs after.
+  const std::unique_ptr<LogThread> log_thread_;
   ObservationBuffer buffer_;
   PolicyCell<PolicySnapshot> cell_;
   std::atomic<uint64_t> refused_{0};
@@ -568,6 +664,10 @@ class GrpcClient : public BreakerClient {
 
   Mutex local_mu_;
   core::Engine local_ ABSL_GUARDED_BY(local_mu_);
+
+  // Taken alone, or inside local_mu_ (as the observation buffer's own mutex is).
+  mutable Mutex refusal_mu_;
+  std::string last_refusal_ ABSL_GUARDED_BY(refusal_mu_);
 
   Mutex subscribers_mu_;
   // Signalled when calling_ changes.

@@ -34,8 +34,10 @@ namespace {
 namespace v1 = ::breaker::v1;
 using ::breaker::testing::FakeClock;
 using ::breaker::testing::IsOk;
+using ::breaker::testing::StatusIs;
 using ::breaker::testing::WaitFor;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 // A breakerd of the test's own: it reads the hello, waits until the test lets it answer, then
 // sends a NodeState (unless it plays a breakerd older than that message) and a configuration,
@@ -189,7 +191,7 @@ class NodeStateTest : public ::testing::Test {
   void Report(core::BuilderIndex builder) {
     const core::Slot slot =
         core::SlotAt(clock_.Now(), core::ChainSpecForNetwork("mainnet").value());
-    client_->Report(slot, core::BidSeen{builder, "", ""});
+    EXPECT_TRUE(client_->Report(slot, core::BidSeen{builder, "", ""}).ok());
   }
 
   FakeClock clock_;
@@ -222,6 +224,31 @@ TEST_F(NodeStateTest, ObservationsNotSentAreRenumberedAboveBreakerdsLast) {
   Report(4);
   ASSERT_TRUE(WaitFor([&] { return breaker.sequences().size() == 4; }));
   EXPECT_THAT(breaker.sequences(), ElementsAre(last + 1, last + 2, last + 3, last + 4));
+}
+
+// What breakerd would refuse for its shape is refused at the call, in breakerd's words, queues
+// nothing, and is kept as the last refusal; the window is the client's clock's.
+TEST_F(NodeStateTest, ReportRefusesWhatBreakerdWouldRefuse) {
+  FakeBreaker breaker(/*last_sequence=*/std::nullopt);
+  ASSERT_NO_FATAL_FAILURE(Start(breaker));
+  const core::Slot now = core::SlotAt(clock_.Now(), core::ChainSpecForNetwork("mainnet").value());
+  EXPECT_THAT(
+      client_->Report(now - 65, core::BlocksSeen{}),
+      StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("older than the amendment window")));
+  EXPECT_THAT(client_->Report(now + 3, core::BlocksSeen{}),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("max_future_slots = 2")));
+  EXPECT_THAT(client_->Report(now, core::BidSeen{1, "ftp://x", ""}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("relay identifier \"ftp://x\" has unknown scheme")));
+  EXPECT_THAT(client_->Report(now, core::BidSeen{1, "", std::string(47, 'k')}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("bid_seen.builder_pubkey is 47 bytes")));
+  EXPECT_THAT(client_->stats().last_refusal, HasSubstr("bid_seen.builder_pubkey"));
+  EXPECT_EQ(client_->stats().reported, 0u);
+  // The edges of the window are inside it.
+  EXPECT_THAT(client_->Report(now - 64, core::BlocksSeen{}), IsOk());
+  EXPECT_THAT(client_->Report(now + 2, core::BlocksSeen{}), IsOk());
+  EXPECT_EQ(client_->stats().reported, 2u);
 }
 
 TEST_F(NodeStateTest, NumbersAboveBreakerdsLastStay) {

@@ -23,4 +23,13 @@ if ! diff -u "$tmp/declared" "$tmp/exported"; then
     "export only breaker_* (client/breaker_client.lds) and declare each in c_api.h" >&2
   exit 1
 fi
-echo "PASS: $(wc -l <"$tmp/declared") functions, each exported, nothing else"
+# The SONAME names the ABI version of the header.
+abi="$(cpp -P -dM "$here/c_api.h" | awk '$2 == "BREAKER_ABI_VERSION" {print $3}')"
+soname="$(readelf -d "$here/libbreaker_client.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
+if [ "$soname" != "libbreaker_client.so.$abi" ]; then
+  echo "FAIL: SONAME is '$soname'; BREAKER_ABI_VERSION $abi wants libbreaker_client.so.$abi" >&2
+  exit 1
+fi
+cmp -s "$here/libbreaker_client.so" "$here/libbreaker_client.so.$abi" ||
+  { echo "FAIL: libbreaker_client.so.$abi is not a copy of libbreaker_client.so" >&2; exit 1; }
+echo "PASS: $(wc -l <"$tmp/declared") functions, each exported, nothing else; SONAME $soname"

@@ -36,9 +36,9 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartMetricsExposer(
     // A connection holds one of the HTTP server's threads until its request is read, so an
     // idle or slow client would hold up every scrape behind it: a few threads, a short read
     // timeout, and no keep-alive bound what one client can hold.
-    exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-        "listening_ports", listen_address, "num_threads", "4", "request_timeout_ms", "2000",
-        "enable_keep_alive", "no"});
+    exposer = std::make_unique<prometheus::Exposer>(
+        std::vector<std::string>{"listening_ports", listen_address, "num_threads", "4",
+                                 "request_timeout_ms", "2000", "enable_keep_alive", "no"});
   } catch (const std::exception& error) {
     // ValidateAddress above made sure the port parses.
     int port = 0;
@@ -47,9 +47,8 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartMetricsExposer(
       port = 0;
     }
     return absl::UnavailableError(absl::StrCat(
-        "cannot serve metrics on '", listen_address, "' (", error.what(),
-        "): address in use", PortHolderSuffix(port), " or invalid; pass ", setting,
-        " with a free host:port"));
+        "cannot serve metrics on '", listen_address, "' (", error.what(), "): address in use",
+        PortHolderSuffix(port), " or invalid; pass ", setting, " with a free host:port"));
   }
   if (exposer->GetListeningPorts().empty()) {
     return absl::UnavailableError(

@@ -182,6 +182,11 @@ class Engine {
   // FAILED_PRECONDITION (SequenceExhaustedMessage) until ResetNodeSequence.
   absl::StatusOr<ObserveResult> Observe(const Observation& observation);
 
+  // What Observe refuses of an observation from its slot and contents (node and sequence
+  // aside), with the same code and message, recording nothing: the client library refuses
+  // such an observation at the call, as its local engine sees it.
+  absl::Status ValidateObservation(const Observation& observation) const;
+
   // Forgets the highest sequence number of `node` (as if none of its observations had been
   // handled), so that it may number from 1 again: what lifts a node that used
   // bounds::kMaxSequence. Its next observations are taken whatever their numbers, even a
@@ -280,7 +285,6 @@ class Engine {
   Engine(Config config, Slot current_slot);
 
   void DeriveFromConfig();
-  absl::Status ValidateObservation(const Observation& observation) const;
   ObserveResult ApplyEvent(const Observation& observation);
   ObserveOutcome OnBid(Slot slot, const BidSeen& bid);
   ObserveResult OnFailureReport(const Observation& observation, const BlockRoot& root,

@@ -85,6 +85,11 @@ bool Policy::IsAllowed(BuilderIndex builder, absl::string_view relay) const {
   return true;
 }
 
+bool Policy::IsRelayAllowed(absl::string_view relay) const {
+  if (mode == Mode::kSelfBuild || banned_relays.contains(relay)) return false;
+  return mode != Mode::kTrustedOnly || trusted_relays.contains(relay);
+}
+
 bool Policy::SameDecisions(const Policy& other) const {
   // The missed-slot counts and the rule text move with every slot; only the verdict decides.
   return mode == other.mode && banned_builders == other.banned_builders &&

@@ -105,6 +105,11 @@ struct Policy {
   // (normalized identifier; empty for a P2P bid). O(1) expected.
   bool IsAllowed(BuilderIndex builder, absl::string_view relay) const;
 
+  // True when a beacon node may take a header from `relay` (normalized identifier) whose
+  // builder it cannot know, as before Gloas (a header names no builder index): the relay is
+  // not banned, the mode is not SELF_BUILD, and in TRUSTED_ONLY the relay is trusted.
+  bool IsRelayAllowed(absl::string_view relay) const;
+
   // True when the two policies decide the same for every bid (version, computation time and
   // change reason aside).
   bool SameDecisions(const Policy& other) const;

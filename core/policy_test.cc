@@ -36,6 +36,20 @@ TEST(BanKindName, NamesEveryKind) {
   EXPECT_EQ(BanKindName(static_cast<BanKind>(42)), "unknown");
 }
 
+TEST(PolicyIsRelayAllowed, DecidesByTheRelayAndTheModeAlone) {
+  Policy policy;
+  policy.banned_relays["http://banned.example"] = Ban{};
+  policy.trusted_relays.insert("http://trusted.example");
+  policy.trusted_builders.insert(7);
+  EXPECT_TRUE(policy.IsRelayAllowed("http://other.example"));
+  EXPECT_FALSE(policy.IsRelayAllowed("http://banned.example"));
+  policy.mode = Mode::kTrustedOnly;
+  EXPECT_FALSE(policy.IsRelayAllowed("http://other.example"));
+  EXPECT_TRUE(policy.IsRelayAllowed("http://trusted.example"));
+  policy.mode = Mode::kSelfBuild;
+  EXPECT_FALSE(policy.IsRelayAllowed("http://trusted.example"));
+}
+
 TEST(PolicyIsAllowed, AllBuildersAllowsAllButBanned) {
   Policy policy;
   policy.banned_builders[7] = FailureBan(12, "missed payload");

@@ -187,9 +187,11 @@ void ReportRandomly(BreakerClient& client, const NodeSetup& setup, absl::Time de
     const uint64_t b = builder(random);
     if (unit(random) < absl::GetFlag(FLAGS_failure_fraction)) {
       const std::string bytes = absl::StrCat(setup.options.node_id, ++root);
-      client.Report(slot, core::PayloadMissing{b, core::BlockRootFromBytes(bytes), 0.9});
+      // The clock's own slot and well-formed observations: never refused.
+      client.Report(slot, core::PayloadMissing{b, core::BlockRootFromBytes(bytes), 0.9})
+          .IgnoreError();
     } else {
-      client.Report(slot, core::BidSeen{b, "", ""});
+      client.Report(slot, core::BidSeen{b, "", ""}).IgnoreError();
     }
     if (rate > 0) absl::SleepFor(absl::Seconds(1 / rate));
   }
@@ -241,7 +243,11 @@ void ReportScriptLine(BreakerClient& client, const NodeSetup& setup, absl::strin
               << "; line skipped" << std::endl;
     return;
   }
-  client.Report(observation->slot, std::move(observation->event));
+  if (absl::Status reported = client.Report(observation->slot, std::move(observation->event));
+      !reported.ok()) {
+    std::cerr << "example_node: " << source << ": " << reported.message() << "; line skipped"
+              << std::endl;
+  }
 }
 
 // Prints the observation counters when breakerd's acknowledgements moved since the last call:

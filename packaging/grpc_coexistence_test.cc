@@ -32,6 +32,7 @@ TEST(GrpcCoexistence, ProgramsOwnGrpcServesBesideTheLibrary) {
   ASSERT_EQ(breaker_options_set_node_id(opts, "coexistence"), BREAKER_OK);
   breaker_client* client = nullptr;
   breaker_error error{};
+  error.size = sizeof(error);
   ASSERT_EQ(breaker_client_new(opts, &client, &error), BREAKER_OK) << error.message;
   breaker_options_free(opts);
 

@@ -5,7 +5,7 @@
 // (--metrics_listen). Counters and histograms are fed by the fleet and the node streams
 // through MetricsSink; the gauges that describe the state (mode, policy version, bans, nodes)
 // are read from the fleet at each scrape, so they can never drift from what the Admin API says.
-// README.md ("Operations") lists every metric.
+// docs/operations.md ("breakerd's metrics") lists every metric.
 
 #include <atomic>
 #include <cstdint>

@@ -65,12 +65,16 @@ TEST(SidecarConfigTest, ErrorsNameTheField) {
     std::string message;
   };
   const Case cases[] = {
-      {R"(node_id: "n" upstreams { listen_port: 1 url: "http://r" })", "breakerd_addresses: required"},
-      {R"(breakerd_addresses: "a:1" upstreams { listen_port: 1 url: "http://r" })", "node_id: required"},
+      {R"(node_id: "n" upstreams { listen_port: 1 url: "http://r" })",
+       "breakerd_addresses: required"},
+      {R"(breakerd_addresses: "a:1" upstreams { listen_port: 1 url: "http://r" })",
+       "node_id: required"},
       {base, "upstreams: at least one is required"},
       {base + R"(upstreams { url: "http://r" })", "upstreams[0].listen_port: 0 is not in 1..65535"},
-      {base + R"(upstreams { listen_port: 70000 url: "http://r" })", "upstreams[0].listen_port: 70000"},
-      {base + R"(upstreams { listen_port: 1 url: "http://r" } upstreams { listen_port: 1 url: "http://s" })",
+      {base + R"(upstreams { listen_port: 70000 url: "http://r" })",
+       "upstreams[0].listen_port: 70000"},
+      {base + R"(upstreams { listen_port: 1 url: "http://r" } )" +
+           R"(upstreams { listen_port: 1 url: "http://s" })",
        "upstreams[1].listen_port: 1 is already another upstream's"},
       {base + R"(upstreams { listen_port: 1 })", "upstreams[0].url: required"},
       {base + R"(upstreams { listen_port: 1 url: "ftp://r" })", "upstreams[0].url:"},
@@ -79,7 +83,8 @@ TEST(SidecarConfigTest, ErrorsNameTheField) {
        "upstream_timeout_ms: 60001 is not in 1..60000"},
       {base + R"(max_body_bytes: 10 upstreams { listen_port: 1 url: "http://r" })",
        "max_body_bytes: 10 is not in 1024..67108864"},
-      {base + R"(tls_cert_file: "c" upstreams { listen_port: 1 url: "http://r" })", "tls_key_file:"},
+      {base + R"(tls_cert_file: "c" upstreams { listen_port: 1 url: "http://r" })",
+       "tls_key_file:"},
       {base + R"(beacon_node_url: "127.0.0.1:5052" upstreams { listen_port: 1 url: "http://r" })",
        "beacon_node_url: '127.0.0.1:5052' is not an http:// or https:// URL"},
       {base + R"(staleness_limit_seconds: 86401 upstreams { listen_port: 1 url: "http://r" })",

@@ -205,8 +205,8 @@ class Metrics::Collector final : public prometheus::Collectable {
                                             stats.dropped_failures));
 
     std::vector<prometheus::MetricFamily> families;
-    for (auto* family : {&requests, &refusals, &headers, &bids, &malformed, &reveals, &version, &source, &mode,
-                         &connected, &reconnects, &buffered, &dropped}) {
+    for (auto* family : {&requests, &refusals, &headers, &bids, &malformed, &reveals, &version,
+                         &source, &mode, &connected, &reconnects, &buffered, &dropped}) {
       families.push_back(std::move(*family));
     }
     if (watcher_ != nullptr) AddBeaconNode(watcher_->stats(), families);
@@ -215,7 +215,8 @@ class Metrics::Collector final : public prometheus::Collectable {
   }
 
  private:
-  // The connections to each upstream (sidecar/builder/upstream_pool.h), labelled as the requests are.
+  // The connections to each upstream (sidecar/builder/upstream_pool.h), labelled as the requests
+  // are.
   void AddPools(std::vector<prometheus::MetricFamily>& families) const {
     using prometheus::MetricType;
     auto hits = Family("breaker_sidecar_upstream_connection_reuses_total",
@@ -309,7 +310,6 @@ class Metrics::Collector final : public prometheus::Collectable {
   const std::vector<const UpstreamPool*> pools_;
 };
 
-
 // The proposal warmer's keys, proposals and warm-ups (sidecar/builder/proposal_warmer.h).
 class Metrics::WarmerCollector final : public prometheus::Collectable {
  public:
@@ -358,7 +358,6 @@ class Metrics::WarmerCollector final : public prometheus::Collectable {
  private:
   const ProposalWarmer& warmer_;
 };
-
 
 // The upstreams' answer times, measured by the proxy.
 class Metrics::LatencyCollector final : public prometheus::Collectable {

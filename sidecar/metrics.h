@@ -3,9 +3,10 @@
 
 // breaker-sidecar's Prometheus metrics, served over HTTP at /metrics on a port of their own
 // (the configuration's metrics_listen). Every sample is read at each scrape, from the
-// enforcer's counters, the beacon node's observer and the client library's policy snapshot and
-// stats, so the metrics
-// can never drift from what the sidecar does. README.md ("Sidecar") lists every metric.
+// enforcer's counters, the beacon node's observer, the proposal warmer, the upstreams' pools
+// and answer times, and the client library's policy snapshot and stats, so the metrics can
+// never drift from what the sidecar does. docs/operations.md ("breaker-sidecar's metrics")
+// lists every metric.
 
 #include <memory>
 #include <string>

@@ -66,15 +66,17 @@ TEST(MetricsTest, ServesTheEnforcersCountsAndThePolicyInForce) {
   EXPECT_TRUE(enforcer.OnBidAnswered(0, 5, 200, "garbage", "application/json").has_value());
 
   const std::string text = Scrape((*metrics)->port());
-  EXPECT_THAT(text, HasSubstr(
-      "breaker_sidecar_requests_total{upstream=\"http://relay.example\",outcome=\"refused\"} 2"));
-  EXPECT_THAT(text, HasSubstr(
-      "breaker_sidecar_requests_total{upstream=\"http://relay.example\",outcome=\"forwarded\"} 1"));
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_requests_total{upstream=\"http://"
+                              "relay.example\",outcome=\"refused\"} 2"));
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_requests_total{upstream=\"http://"
+                              "relay.example\",outcome=\"forwarded\"} 1"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_requests_total{upstream=\"http://relay.example\","
                               "outcome=\"upstream_error\"} 2"));
-  EXPECT_THAT(text, HasSubstr(
-      "breaker_sidecar_malformed_answers_total{upstream=\"http://relay.example\"} 1"));
-  EXPECT_THAT(text, HasSubstr("breaker_sidecar_bids_seen_total{upstream=\"http://relay.example\"} 0"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("breaker_sidecar_malformed_answers_total{upstream=\"http://relay.example\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("breaker_sidecar_bids_seen_total{upstream=\"http://relay.example\"} 0"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_policy_version 7"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_policy_source{source=\"fleet\"} 1"));
   EXPECT_THAT(text, HasSubstr("breaker_sidecar_policy_source{source=\"local\"} 0"));
@@ -202,8 +204,8 @@ TEST(MetricsTest, CountsTheRefusalsByReason) {
   EXPECT_THAT(text, HasSubstr(refused("unreadable_bid") + " 1")) << text;
   EXPECT_THAT(text, HasSubstr(refused("relay_banned") + " 1")) << text;
   // The reasons add up to the refused outcome.
-  EXPECT_THAT(text, HasSubstr(
-      "breaker_sidecar_requests_total{upstream=\"http://relay.example\",outcome=\"refused\"} 6"));
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_requests_total{upstream=\"http://"
+                              "relay.example\",outcome=\"refused\"} 6"));
 }
 
 TEST(MetricsTest, ServesTheUpstreamsAnswerTimesByRoute) {

@@ -10,11 +10,11 @@
 #include "absl/status/statusor.h"
 #include "client/client.h"
 #include "sidecar/beacon/beacon_watcher.h"
-#include "sidecar/config.h"
 #include "sidecar/builder/enforcer.h"
-#include "sidecar/metrics.h"
 #include "sidecar/builder/proposal_warmer.h"
 #include "sidecar/builder/proxy.h"
+#include "sidecar/config.h"
+#include "sidecar/metrics.h"
 
 namespace breaker::sidecar {
 

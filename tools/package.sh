@@ -126,7 +126,7 @@ install -D -m 0755 "$work/bin/breakerctl" "$d/usr/bin/breakerctl"
 deb breakerctl "$d"
 
 d="$work/deb/libbreaker-client"
-install -D -m 0644 "$work/bin/libbreaker_client.so" "$d/usr/lib/$multiarch/libbreaker_client.so"
+install -D -m 0644 "$work/bin/libbreaker_client.so" "$d/usr/lib/$multiarch/libbreaker_client.so.1"
 deb libbreaker-client "$d"
 
 d="$work/deb/libbreaker-client-dev"

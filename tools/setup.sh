@@ -30,6 +30,7 @@ packages=(
   golang-go                 # bindings/go: the Go package over the C API (Go 1.19, standard library only)
   rustc                     # bindings/rust: the Rust crate over the C API (rustc 1.63)
   cargo                     # bindings/rust: builds and tests the crate offline
+  librust-log-dev           # bindings/rust: its `log` feature, the library's lines to the log facade (log 0.4)
   clang-14                  # the fuzz targets under libFuzzer (tools/fuzz.sh; docs/development.md, Fuzzing)
   libclang-rt-14-dev        # libFuzzer and the sanitizers' runtimes for clang 14
   curl                      # the README's tour (tests/docs:readme_tour_test) asks the sidecar with it

@@ -1,3 +1,3 @@
-module breaker/bindings/go
+module breaker.dev/bindings/go
 
 go 1.19

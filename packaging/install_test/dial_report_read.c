@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   breaker_options_set_node_id(opts, "installed-c-node");
   breaker_options_set_network(opts, "mainnet");
   breaker_client* client = NULL;
-  breaker_error error;
+  breaker_error error = {.size = sizeof error};
   if (breaker_client_new(opts, &client, &error) != BREAKER_OK) {
     fprintf(stderr, "breaker_client_new: %s\n", error.message);
     return 1;

@@ -193,8 +193,7 @@ absl::StatusOr<ssz::Preset> PresetOf(const Json& spec) {
 
 }  // namespace
 
-absl::StatusOr<NodeChain> DecodeChain(absl::string_view genesis_body,
-                                      absl::string_view spec_body) {
+absl::StatusOr<NodeChain> DecodeChain(absl::string_view genesis_body, absl::string_view spec_body) {
   const Json genesis = ParseJson(genesis_body);
   NodeChain chain;
   std::optional<uint64_t> genesis_time = Uint64(Path(genesis, {"data", "genesis_time"}));
@@ -218,7 +217,7 @@ absl::StatusOr<NodeChain> DecodeChain(absl::string_view genesis_body,
   if (data == nullptr || !seconds.has_value() || !slots.has_value() || *seconds == 0 ||
       *slots == 0) {
     return BadBody("/eth/v1/config/spec",
-                     "no data.SECONDS_PER_SLOT and data.SLOTS_PER_EPOCH, quoted decimals above 0");
+                   "no data.SECONDS_PER_SLOT and data.SLOTS_PER_EPOCH, quoted decimals above 0");
   }
   chain.seconds_per_slot = *seconds;
   chain.slots_per_epoch = *slots;
@@ -298,7 +297,7 @@ absl::StatusOr<core::Epoch> DecodeFinalizedEpoch(absl::string_view body) {
   std::optional<uint64_t> epoch = Uint64(Path(ParseJson(body), {"data", "finalized", "epoch"}));
   if (!epoch.has_value()) {
     return BadBody("/eth/v1/beacon/states/head/finality_checkpoints",
-                     "no data.finalized.epoch, a quoted decimal");
+                   "no data.finalized.epoch, a quoted decimal");
   }
   return *epoch;
 }
@@ -369,7 +368,7 @@ absl::StatusOr<core::BuilderIndex> DecodeBlockBidBuilder(absl::string_view body)
                          "builder_index"}));
   if (!builder.has_value()) {
     return BadBody("/eth/v2/beacon/blocks",
-                     "no data.message.body.signed_execution_payload_bid.message.builder_index");
+                   "no data.message.body.signed_execution_payload_bid.message.builder_index");
   }
   return *builder;
 }
@@ -465,7 +464,7 @@ absl::StatusOr<std::vector<ProposerDuty>> DecodeProposerDuties(absl::string_view
   const Json* data = JsonMember(json, "data");
   if (data == nullptr || !data->is_array() || data->size() > slots_per_epoch) {
     return BadBody(kEndpoint,
-                     absl::StrCat("no data array of at most ", slots_per_epoch, " duties"));
+                   absl::StrCat("no data array of at most ", slots_per_epoch, " duties"));
   }
   std::vector<ProposerDuty> out;
   for (const Json& duty : *data) {
@@ -602,8 +601,9 @@ absl::StatusOr<BeaconEvent> DecodeEvent(const SseEvent& event) {
     return absl::DataLossError(absl::StrCat("event '", event.name, "': not a JSON object"));
   }
   // Gloas events come as {"version": ..., "data": {...}}.
-  const Json& body =
-      JsonMember(json, "version") != nullptr && JsonMember(json, "data") != nullptr ? json["data"] : json;
+  const Json& body = JsonMember(json, "version") != nullptr && JsonMember(json, "data") != nullptr
+                         ? json["data"]
+                         : json;
   BeaconEvent out;
   const std::string& what = event.name;
   auto slot = [&](const Json& object) -> absl::Status {

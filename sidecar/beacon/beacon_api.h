@@ -23,8 +23,8 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "core/types.h"
-#include "sidecar/ssz/beacon_block.h"
 #include "sidecar/beacon/sse_parser.h"
+#include "sidecar/ssz/beacon_block.h"
 
 namespace httplib {
 class Client;
@@ -115,8 +115,7 @@ std::optional<std::string> ValidatorPubkey(absl::string_view text);
 absl::StatusOr<NodeChain> DecodeChain(absl::string_view genesis_body, absl::string_view spec_body);
 absl::StatusOr<SyncStatus> DecodeSyncing(absl::string_view body);
 // The roots of the headers of `slot` (others, of a node that ignores the query, are skipped).
-absl::StatusOr<std::vector<core::BlockRoot>> DecodeHeaders(absl::string_view body,
-                                                           core::Slot slot);
+absl::StatusOr<std::vector<core::BlockRoot>> DecodeHeaders(absl::string_view body, core::Slot slot);
 absl::StatusOr<core::Epoch> DecodeFinalizedEpoch(absl::string_view body);
 absl::StatusOr<std::vector<ForkChoiceNode>> DecodeForkChoice(absl::string_view body);
 absl::StatusOr<core::BuilderIndex> DecodeBlockBidBuilder(absl::string_view body);
@@ -145,8 +144,7 @@ class BeaconApi {
   // `base` is "scheme://host[:port]" and `path_prefix` what goes before every path ("" or
   // "/prefix"). `clock` times each read and the events per second. REQUIRES: `clock` outlives
   // the client.
-  BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits,
-            const Clock& clock);
+  BeaconApi(std::string base, std::string path_prefix, BeaconApiLimits limits, const Clock& clock);
   ~BeaconApi();
 
   // Each REST read returns UNAVAILABLE when the node cannot be reached or answers 5xx,

@@ -37,8 +37,8 @@ std::string EpochText(core::Epoch epoch) {
 absl::Status CheckChain(const NodeChain& node, const core::ChainSpec& chain) {
   std::vector<std::string> differences;
   if (node.genesis_time_unix != chain.genesis_time_unix) {
-    differences.push_back(absl::StrCat("genesis time ", node.genesis_time_unix, " (the sidecar's: ",
-                                       chain.genesis_time_unix, ")"));
+    differences.push_back(absl::StrCat("genesis time ", node.genesis_time_unix,
+                                       " (the sidecar's: ", chain.genesis_time_unix, ")"));
   }
   if (node.seconds_per_slot != chain.seconds_per_slot) {
     differences.push_back(absl::StrCat("SECONDS_PER_SLOT ", node.seconds_per_slot,
@@ -54,15 +54,16 @@ absl::Status CheckChain(const NodeChain& node, const core::ChainSpec& chain) {
                                        ")"));
   }
   if (differences.empty()) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the beacon node follows another chain than network '", chain.network, "': ",
-      absl::StrJoin(differences, ", "),
-      "; point beacon_node_url at a node of this network, or fix network / "
-      "fallback_config_file's chain"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("the beacon node follows another chain than network '", chain.network,
+                   "': ", absl::StrJoin(differences, ", "),
+                   "; point beacon_node_url at a node of this network, or fix network / "
+                   "fallback_config_file's chain"));
 }
 
-absl::StatusOr<std::unique_ptr<BeaconWatcher>> BeaconWatcher::Start(
-    BeaconWatcherOptions options, const Clock& clock, client::BreakerClient& client) {
+absl::StatusOr<std::unique_ptr<BeaconWatcher>> BeaconWatcher::Start(BeaconWatcherOptions options,
+                                                                    const Clock& clock,
+                                                                    client::BreakerClient& client) {
   std::unique_ptr<BeaconWatcher> watcher(new BeaconWatcher(std::move(options), clock, client));
   absl::StatusOr<NodeChain> chain = watcher->api_.GetChain();
   if (chain.ok()) {

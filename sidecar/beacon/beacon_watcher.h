@@ -82,8 +82,8 @@ class BeaconWatcher {
   // Then starts the threads.
   // REQUIRES: `clock` and `client` outlive the watcher.
   static absl::StatusOr<std::unique_ptr<BeaconWatcher>> Start(BeaconWatcherOptions options,
-                                                               const Clock& clock,
-                                                               client::BreakerClient& client);
+                                                              const Clock& clock,
+                                                              client::BreakerClient& client);
   ~BeaconWatcher();
 
   // Stops and joins the threads. Idempotent.
@@ -92,8 +92,7 @@ class BeaconWatcher {
   BeaconWatcherStats stats() const;
 
  private:
-  BeaconWatcher(BeaconWatcherOptions options, const Clock& clock,
-                client::BreakerClient& client);
+  BeaconWatcher(BeaconWatcherOptions options, const Clock& clock, client::BreakerClient& client);
 
   // Why the tick thread ended the stream in progress.
   enum class EndReason { kNone, kSilent, kGloasScheduled };

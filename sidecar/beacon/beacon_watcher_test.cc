@@ -279,13 +279,11 @@ double ReportedFractionOfAWithheldPayloadWithAnAttestedChild(FakeBeaconNode& nod
 TEST_F(BeaconWatcherTest, AWithheldPayloadIsJudgedOnItsBlocksOwnVotesNotItsChilds) {
   // 55 % of its slot: below breakerd's default attestation_threshold (0.6), though the
   // block's weight with its child's votes is 150 % of a slot.
-  EXPECT_DOUBLE_EQ(ReportedFractionOfAWithheldPayloadWithAnAttestedChild(node_, chain_, 55),
-                   0.55);
+  EXPECT_DOUBLE_EQ(ReportedFractionOfAWithheldPayloadWithAnAttestedChild(node_, chain_, 55), 0.55);
 }
 
 TEST_F(BeaconWatcherTest, AWithheldPayloadAttestedByMostOfItsSlotIsReportedSo) {
-  EXPECT_DOUBLE_EQ(ReportedFractionOfAWithheldPayloadWithAnAttestedChild(node_, chain_, 90),
-                   0.9);
+  EXPECT_DOUBLE_EQ(ReportedFractionOfAWithheldPayloadWithAnAttestedChild(node_, chain_, 90), 0.9);
 }
 
 // 2-slot epochs: the spec of a node that does not schedule Gloas is re-read at each.

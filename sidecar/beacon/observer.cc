@@ -51,7 +51,9 @@ void Observer::AddRoot(core::Slot slot, const core::BlockRoot& root) {
   record.roots.push_back(root);
   ++stats_.blocks;
   Evidence(slot);
-  client_.Report(slot, core::BlocksSeen{record.roots});
+  // Here and below: what the client refuses, breakerd would refuse too, and the client's
+  // stats keep why (last_refusal); the observer has nothing else to do with it.
+  client_.Report(slot, core::BlocksSeen{record.roots}).IgnoreError();
 }
 
 void Observer::Evidence(core::Slot slot) {
@@ -84,7 +86,7 @@ void Observer::OnFinalized(core::Epoch epoch) {
     return;
   }
   finalized_ = epoch;
-  client_.Report(current, core::Finalized{epoch});
+  client_.Report(current, core::Finalized{epoch}).IgnoreError();
 }
 
 void Observer::OnBid(core::Slot slot, core::BuilderIndex builder) {
@@ -92,7 +94,7 @@ void Observer::OnBid(core::Slot slot, core::BuilderIndex builder) {
   if (!InRange(slot) || builder == core::kSelfBuild) return;
   if (!bids_.insert({slot, builder}).second) return;
   ++stats_.bids;
-  client_.Report(slot, core::BidSeen{builder, "", ""});
+  client_.Report(slot, core::BidSeen{builder, "", ""}).IgnoreError();
 }
 
 void Observer::OnBlockBid(core::Slot slot, const core::BlockRoot& root,
@@ -130,7 +132,7 @@ void Observer::Delivered(core::Slot slot, const core::BlockRoot& root, core::Bui
   if (came.reported) return;  // A second envelope event for one block is no news.
   came.reported = true;
   ++stats_.payloads_delivered;
-  client_.Report(slot, core::PayloadDelivered{builder, root});
+  client_.Report(slot, core::PayloadDelivered{builder, root}).IgnoreError();
 }
 
 std::vector<core::Slot> Observer::SlotsToBackfill() const {
@@ -167,9 +169,9 @@ void Observer::OnBackfill(core::Slot slot, const std::vector<core::BlockRoot>& r
       return;
     }
     ++stats_.empty_slots;
-    client_.Report(slot, core::BlocksSeen{});
+    client_.Report(slot, core::BlocksSeen{}).IgnoreError();
   } else if (added) {
-    client_.Report(slot, core::BlocksSeen{record.roots});
+    client_.Report(slot, core::BlocksSeen{record.roots}).IgnoreError();
   }
 }
 
@@ -203,7 +205,7 @@ std::vector<OverduePayload> Observer::Tick() {
     } else {
       record.judged = true;
       ++stats_.empty_slots;
-      client_.Report(slot, core::BlocksSeen{});
+      client_.Report(slot, core::BlocksSeen{}).IgnoreError();
     }
   }
 
@@ -229,8 +231,9 @@ void Observer::PayloadOverdue(const OverduePayload& overdue, double attested_fra
   if (!(attested_fraction >= 0)) attested_fraction = 0;  // NaN included.
   attested_fraction = std::min(attested_fraction, 1.0);
   ++stats_.payloads_missing;
-  client_.Report(overdue.slot,
-                 core::PayloadMissing{overdue.builder, overdue.root, attested_fraction});
+  client_
+      .Report(overdue.slot, core::PayloadMissing{overdue.builder, overdue.root, attested_fraction})
+      .IgnoreError();
 }
 
 void Observer::Prune(core::Slot current) {

@@ -27,7 +27,8 @@ class SseParserTest : public ::testing::Test {
 
 TEST_F(SseParserTest, ReadsNamedEvents) {
   parser_.Feed("event: block\ndata: {\"slot\":\"1\"}\n\nevent: head\ndata: {}\n\n");
-  EXPECT_THAT(events_, ElementsAre(FieldsAre("block", "{\"slot\":\"1\"}"), FieldsAre("head", "{}")));
+  EXPECT_THAT(events_,
+              ElementsAre(FieldsAre("block", "{\"slot\":\"1\"}"), FieldsAre("head", "{}")));
   EXPECT_EQ(parser_.events(), 2u);
 }
 
@@ -74,7 +75,9 @@ TEST_F(SseParserTest, AFieldWithoutColonOrSpace) {
 
 TEST_F(SseParserTest, SkipsALeadingByteOrderMark) {
   parser_.Feed("\xEF\xBB");
-  parser_.Feed("\xBF" "event: head\ndata: x\n\n");
+  parser_.Feed(
+      "\xBF"
+      "event: head\ndata: x\n\n");
   EXPECT_THAT(events_, ElementsAre(FieldsAre("head", "x")));
 }
 

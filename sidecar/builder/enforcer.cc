@@ -27,8 +27,7 @@ std::optional<std::string> Enforcer::Refuse(size_t index, const Route& route) {
   }
   const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
   RefusalCause cause;
-  std::optional<std::string> reason =
-      RefusalReason(snapshot->policy, upstreams_.at(index), &cause);
+  std::optional<std::string> reason = RefusalReason(snapshot->policy, upstreams_.at(index), &cause);
   if (reason) {
     MutexLock lock(&mu_);
     CountRefusal(state_.at(index).counters, cause);
@@ -74,7 +73,9 @@ std::optional<std::string> Enforcer::OnBidAnswered(size_t index, core::Slot slot
     CountRefusal(counters, RefusalCause::kUnreadableBid);
     return std::string("the bid's builder index cannot be read, so the policy cannot be applied");
   }
-  client_.Report(slot, core::BidSeen{*builder, identity.relay_id, ""});
+  // Here and below: what the client refuses, breakerd would refuse too, and the client's stats
+  // keep why (last_refusal); the bid's answer does not depend on it.
+  client_.Report(slot, core::BidSeen{*builder, identity.relay_id, ""}).IgnoreError();
   // The policy may have changed while the upstream took its time.
   const std::shared_ptr<const client::PolicySnapshot> snapshot = client_.policy();
   const core::Policy& policy = snapshot->policy;
@@ -123,7 +124,8 @@ bool Enforcer::OnBlindedBlockAnswered(size_t index, absl::string_view request_bo
     if (!signed_for_it) return false;
     ++upstream.counters.reveal_failures;
   }
-  client_.Report(block->slot, core::RelayRevealMissing{upstreams_.at(index).relay_id, block->root});
+  client_.Report(block->slot, core::RelayRevealMissing{upstreams_.at(index).relay_id, block->root})
+      .IgnoreError();
   return true;
 }
 

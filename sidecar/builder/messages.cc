@@ -47,8 +47,7 @@ absl::StatusOr<BlindedBlock> ParseBlindedBlock(absl::string_view body,
     const Json* signed_block =
         JsonMember(json, "message") != nullptr ? &json : JsonMember(json, "data");
     const Json& message = *JsonMember(*signed_block, "message");
-    const Json& header =
-        *JsonMember(*JsonMember(message, "body"), "execution_payload_header");
+    const Json& header = *JsonMember(*JsonMember(message, "body"), "execution_payload_header");
     block.block_hash = absl::AsciiStrToLower(StringMember(header, "block_hash"));
   }
   block.slot = root->slot;
@@ -107,10 +106,9 @@ Registrations ReadRegistrations(absl::string_view body, bool ssz) {
   for (const Json& registration : json) {
     const Json* message = JsonMember(registration, "message");
     const Json* pubkey = message == nullptr ? nullptr : JsonMember(*message, "pubkey");
-    std::optional<std::string> key =
-        pubkey == nullptr || !pubkey->is_string()
-            ? std::nullopt
-            : ValidatorPubkey(pubkey->get_ref<const std::string&>());
+    std::optional<std::string> key = pubkey == nullptr || !pubkey->is_string()
+                                         ? std::nullopt
+                                         : ValidatorPubkey(pubkey->get_ref<const std::string&>());
     if (key.has_value()) {
       read.pubkeys.push_back(*std::move(key));
     } else {

@@ -72,7 +72,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 3: {
       const std::optional<breaker::core::BuilderIndex> builder = BidBuilderIndex(body, kSsz);
-      const absl::StatusOr<uint64_t> read = ssz::BidBuilderIndexFromSsz(body, ssz::Preset::kMainnet);
+      const absl::StatusOr<uint64_t> read =
+          ssz::BidBuilderIndexFromSsz(body, ssz::Preset::kMainnet);
       if (builder.has_value() != read.ok() || (builder.has_value() && *builder != *read)) {
         Fail("an SSZ bid's builder is not the one sidecar/ssz reads");
       }

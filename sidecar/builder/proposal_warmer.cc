@@ -33,8 +33,7 @@ void ProposalWarmer::OnRegistration(absl::string_view body, absl::string_view co
       return;
     }
     pending_bytes_ += body.size();
-    pending_.push_back(Pending{
-        std::string(body), IsSsz(content_type)});
+    pending_.push_back(Pending{std::string(body), IsSsz(content_type)});
     wake_ = true;
   }
   wake_cv_.SignalAll();
@@ -106,7 +105,8 @@ absl::Duration ProposalWarmer::Tick() {
     next = std::min(next, core::StartOf(ahead->first - 1, chain));
   }
   const core::Slot last = core::FirstSlotOf(epoch + 1, chain) - 1;
-  if (slot < last && NextEpochDutiesUnknown(last)) next = std::min(next, core::StartOf(last, chain));
+  if (slot < last && NextEpochDutiesUnknown(last))
+    next = std::min(next, core::StartOf(last, chain));
   return std::max(absl::ZeroDuration(), next - now);
 }
 
@@ -133,8 +133,8 @@ void ProposalWarmer::WarmDue(absl::Time now, core::Slot slot) {
       return;
     }
   }
-  LOG(INFO) << proposer << " at slot " << proposal << ": warming the connections to " << targets_.size() << " upstream(s) at "
-            << absl::FormatTime(now);
+  LOG(INFO) << proposer << " at slot " << proposal << ": warming the connections to "
+            << targets_.size() << " upstream(s) at " << absl::FormatTime(now);
   // In parallel: one slow upstream must not leave the others cold.
   std::vector<std::thread> warming;
   warming.reserve(targets_.size());

@@ -26,9 +26,9 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/mutex.h"
-#include "sidecar/config.h"
 #include "sidecar/builder/enforcer.h"
 #include "sidecar/builder/upstream_pool.h"
+#include "sidecar/config.h"
 
 namespace httplib {
 struct Request;

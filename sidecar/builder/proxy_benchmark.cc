@@ -29,9 +29,9 @@
 #include "client/fake_client.h"
 #include "common/fake_clock.h"
 #include "httplib.h"
-#include "sidecar/config.h"
 #include "sidecar/builder/enforcer.h"
 #include "sidecar/builder/proxy.h"
+#include "sidecar/config.h"
 #include "tests/support/tcp_proxy.h"
 
 namespace breaker::sidecar {

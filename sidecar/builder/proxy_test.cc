@@ -26,8 +26,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "sidecar/config.h"
 #include "sidecar/builder/enforcer.h"
+#include "sidecar/config.h"
 #include "sidecar/ssz/test_blocks.h"
 #include "tests/support/status_matchers.h"
 
@@ -227,9 +227,9 @@ TEST_F(ProxyTest, TheUpstreamsAnswerIsPassedBackByteForByte) {
   const std::string date = absl::StrCat(absl::ToUnixMillis(absl::Now()));
   for (const char* path : {"/eth/v1/builder/blinded_blocks", "/eth/v2/builder/blinded_blocks",
                            "/eth/v1/builder/validators?x=1"}) {
-    httplib::Result result = Client().Post(
-        path, httplib::Headers{{"X-Timeout-Ms", "4000"}, {"Date-Milliseconds", date}},
-        BlindedBlockBody(7), "application/json");
+    httplib::Result result =
+        Client().Post(path, httplib::Headers{{"X-Timeout-Ms", "4000"}, {"Date-Milliseconds", date}},
+                      BlindedBlockBody(7), "application/json");
     ASSERT_TRUE(result) << httplib::to_string(result.error());
     EXPECT_EQ(result->status, 418) << path;
     EXPECT_EQ(result->body, std::string("\x00\x01\xff not json", 12));
@@ -273,9 +273,8 @@ TEST_F(ProxyTest, IdleAndHalfSentConnectionsHoldUpNoHeader) {
   httplib::Client client("127.0.0.1", proxy_->port(0));
   client.set_connection_timeout(10);
   client.set_read_timeout(10);
-  httplib::Result result =
-      client.Get(absl::StrCat("/eth/v1/builder/header/5/0x", std::string(64, '1'), "/0x",
-                              std::string(96, '2')));
+  httplib::Result result = client.Get(absl::StrCat(
+      "/eth/v1/builder/header/5/0x", std::string(64, '1'), "/0x", std::string(96, '2')));
   ASSERT_TRUE(result) << httplib::to_string(result.error());
   EXPECT_EQ(result->status, 200);
   for (int fd : silent) close(fd);
@@ -307,12 +306,11 @@ TEST_F(ProxyTest, AHundredMegabyteRequestIsRefusedWithoutReachingTheUpstream) {
 TEST_F(ProxyTest, AHundredMegabyteAnswerIsCutOffAnd502) {
   HttpRelay relay;
   relay.server().Get(".*", [](const httplib::Request&, httplib::Response& response) {
-    response.set_content_provider(
-        kHundredMegabytes, "application/json",
-        [chunk = std::string(64 << 10, ' ')](size_t /*offset*/, size_t length,
-                                             httplib::DataSink& sink) {
-          return sink.write(chunk.data(), std::min(length, chunk.size()));
-        });
+    response.set_content_provider(kHundredMegabytes, "application/json",
+                                  [chunk = std::string(64 << 10, ' ')](
+                                      size_t /*offset*/, size_t length, httplib::DataSink& sink) {
+                                    return sink.write(chunk.data(), std::min(length, chunk.size()));
+                                  });
   });
   relay.Serve();
   ASSERT_NO_FATAL_FAILURE(StartProxy(relay.url(), /*max_body_bytes=*/1u << 20));
@@ -406,8 +404,9 @@ TEST_F(ProxyTest, ALateHeaderIsAnswered504WithoutContactingTheUpstreamALateRevea
 TEST_F(ProxyTest, ARelayClosingMidBodyIs502AndAFailedReveal) {
   RawRelay relay([](int fd) {
     RawRelay::ReadHead(fd);
-    RawRelay::Write(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                        "Content-Length: 1000\r\n\r\n{\"version\":");
+    RawRelay::Write(fd,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    "Content-Length: 1000\r\n\r\n{\"version\":");
   });
   ASSERT_NO_FATAL_FAILURE(StartProxy(relay.url()));
   // The relay signed a header for slot 100 (answered by hand: this relay cannot answer).

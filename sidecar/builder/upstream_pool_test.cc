@@ -24,8 +24,8 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "tests/support/status_matchers.h"
-#include "tests/support/test_util.h"
 #include "tests/support/tcp_proxy.h"
+#include "tests/support/test_util.h"
 
 namespace breaker::sidecar {
 namespace {

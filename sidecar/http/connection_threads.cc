@@ -80,7 +80,7 @@ int BindOwnPort(httplib::Server& server, const std::string& host, int port,
     ReuseAddressOnly(sock);
     bound_socket = sock;
   });
-  const int bound = port == 0                       ? server.bind_to_any_port(host)
+  const int bound = port == 0                         ? server.bind_to_any_port(host)
                     : server.bind_to_port(host, port) ? port
                                                       : -1;
   // The library keeps the callback; it must not keep a reference to this frame.

@@ -67,8 +67,7 @@ void ServeEachConnectionOnItsOwnThread(httplib::Server& server, size_t max_threa
 //   - each connection served on its own thread (ServeEachConnectionOnItsOwnThread), at most
 //     `max_connections` at once.
 // REQUIRES: called once, before `server` listens.
-int BindOwnPort(httplib::Server& server, const std::string& host, int port,
-                size_t max_connections);
+int BindOwnPort(httplib::Server& server, const std::string& host, int port, size_t max_connections);
 
 }  // namespace breaker::sidecar::http
 

@@ -201,10 +201,14 @@ class PresetTypes {
 };
 
 std::array<uint64_t, 8> LimitsOf(const Preset& p) {
-  return {p.max_validators_per_committee,     p.max_committees_per_slot,
-          p.sync_committee_size,              p.max_withdrawals_per_payload,
-          p.max_blob_commitments_per_block,   p.max_deposit_requests_per_payload,
-          p.max_withdrawal_requests_per_payload, p.max_consolidation_requests_per_payload};
+  return {p.max_validators_per_committee,
+          p.max_committees_per_slot,
+          p.sync_committee_size,
+          p.max_withdrawals_per_payload,
+          p.max_blob_commitments_per_block,
+          p.max_deposit_requests_per_payload,
+          p.max_withdrawal_requests_per_payload,
+          p.max_consolidation_requests_per_payload};
 }
 
 // The types of `preset`: mainnet's and minimal's built once, any other's on first use, at most
@@ -216,8 +220,8 @@ absl::StatusOr<const PresetTypes*> TypesOf(const Preset& preset) {
   if (preset == Preset::kMinimal) return kMinimalTypes;
   for (uint64_t limit : LimitsOf(preset)) {
     if (limit == 0 || limit > kMaxPresetLimit) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the preset has a limit of ", limit, ", not in 1..", kMaxPresetLimit));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the preset has a limit of ", limit, ", not in 1..", kMaxPresetLimit));
     }
   }
   static Mutex mu;
@@ -226,8 +230,9 @@ absl::StatusOr<const PresetTypes*> TypesOf(const Preset& preset) {
   auto it = others->find(LimitsOf(preset));
   if (it != others->end()) return it->second.get();
   if (others->size() >= kMaxOtherPresets) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the types of ", kMaxOtherPresets, " presets besides mainnet and minimal are kept already"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the types of ", kMaxOtherPresets,
+                     " presets besides mainnet and minimal are kept already"));
   }
   return others->emplace(LimitsOf(preset), std::make_unique<PresetTypes>(preset))
       .first->second.get();

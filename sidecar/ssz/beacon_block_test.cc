@@ -16,11 +16,26 @@ using Json = nlohmann::json;
 
 // testdata/make_vectors.mjs wrote these with @chainsafe/ssz and @lodestar/types.
 constexpr const char* kVectors[] = {
-    "bellatrix_0",       "bellatrix_1",       "capella_0",         "capella_1",
-    "deneb_0",           "deneb_1",           "electra_0",         "electra_1",
-    "fulu_0",            "fulu_1",            "capella_full_0",    "capella_full_1",
-    "capella_minimal_0", "capella_minimal_1", "deneb_minimal_0",   "deneb_minimal_1",
-    "electra_minimal_0", "electra_minimal_1", "fulu_minimal_0",    "fulu_minimal_1",
+    "bellatrix_0",
+    "bellatrix_1",
+    "capella_0",
+    "capella_1",
+    "deneb_0",
+    "deneb_1",
+    "electra_0",
+    "electra_1",
+    "fulu_0",
+    "fulu_1",
+    "capella_full_0",
+    "capella_full_1",
+    "capella_minimal_0",
+    "capella_minimal_1",
+    "deneb_minimal_0",
+    "deneb_minimal_1",
+    "electra_minimal_0",
+    "electra_minimal_1",
+    "fulu_minimal_0",
+    "fulu_minimal_1",
 };
 
 std::string HexOf(const absl::StatusOr<BlockRoot>& root) {
@@ -49,8 +64,7 @@ TEST(BeaconBlockTest, RootsOfEveryForkAgreeWithChainSafeSsz) {
       EXPECT_EQ(inferred->fork, fork == Fork::kFulu ? Fork::kElectra : fork);
     }
     const Json wrapped = {{"version", vector.fork}, {"data", block}, {"finalized", false}};
-    EXPECT_EQ(HexOf(SignedBlockRootFromJson(wrapped, kind, std::nullopt, preset)),
-              expected);
+    EXPECT_EQ(HexOf(SignedBlockRootFromJson(wrapped, kind, std::nullopt, preset)), expected);
 
     // SSZ: the same root, the fork named or inferred; and the JSON encodes to those bytes.
     const std::string& ssz = vector.ssz;
@@ -127,9 +141,9 @@ TEST(BeaconBlockTest, RefusesBlocksOfAnotherForkOrOutOfRangeNamingTheField) {
 TEST(BeaconBlockTest, AMinimalBlockIsReadWithTheMinimalPresetOnly) {
   const TestVector vector = ReadTestVector("deneb_minimal_0");
   // The sync aggregate's bits (4 bytes, not 64) make its fixed part no mainnet fork's.
-  EXPECT_THAT(SignedBlockRootFromSsz(vector.ssz, BlockKind::kBlinded, std::nullopt,
-                                     Preset::kMainnet),
-              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(
+      SignedBlockRootFromSsz(vector.ssz, BlockKind::kBlinded, std::nullopt, Preset::kMainnet),
+      StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(HexOf(SignedBlockRootFromSsz(vector.ssz, BlockKind::kBlinded, std::nullopt,
                                          Preset::kMinimal)),
             Hex(vector.root));

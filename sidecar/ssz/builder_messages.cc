@@ -72,8 +72,8 @@ absl::StatusOr<std::vector<std::string>> RegistrationPubkeysFromSsz(absl::string
   }
   std::vector<std::string> keys;
   for (size_t at = 0; at < ssz.size(); at += size) {
-    absl::StatusOr<std::vector<absl::string_view>> fields = MessageFields(
-        *kRegistration, ssz.substr(at, size), absl::StrCat("[", at / size, "]"));
+    absl::StatusOr<std::vector<absl::string_view>> fields =
+        MessageFields(*kRegistration, ssz.substr(at, size), absl::StrCat("[", at / size, "]"));
     if (!fields.ok()) return fields.status();
     keys.push_back(Hex((*fields)[kPubkey]));
   }

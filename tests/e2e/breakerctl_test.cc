@@ -878,7 +878,9 @@ TEST_F(BreakerctlTest, ANodeAtTheLastSequenceNumberIsShownAndResetByTheOperator)
   std::unique_ptr<client::BreakerClient> node = StartNode("bn-1");
   ASSERT_NE(node, nullptr);
   ASSERT_TRUE(WaitFor([&] { return node->stats().sequence_exhausted; }));
-  node->Report(kStartSlot - 1, core::PayloadMissing{9, core::BlockRootFromBytes("root-9"), 0.9});
+  EXPECT_TRUE(
+      node->Report(kStartSlot - 1, core::PayloadMissing{9, core::BlockRootFromBytes("root-9"), 0.9})
+          .ok());
   ASSERT_TRUE(AwaitNode("bn-1", true));
   EXPECT_EQ(node->stats().buffered, 1u);
 

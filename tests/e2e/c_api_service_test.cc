@@ -54,7 +54,8 @@ TEST(CApiService, ReportAskAndSubscribeThroughTheCApi) {
   ASSERT_EQ(breaker_options_set_node_id(options, "ffi-node"), 0);
   ASSERT_EQ(breaker_options_set_network(options, "mainnet"), 0);
   breaker_client* client = nullptr;
-  breaker_error error;
+  breaker_error error{};
+  error.size = sizeof error;
   ASSERT_EQ(breaker_client_new(options, &client, &error), 0) << error.message;
   breaker_options_free(options);
 
@@ -81,7 +82,8 @@ TEST(CApiService, ReportAskAndSubscribeThroughTheCApi) {
   EXPECT_EQ(version, (*server)->fleet()->policy()->policy.version);
   EXPECT_TRUE(WaitFor([&] { return notifications.last_version.load() == version; }));
 
-  breaker_stats stats;
+  breaker_stats stats{};
+  stats.size = sizeof stats;
   ASSERT_TRUE(WaitFor([&] {
     breaker_get_stats(client, &stats);
     return stats.acknowledged == 2;

@@ -130,7 +130,8 @@ std::string Format(const Json& variable, const std::vector<std::string>& values)
   if (!all && !BoolField(variable, "multi")) return values.front();
   std::vector<std::string> escaped;
   for (const std::string& value : values) escaped.push_back(RegexEscape(value));
-  return escaped.size() == 1 ? escaped.front() : absl::StrCat("(", absl::StrJoin(escaped, "|"), ")");
+  return escaped.size() == 1 ? escaped.front()
+                             : absl::StrCat("(", absl::StrJoin(escaped, "|"), ")");
 }
 
 // The values of a variable's optional regex filter ("/pattern/"): those it matches, or their
@@ -166,8 +167,8 @@ absl::StatusOr<std::vector<std::string>> QueryValues(const Json& variable,
                                                      const std::string& where) {
   const Json& query_field = variable.contains("query") ? variable["query"] : Json();
   // Grafana 10 saves the query as an object ({"query": "...", "refId": ...}) or as text.
-  const std::string query = query_field.is_string() ? query_field.get<std::string>()
-                                                     : StringField(query_field, "query");
+  const std::string query =
+      query_field.is_string() ? query_field.get<std::string>() : StringField(query_field, "query");
   absl::StatusOr<std::string> text = Substitute(query, variables, where);
   if (!text.ok()) return text.status();
   absl::string_view arguments = absl::StripAsciiWhitespace(*text);
@@ -176,8 +177,9 @@ absl::StatusOr<std::vector<std::string>> QueryValues(const Json& variable,
         where, ": query '", *text, "' is not label_values(...), the one form evaluated here"));
   }
   const size_t comma = arguments.rfind(',');
-  const absl::string_view selector =
-      comma == absl::string_view::npos ? "" : absl::StripAsciiWhitespace(arguments.substr(0, comma));
+  const absl::string_view selector = comma == absl::string_view::npos
+                                         ? ""
+                                         : absl::StripAsciiWhitespace(arguments.substr(0, comma));
   const absl::string_view label = absl::StripAsciiWhitespace(
       comma == absl::string_view::npos ? arguments : arguments.substr(comma + 1));
   absl::StatusOr<std::vector<std::string>> values = context.label_values(selector, label);
@@ -190,7 +192,8 @@ std::vector<std::string> CurrentValues(const Json& variable) {
   const Json current = variable.contains("current") ? variable["current"] : Json();
   if (current.is_object() && current.contains("value")) {
     const Json& value = current["value"];
-    if (value.is_string() && value.get<std::string>() != "$__all") return {value.get<std::string>()};
+    if (value.is_string() && value.get<std::string>() != "$__all")
+      return {value.get<std::string>()};
     if (value.is_array() && !value.empty() && value[0].is_string() &&
         value[0].get<std::string>() != "$__all") {
       std::vector<std::string> values;
@@ -264,8 +267,8 @@ absl::Status AddPanel(const Json& panel, absl::string_view row, const Variables&
     PanelQuery query;
     query.panel = row.empty() ? title : absl::StrCat(row, " / ", title);
     query.ref_id = StringField(target, "refId");
-    absl::StatusOr<std::string> substituted =
-        Substitute(expr, variables, absl::StrCat("panel '", query.panel, "' target ", query.ref_id));
+    absl::StatusOr<std::string> substituted = Substitute(
+        expr, variables, absl::StrCat("panel '", query.panel, "' target ", query.ref_id));
     if (!substituted.ok()) return substituted.status();
     query.expr = *std::move(substituted);
     query.instant = BoolField(target, "instant") && !BoolField(target, "range");

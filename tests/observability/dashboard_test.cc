@@ -23,8 +23,9 @@ class DashboardQueriesTest : public ::testing::Test {
     context_.from = absl::FromUnixSeconds(1000);
     context_.to = absl::FromUnixSeconds(1120);
     context_.scrape_interval = absl::Seconds(1);
-    context_.label_values = [this](absl::string_view selector,
-                                   absl::string_view label) -> absl::StatusOr<std::vector<std::string>> {
+    context_.label_values =
+        [this](absl::string_view selector,
+               absl::string_view label) -> absl::StatusOr<std::vector<std::string>> {
       asked_.push_back(absl::StrCat(selector, "|", label));
       if (label == "job") return std::vector<std::string>{"breakerd", "breaker-sidecar"};
       if (label == "instance") return std::vector<std::string>{"127.0.0.1:1", "127.0.0.1:2"};
@@ -72,8 +73,9 @@ TEST_F(DashboardQueriesTest, SubstitutesTheVariablesOfEveryVisibleTargetInRowsAn
   EXPECT_TRUE((*queries)[0].instant);
   // A single-valued variable takes its first value; a multi-valued one all, regex-escaped
   // within a PromQL string (the backslash doubled).
-  EXPECT_EQ((*queries)[0].expr,
-            R"js(max by (mode) (breakerd_mode{job="breakerd", instance=~"(127\\.0\\.0\\.1:1|127\\.0\\.0\\.1:2)"}))js");
+  EXPECT_EQ(
+      (*queries)[0].expr,
+      R"js(max by (mode) (breakerd_mode{job="breakerd", instance=~"(127\\.0\\.0\\.1:1|127\\.0\\.0\\.1:2)"}))js");
   EXPECT_EQ((*queries)[1].panel, "breakerd / Journal latency");
   EXPECT_FALSE((*queries)[1].instant);
   // max(1 s + 1 s, 4 x 1 s).

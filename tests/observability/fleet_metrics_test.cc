@@ -4,9 +4,9 @@
 // processes, and a real Prometheus scraping the replicas and the sidecars every second, all
 // on loopback. The fleet plays a script: bids, a builder's failure, a failed reveal that bans
 // a relay, missed slots that trip SELF_BUILD, an operator's reset, the leader killed and
-// restarted, a node stopped. After each step the test asks Prometheus's HTTP API what an operator would ask,
-// and at the end the whole story over time; the example alert rules are loaded and seen to
-// fire; and every query of the Grafana dashboard is run.
+// restarted, a node stopped. After each step the test asks Prometheus's HTTP API what an operator
+// would ask, and at the end the whole story over time; the example alert rules are loaded and seen
+// to fire; and every query of the Grafana dashboard is run.
 //
 // Every wait polls Prometheus (or the fleet) for what it waits for, with a deadline; nothing
 // asserts how long anything took.
@@ -42,8 +42,8 @@
 #include "tests/support/fake_relay.h"
 #include "tests/support/fleet_harness.h"
 #include "tests/support/replica_harness.h"
-#include "tests/support/status_matchers.h"
 #include "tests/support/sidecar_process.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/test_util.h"
 
@@ -170,9 +170,8 @@ class FleetMetricsTest : public ReplicaFleetTest {
     }
     Prometheus::ScrapeJob sidecars{kSidecarsJob, {}};
     for (const Sidecar& sidecar : sidecars_) sidecars.targets.push_back(sidecar.metrics_address());
-    absl::StatusOr<std::unique_ptr<Prometheus>> started =
-        Prometheus::Start(dir_ + "/prometheus", {breakerd, sidecars},
-                          {std::filesystem::absolute(kAlerts).string()});
+    absl::StatusOr<std::unique_ptr<Prometheus>> started = Prometheus::Start(
+        dir_ + "/prometheus", {breakerd, sidecars}, {std::filesystem::absolute(kAlerts).string()});
     ASSERT_THAT(started, IsOk());
     prometheus_ = *std::move(started);
   }
@@ -188,9 +187,8 @@ class FleetMetricsTest : public ReplicaFleetTest {
     httplib::Client client("127.0.0.1", sidecars_[i].ports[relay]);
     client.set_connection_timeout(10);
     client.set_read_timeout(30);
-    httplib::Result result = client.Get(
-        absl::StrCat("/eth/v1/builder/header/", CurrentSlot(), "/0x", std::string(64, '1'),
-                     "/0xaaaa"));
+    httplib::Result result = client.Get(absl::StrCat("/eth/v1/builder/header/", CurrentSlot(),
+                                                     "/0x", std::string(64, '1'), "/0xaaaa"));
     const int status = result ? result->status : 0;
     ++answers_[{i, relay, status}];
     return status;
@@ -212,16 +210,15 @@ class FleetMetricsTest : public ReplicaFleetTest {
     const core::Slot slot = CurrentSlot();
     httplib::Client client("127.0.0.1", sidecars_[i].ports[relay]);
     client.set_read_timeout(30);
-    httplib::Result header = client.Get(absl::StrCat("/eth/v1/builder/header/", slot, "/0x",
-                                                     std::string(64, '1'), "/0xaaaa"));
+    httplib::Result header = client.Get(
+        absl::StrCat("/eth/v1/builder/header/", slot, "/0x", std::string(64, '1'), "/0xaaaa"));
     const int header_status = header ? header->status : 0;
     ++answers_[{i, relay, header_status}];
     if (header_status != 200) return 0;
     // A valid block of the header's block hash: the sidecar reads its root.
-    httplib::Result reveal =
-        client.Post("/eth/v1/builder/blinded_blocks",
-                    sidecar::ssz::BlindedBlockJson(slot, FakeRelay::BlockHash()),
-                    "application/json");
+    httplib::Result reveal = client.Post(
+        "/eth/v1/builder/blinded_blocks",
+        sidecar::ssz::BlindedBlockJson(slot, FakeRelay::BlockHash()), "application/json");
     const int status = reveal ? reveal->status : 0;
     ++answers_[{i, relay, status}];
     return status;
@@ -326,10 +323,10 @@ class FleetMetricsTest : public ReplicaFleetTest {
     absl::StatusOr<std::vector<Prometheus::Rule>> rules;
     ASSERT_TRUE(PollUntil([&] {
       rules = prometheus_->Rules();
-      return rules.ok() && std::none_of(rules->begin(), rules->end(), [](const auto& rule) {
-               return rule.health == "unknown";
-             });
-    })) << "the rules were not all evaluated: " << rules.status();
+      return rules.ok() && std::none_of(rules->begin(), rules->end(),
+                                        [](const auto& rule) { return rule.health == "unknown"; });
+    })) << "the rules were not all evaluated: "
+        << rules.status();
     EXPECT_FALSE(rules->empty()) << kAlerts << " has no rule";
     for (const Prometheus::Rule& rule : *rules) {
       EXPECT_EQ(rule.health, "ok") << rule.group << "/" << rule.name << ": " << rule.last_error;
@@ -343,7 +340,8 @@ class FleetMetricsTest : public ReplicaFleetTest {
     const std::string selector =
         state.empty() ? absl::StrCat("max_over_time(ALERTS{alertname=\"", name, "\"}[5m])")
                       : absl::StrCat("ALERTS{alertname=\"", name, "\",alertstate=\"", state, "\"}");
-    Await(selector, [](const std::vector<Series>& answer) { return !answer.empty(); }, what);
+    Await(
+        selector, [](const std::vector<Series>& answer) { return !answer.empty(); }, what);
   }
 
   // Runs every query of the dashboard over the test's time range and expects each to answer
@@ -367,8 +365,7 @@ class FleetMetricsTest : public ReplicaFleetTest {
       absl::StatusOr<std::vector<Series>> answer =
           query.instant
               ? prometheus_->Query(query.expr, context.to)
-              : prometheus_->QueryRange(query.expr, context.from, context.to,
-                                        absl::Seconds(1));
+              : prometheus_->QueryRange(query.expr, context.from, context.to, absl::Seconds(1));
       const std::string where =
           absl::StrCat("panel '", query.panel, "' target ", query.ref_id, ": ", query.expr);
       ASSERT_THAT(answer, IsOk()) << where;
@@ -445,8 +442,8 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   AwaitByLabel("sum by (upstream) (breaker_sidecar_reveal_failures_total)", "upstream",
                {{withholding.url(), 1}, {honest.url(), 0}}, "reveal failures by upstream");
   // The standby's counters are there too, at 0.
-  AwaitByLabel("sum by (target) (breakerd_failures_recorded_total)", "target", {{"builder", 1}, {"relay", 1}},
-               "failures recorded");
+  AwaitByLabel("sum by (target) (breakerd_failures_recorded_total)", "target",
+               {{"builder", 1}, {"relay", 1}}, "failures recorded");
   AwaitByLabel("sum by (cause) (breakerd_banned_relays)", "cause",
                {{"own", 1}, {"operator", 0}, {"collateral", 0}}, "the relay banned");
   ASSERT_TRUE(EverySidecarAnswers(kWithholding, 204));
@@ -457,7 +454,8 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   // 4. The beacon nodes see no more blocks: more than 2 missed slots trip SELF_BUILD, and
   //    every header is refused, the honest relay's too.
   SetProducing(false);
-  AwaitByLabel("breakerd_mode", "mode", {{"all_builders", 0}, {"trusted_only", 0}, {"self_build", 1}},
+  AwaitByLabel("breakerd_mode", "mode",
+               {{"all_builders", 0}, {"trusted_only", 0}, {"self_build", 1}},
                "breakerd in SELF_BUILD");
   AwaitValue("sum(breaker_sidecar_mode{mode=\"self_build\"})", 2, "both sidecars in SELF_BUILD");
   AwaitAlert("BreakerdModeNotAllBuilders", "firing", "the operator is told of SELF_BUILD");
@@ -473,7 +471,8 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   v1::ResetRequest reset;
   reset.set_reason("chain healthy again");
   ASSERT_THAT(Call(&v1::Admin::Stub::async::Reset, reset), IsOk());
-  AwaitByLabel("breakerd_mode", "mode", {{"all_builders", 1}, {"trusted_only", 0}, {"self_build", 0}},
+  AwaitByLabel("breakerd_mode", "mode",
+               {{"all_builders", 1}, {"trusted_only", 0}, {"self_build", 0}},
                "breakerd back to ALL_BUILDERS");
   AwaitValue("sum(breakerd_banned_relays) + sum(breakerd_banned_builders)", 0, "bans lifted");
   AwaitValue("absent(ALERTS{alertname=\"BreakerdModeNotAllBuilders\",alertstate=\"firing\"})", 1,
@@ -490,9 +489,12 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   const absl::Time killed = absl::Now();
   StopReplica(0, SIGKILL);
   ASSERT_EQ(AwaitLeader(/*except=*/0), std::optional<size_t>(1));
-  Await(absl::StrCat("up{instance=\"", leader, "\"}"),
-        [](const std::vector<Series>& answer) { return answer.size() == 1 && answer[0].value() == 0; },
-        "the killed leader's target down");
+  Await(
+      absl::StrCat("up{instance=\"", leader, "\"}"),
+      [](const std::vector<Series>& answer) {
+        return answer.size() == 1 && answer[0].value() == 0;
+      },
+      "the killed leader's target down");
   AwaitByLabel("count by (instance) (breakerd_mode)", "instance", {{standby, 3}},
                "the standby states the mode");
   AwaitByLabel("breakerd_leader", "instance", {{standby, 1}}, "the standby leads");
@@ -500,7 +502,8 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   AwaitAlert("BreakerdNoLeader", "", "the alert rule saw no leader during the failover");
   AwaitValue("sum(breakerd_connected_nodes)", 4, "the nodes reconnected to the new leader");
   AwaitByLabel(
-      "max by (instance) (max_over_time(breaker_sidecar_policy_source{source=\"fleet+local\"}[5m]))",
+      "max by (instance) "
+      "(max_over_time(breaker_sidecar_policy_source{source=\"fleet+local\"}[5m]))",
       "instance", {{sidecars_[0].metrics_address(), 1}, {sidecars_[1].metrics_address(), 1}},
       "each sidecar was stale during the failover");
   AwaitValue("sum(breaker_sidecar_policy_source{source=\"fleet\"})", 2,
@@ -533,8 +536,8 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
              "one node known and not connected");
 
   // 9. The story over time, as an operator's graphs show it.
-  const std::string range = absl::StrCat(
-      static_cast<int64_t>(absl::ToDoubleSeconds(absl::Now() - begin_)) + 1, "s");
+  const std::string range =
+      absl::StrCat(static_cast<int64_t>(absl::ToDoubleSeconds(absl::Now() - begin_)) + 1, "s");
   // The mode in force: forwarding, tripped, forwarding again.
   EXPECT_THAT(Succession(History("max by (mode) (breakerd_mode)"), "mode"),
               ::testing::ElementsAre("all_builders", "self_build", "all_builders"));
@@ -565,10 +568,9 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   // 204s by upstream: the withholding relay's while banned; the honest one's only while the
   // breaker was tripped (the counters at the reset are those at the trip).
   for (size_t i = 0; i < sidecars_.size(); ++i) {
-    const std::string selector = absl::StrCat("breaker_sidecar_requests_total{instance=\"",
-                                              sidecars_[i].metrics_address(),
-                                              "\",outcome=\"refused\",upstream=\"", honest.url(),
-                                              "\"}");
+    const std::string selector =
+        absl::StrCat("breaker_sidecar_requests_total{instance=\"", sidecars_[i].metrics_address(),
+                     "\",outcome=\"refused\",upstream=\"", honest.url(), "\"}");
     absl::StatusOr<std::vector<Series>> before = prometheus_->Query(selector, relay_banned);
     ASSERT_THAT(before, IsOk());
     ASSERT_EQ(before->size(), 1u);
@@ -580,12 +582,13 @@ TEST_F(FleetMetricsTest, PrometheusAnswersWhatHappenedToTheFleet) {
   }
   // Reveal failures over the run: one, of the withholding relay, seen by sidecar 0.
   // (increase() extrapolates, so its value is about 1, not exactly.)
-  Await(absl::StrCat("sum by (upstream) (increase(breaker_sidecar_reveal_failures_total[", range,
-                     "])) > 0"),
-        [&](const std::vector<Series>& answer) {
-          return answer.size() == 1 && answer[0].label("upstream") == withholding.url();
-        },
-        "reveal failures over the run");
+  Await(
+      absl::StrCat("sum by (upstream) (increase(breaker_sidecar_reveal_failures_total[", range,
+                   "])) > 0"),
+      [&](const std::vector<Series>& answer) {
+        return answer.size() == 1 && answer[0].label("upstream") == withholding.url();
+      },
+      "reveal failures over the run");
 
   // 10. Every alert rule evaluates against the live fleet, and every panel of the dashboard
   //     answers series.

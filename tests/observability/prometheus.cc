@@ -49,7 +49,8 @@ absl::StatusOr<Series> ParseSeries(const Json& result, const char* samples_field
     }
   }
   const Json& samples = result[samples_field];
-  for (const Json& pair : std::string(samples_field) == "value" ? Json::array({samples}) : samples) {
+  for (const Json& pair :
+       std::string(samples_field) == "value" ? Json::array({samples}) : samples) {
     absl::StatusOr<std::pair<absl::Time, double>> sample = ParseSample(pair);
     if (!sample.ok()) return sample.status();
     series.samples.push_back(*sample);
@@ -60,19 +61,19 @@ absl::StatusOr<Series> ParseSeries(const Json& result, const char* samples_field
 // The data of an API answer whose status is "success"; the error Prometheus gave otherwise.
 absl::StatusOr<Json> Data(const httplib::Result& result, absl::string_view what) {
   if (!result) {
-    return absl::UnavailableError(absl::StrCat("Prometheus did not answer ", what, ": ",
-                                               httplib::to_string(result.error())));
+    return absl::UnavailableError(
+        absl::StrCat("Prometheus did not answer ", what, ": ", httplib::to_string(result.error())));
   }
   Json answer = Json::parse(result->body, nullptr, /*allow_exceptions=*/false);
   if (answer.is_discarded() || !answer.is_object()) {
     return absl::InternalError(absl::StrCat("Prometheus answered ", what, " with HTTP ",
-                                            result->status, " and no JSON object: ",
-                                            result->body.substr(0, 200)));
+                                            result->status,
+                                            " and no JSON object: ", result->body.substr(0, 200)));
   }
   if (answer.value("status", "") != "success") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Prometheus refused ", what, ": ", answer.value("errorType", "?"), ": ",
-        answer.value("error", "(no error given)")));
+    return absl::InvalidArgumentError(absl::StrCat("Prometheus refused ", what, ": ",
+                                                   answer.value("errorType", "?"), ": ",
+                                                   answer.value("error", "(no error given)")));
   }
   return answer["data"];
 }
@@ -88,7 +89,8 @@ absl::StatusOr<std::unique_ptr<Prometheus>> Prometheus::Start(
     const std::string& directory, const std::vector<ScrapeJob>& jobs,
     const std::vector<std::string>& rule_files) {
   if (access(kBinary, X_OK) != 0) {
-    return absl::NotFoundError(absl::StrCat(kBinary, " is missing: install Debian's prometheus "
+    return absl::NotFoundError(absl::StrCat(kBinary,
+                                            " is missing: install Debian's prometheus "
                                             "package (bash tools/setup.sh does)"));
   }
   std::filesystem::create_directories(directory);
@@ -210,9 +212,8 @@ absl::StatusOr<std::vector<std::string>> Prometheus::LabelValues(absl::string_vi
   httplib::Params params;
   if (!selector.empty()) params.emplace("match[]", std::string(selector));
   const std::string path = absl::StrCat("/api/v1/label/", label, "/values");
-  absl::StatusOr<Json> data =
-      Data(client.Get(path, params, httplib::Headers()),
-           absl::StrCat(path, " of '", selector, "'"));
+  absl::StatusOr<Json> data = Data(client.Get(path, params, httplib::Headers()),
+                                   absl::StrCat(path, " of '", selector, "'"));
   if (!data.ok()) return data.status();
   std::vector<std::string> values;
   for (const Json& value : *data) values.push_back(value.get<std::string>());
@@ -238,8 +239,7 @@ absl::StatusOr<std::vector<Prometheus::Rule>> Prometheus::Rules() const {
 }
 
 absl::StatusOr<std::vector<Series>> Prometheus::AwaitQuery(
-    absl::string_view expression,
-    const std::function<bool(const std::vector<Series>&)>& condition,
+    absl::string_view expression, const std::function<bool(const std::vector<Series>&)>& condition,
     absl::Duration timeout) const {
   absl::StatusOr<std::vector<Series>> answer;
   // A scrape a second: polling faster only loads the machine.
@@ -261,10 +261,11 @@ std::string Prometheus::Describe(const std::vector<Series>& answer) {
   std::vector<std::string> parts;
   for (const Series& series : answer) {
     std::vector<std::string> labels;
-    for (const auto& [name, value] : series.labels) labels.push_back(absl::StrCat(name, "=\"", value, "\""));
-    parts.push_back(absl::StrCat("{", absl::StrJoin(labels, ","), "} ",
-                                 series.samples.empty() ? "(no samples)"
-                                                        : absl::StrCat(series.value())));
+    for (const auto& [name, value] : series.labels)
+      labels.push_back(absl::StrCat(name, "=\"", value, "\""));
+    parts.push_back(
+        absl::StrCat("{", absl::StrJoin(labels, ","), "} ",
+                     series.samples.empty() ? "(no samples)" : absl::StrCat(series.value())));
   }
   return absl::StrJoin(parts, "; ");
 }

@@ -24,8 +24,8 @@ std::string Url(int port) { return absl::StrCat("http://127.0.0.1:", port); }
 
 absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(Options options) {
   if (access(kEtcdBinary, X_OK) != 0) {
-    return absl::NotFoundError(absl::StrCat(kEtcdBinary, " is missing: install etcd-server ",
-                                            "(tools/setup.sh does)"));
+    return absl::NotFoundError(
+        absl::StrCat(kEtcdBinary, " is missing: install etcd-server ", "(tools/setup.sh does)"));
   }
   mkdir(options.directory.c_str(), 0700);
   std::unique_ptr<EtcdCluster> cluster(new EtcdCluster(std::move(options)));
@@ -46,11 +46,9 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(Options options)
   const absl::Time deadline = absl::Now() + cluster->options_.start_timeout;
   for (int i = 0; i < cluster->size(); ++i) {
     if (!cluster->WaitHealthy(i, deadline)) {
-      return absl::UnavailableError(absl::StrCat("etcd member ", i, " at ", cluster->endpoint(i),
-                                                 " not healthy within ",
-                                                 absl::FormatDuration(
-                                                     cluster->options_.start_timeout),
-                                                 "; see its log above"));
+      return absl::UnavailableError(absl::StrCat(
+          "etcd member ", i, " at ", cluster->endpoint(i), " not healthy within ",
+          absl::FormatDuration(cluster->options_.start_timeout), "; see its log above"));
     }
   }
   return cluster;

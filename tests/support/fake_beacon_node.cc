@@ -151,13 +151,12 @@ void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& r
     body = absl::StrCat(R"({"data":{"CONFIG_NAME":"fake","SECONDS_PER_SLOT":)",
                         Quoted(chain_.seconds_per_slot), R"(,"SLOTS_PER_EPOCH":)",
                         Quoted(chain_.slots_per_epoch));
-    if (spec_names_gloas_) absl::StrAppend(&body, R"(,"GLOAS_FORK_EPOCH":)",
-                                           Quoted(chain_.gloas_fork_epoch));
+    if (spec_names_gloas_)
+      absl::StrAppend(&body, R"(,"GLOAS_FORK_EPOCH":)", Quoted(chain_.gloas_fork_epoch));
     absl::StrAppend(&body, "}}");
   } else if (request.path == "/eth/v1/node/syncing") {
-    body = absl::StrCat(R"({"data":{"head_slot":)",
-                        Quoted(core::SlotAt(absl::Now(), chain_)), R"(,"sync_distance":"0",)",
-                        R"("is_syncing":)", syncing_ ? "true" : "false",
+    body = absl::StrCat(R"({"data":{"head_slot":)", Quoted(core::SlotAt(absl::Now(), chain_)),
+                        R"(,"sync_distance":"0",)", R"("is_syncing":)", syncing_ ? "true" : "false",
                         R"(,"is_optimistic":)", optimistic_ ? "true" : "false",
                         R"(,"el_offline":false}})");
   } else if (request.path == "/eth/v1/beacon/headers") {
@@ -184,8 +183,8 @@ void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& r
                            "application/json");
       return;
     }
-    body = absl::StrCat(R"({"execution_optimistic":false,"finalized":false,"data":[)", headers,
-                        "]}");
+    body =
+        absl::StrCat(R"({"execution_optimistic":false,"finalized":false,"data":[)", headers, "]}");
   } else if (request.path == "/eth/v1/beacon/states/head/finality_checkpoints") {
     const std::string checkpoint = absl::StrCat(R"({"epoch":)", Quoted(finalized_epoch_),
                                                 R"(,"root":"0x)", std::string(64, '3'), R"("})");
@@ -201,14 +200,14 @@ void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& r
         auto parent = parents_.find(Hex(block.root));
         absl::StrAppend(&nodes, nodes.empty() ? "" : ",", R"({"slot":)", Quoted(slot),
                         R"(,"block_root":")", Hex(block.root), R"(","parent_root":")",
-                        parent == parents_.end() ? tree_root : parent->second,
-                        R"(","weight":)", Quoted(weight == weights_.end() ? 0 : weight->second),
+                        parent == parents_.end() ? tree_root : parent->second, R"(","weight":)",
+                        Quoted(weight == weights_.end() ? 0 : weight->second),
                         R"(,"validity":"valid"})");
       }
     }
     // The tree's root, holding every vote; the anchor, without a parent.
-    absl::StrAppend(&nodes, nodes.empty() ? "" : ",", R"({"slot":"0","block_root":")",
-                    tree_root, R"(","parent_root":null,"weight":)", Quoted(total_weight_), "}");
+    absl::StrAppend(&nodes, nodes.empty() ? "" : ",", R"({"slot":"0","block_root":")", tree_root,
+                    R"(","parent_root":null,"weight":)", Quoted(total_weight_), "}");
     body = absl::StrCat(R"({"justified_checkpoint":{"epoch":"0","root":"0x)", std::string(64, '0'),
                         R"("},"fork_choice_nodes":[)", nodes, "]}");
   } else if (request.path == "/eth/v1/beacon/states/head/validators") {
@@ -260,8 +259,7 @@ void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& r
     }
   } else {
     response.status = 404;
-    response.set_content(R"({"code":404,"message":"not served by the fake"})",
-                         "application/json");
+    response.set_content(R"({"code":404,"message":"not served by the fake"})", "application/json");
     return;
   }
   response.set_content(body, "application/json");
@@ -296,9 +294,9 @@ void FakeBeaconNode::ServeEvents(const httplib::Request& request, httplib::Respo
       for (absl::string_view pre : kPreGloasTopics) known = known || topic == pre;
       if (!known) {
         response.status = 400;
-        response.set_content(absl::StrCat(R"({"code":400,"message":"Invalid topic: )", topic,
-                                          R"("})"),
-                             "application/json");
+        response.set_content(
+            absl::StrCat(R"({"code":400,"message":"Invalid topic: )", topic, R"("})"),
+            "application/json");
         return;
       }
     }
@@ -377,8 +375,8 @@ void FakeBeaconNode::Reorg(core::Slot slot, const core::BlockRoot& old_head,
   }
   Emit("chain_reorg",
        absl::StrCat(R"({"slot":)", Quoted(slot), R"(,"depth":"1","old_head_block":")",
-                    Hex(old_head), R"(","new_head_block":")", Hex(new_head),
-                    R"(","epoch":)", Quoted(slot / 32), R"(,"execution_optimistic":false})"));
+                    Hex(old_head), R"(","new_head_block":")", Hex(new_head), R"(","epoch":)",
+                    Quoted(slot / 32), R"(,"execution_optimistic":false})"));
 }
 
 void FakeBeaconNode::Finalize(core::Epoch epoch) {
@@ -386,16 +384,16 @@ void FakeBeaconNode::Finalize(core::Epoch epoch) {
     MutexLock lock(&mu_);
     finalized_epoch_ = epoch;
   }
-  Emit("finalized_checkpoint", absl::StrCat(R"({"block":"0x)", std::string(64, '3'),
-                                            R"(","state":"0x)", std::string(64, '4'),
-                                            R"(","epoch":)", Quoted(epoch),
-                                            R"(,"execution_optimistic":false})"));
+  Emit("finalized_checkpoint",
+       absl::StrCat(R"({"block":"0x)", std::string(64, '3'), R"(","state":"0x)",
+                    std::string(64, '4'), R"(","epoch":)", Quoted(epoch),
+                    R"(,"execution_optimistic":false})"));
 }
 
 void FakeBeaconNode::Bid(core::Slot slot, core::BuilderIndex builder) {
-  Emit("execution_payload_bid",
-       absl::StrCat(R"({"version":"gloas","data":{"message":{"slot":)", Quoted(slot),
-                    R"(,"builder_index":)", Quoted(builder), R"(,"value":"1"},"signature":"0x00"}})"));
+  Emit("execution_payload_bid", absl::StrCat(R"({"version":"gloas","data":{"message":{"slot":)",
+                                             Quoted(slot), R"(,"builder_index":)", Quoted(builder),
+                                             R"(,"value":"1"},"signature":"0x00"}})"));
 }
 
 void FakeBeaconNode::Payload(core::Slot slot, const core::BlockRoot& root,

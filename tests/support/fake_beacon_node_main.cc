@@ -1,5 +1,6 @@
 // A fake beacon node's Beacon API on loopback, producing a block at every slot of its chain:
-// for trying breaker-sidecar by hand (docs/sidecar.md, "Trying the observer by hand"). Stops at SIGTERM or SIGINT.
+// for trying breaker-sidecar by hand (docs/sidecar.md, "Trying the observer by hand"). Stops at
+// SIGTERM or SIGINT.
 
 #include <csignal>
 #include <iostream>
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   breaker::core::ChainSpec chain;
-  if (absl::GetFlag(FLAGS_genesis_time) != 0) chain.genesis_time_unix = absl::GetFlag(FLAGS_genesis_time);
+  if (absl::GetFlag(FLAGS_genesis_time) != 0)
+    chain.genesis_time_unix = absl::GetFlag(FLAGS_genesis_time);
   chain.seconds_per_slot = absl::GetFlag(FLAGS_seconds_per_slot);
   chain.slots_per_epoch = absl::GetFlag(FLAGS_slots_per_epoch);
   const std::string form = absl::GetFlag(FLAGS_topics_form);

@@ -8,8 +8,8 @@ std::string FakeRelay::BlockHash() { return "0x" + std::string(64, '2'); }
 
 FakeRelay::FakeRelay(Reveals reveals) {
   const std::string header =
-      absl::StrCat(R"({"version":"deneb","data":{"message":{"header":{"block_hash":")",
-                   BlockHash(), R"("},"value":"1"},"signature":"0x00"}})");
+      absl::StrCat(R"({"version":"deneb","data":{"message":{"header":{"block_hash":")", BlockHash(),
+                   R"("},"value":"1"},"signature":"0x00"}})");
   server_.Get("/eth/v1/builder/header/.*",
               [this, header](const httplib::Request&, httplib::Response& response) {
                 ++headers_;

@@ -2,7 +2,9 @@ package breaker
 
 import (
 	"context"
+	"encoding/binary"
 	"testing"
+	"time"
 )
 
 // The benchmarks need no breakerd: reading the policy and queueing an observation never wait
@@ -41,6 +43,12 @@ func BenchmarkPolicyParallel(b *testing.B) {
 	})
 }
 
+// mainnetSlotNow is mainnet's slot now: the client (no network given) refuses a slot outside
+// its window.
+func mainnetSlotNow() uint64 {
+	return uint64((time.Now().Unix() - 1606824023) / 12)
+}
+
 func BenchmarkIsAllowed(b *testing.B) {
 	c := benchClient(b)
 	b.ReportAllocs()
@@ -53,10 +61,11 @@ func BenchmarkIsAllowed(b *testing.B) {
 // A bid through a relay: the observation a node reports most, with a string to copy.
 func BenchmarkObserveBid(b *testing.B) {
 	c := benchClient(b)
+	slot := mainnetSlotNow()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := c.ObserveBid(uint64(i), uint64(i&1023), "relay.example:18550", nil); err != nil {
+		if err := c.ObserveBid(slot, uint64(i&1023), "relay.example:18550", nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -64,10 +73,14 @@ func BenchmarkObserveBid(b *testing.B) {
 
 func BenchmarkObservePayloadDelivered(b *testing.B) {
 	c := benchClient(b)
+	slot := mainnetSlotNow()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := c.ObservePayloadDelivered(uint64(i), uint64(i&1023), Root{byte(i)}); err != nil {
+		// Each block its own root: the library refuses a second builder's report of one block.
+		var root Root
+		binary.LittleEndian.PutUint64(root[:], uint64(i))
+		if err := c.ObservePayloadDelivered(slot, uint64(i&1023), root); err != nil {
 			b.Fatal(err)
 		}
 	}

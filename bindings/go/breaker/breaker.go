@@ -8,6 +8,17 @@
 // and the policy is read from an immutable snapshot. When breakerd is unreachable the last
 // fleet policy stays in force (fail-static); the library reconnects by itself.
 //
+// Each Observe method refuses at the call, queuing nothing, what breakerd would refuse for its
+// shape, with breakerd's code and message (an *Error; Stats().LastRefusal keeps it too):
+// InvalidArgument for a relay that does not normalize ("ftp://x", more than 512 bytes), a key
+// neither nil nor 48 bytes, more than 64 roots, the self-build index where a builder is
+// needed, a fraction outside [0, 1], a finalized epoch after the slot's; OutOfRange for a slot
+// outside the window as the library's clock sees it: more than 2 slots ahead of the current
+// slot, or more than 64 behind (breakerd's max_future_slots and amendment_window_slots, from
+// its configuration once connected). breakerd judges the window again by its own clock: with
+// the two clocks apart, an observation near an edge may pass here and be refused there
+// (Stats().Refused counts those, LastRefusal says why).
+//
 // Every method of Client is safe for concurrent use. C memory is the package's: nothing
 // returned needs freeing, and C never keeps a Go pointer. Building needs the library:
 // CGO_LDFLAGS="-L<dir> -Wl,-rpath,<dir>" where <dir> holds libbreaker_client.so (see
@@ -24,6 +35,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"math"
 	"runtime/cgo"
 	"sync"
@@ -39,6 +51,8 @@ const (
 	InvalidArgument    Code = C.BREAKER_INVALID_ARGUMENT
 	NotFound           Code = C.BREAKER_NOT_FOUND
 	FailedPrecondition Code = C.BREAKER_FAILED_PRECONDITION
+	// A slot outside the window as the library's clock sees it.
+	OutOfRange Code = C.BREAKER_OUT_OF_RANGE
 )
 
 func (c Code) String() string {
@@ -49,6 +63,8 @@ func (c Code) String() string {
 		return "NOT_FOUND"
 	case FailedPrecondition:
 		return "FAILED_PRECONDITION"
+	case OutOfRange:
+		return "OUT_OF_RANGE"
 	}
 	return fmt.Sprintf("code %d", int(c))
 }
@@ -102,6 +118,51 @@ type Options struct {
 	// A breakerd configuration file for the local engine until breakerd sends its own;
 	// "": the library's defaults for Network.
 	FallbackConfigFile string
+	// Receives every line the library logs, at every level, and nothing goes to stderr. It is
+	// called on a thread of the library's own, one line at a time, in order, with no lock of
+	// the library held (it may call the Client, but not Close); a slow one delays only later
+	// lines. nil: the library writes its warnings and errors to stderr ("breaker-client:
+	// WARNING: ..."), and nothing else. Go 1.19 has no log/slog (Go 1.21 does): StdLog routes
+	// to a standard *log.Logger, and a function of the caller's to any other logger.
+	Log func(level LogLevel, message string)
+}
+
+// LogLevel is the level of a line the library logs.
+type LogLevel int
+
+// The levels.
+const (
+	// What goes as expected: connected, a failed connection attempt (repeated while breakerd
+	// is away).
+	LogInfo LogLevel = C.BREAKER_LOG_INFO
+	// What an operator should know: a stream that ended, an observation breakerd refused, the
+	// local engine's policy taking part.
+	LogWarning LogLevel = C.BREAKER_LOG_WARNING
+	// What needs an operator: breakerd sent what this client cannot use, sequence numbers ran
+	// out.
+	LogError LogLevel = C.BREAKER_LOG_ERROR
+)
+
+func (l LogLevel) String() string {
+	switch l {
+	case LogInfo:
+		return "INFO"
+	case LogWarning:
+		return "WARNING"
+	case LogError:
+		return "ERROR"
+	}
+	return fmt.Sprintf("level %d", int(l))
+}
+
+// StdLog returns an Options.Log that prints each line of level min or above to logger, as
+// "breaker: <LEVEL>: <line>".
+func StdLog(logger *log.Logger, min LogLevel) func(LogLevel, string) {
+	return func(level LogLevel, message string) {
+		if level >= min {
+			logger.Printf("breaker: %v: %s", level, message)
+		}
+	}
 }
 
 // Mode is the fleet's fallback mode.
@@ -152,8 +213,8 @@ func (s Source) String() string {
 	return fmt.Sprintf("source %d", int(s))
 }
 
-// Policy is one policy in force. Its slices are shared by every caller that read the same
-// policy: treat them as read-only.
+// Policy is one policy in force. Each Policy returned is the caller's own: its slices are
+// copies, which the caller may change without changing anyone else's.
 type Policy struct {
 	// The fleet policy's version; 0 before any arrived. It goes up with every change.
 	Version uint64
@@ -197,6 +258,9 @@ type Stats struct {
 	Source             Source
 	// The local engine takes part in the policy in force: alert on it.
 	FallbackActive bool
+	// Why the last observation refused was refused: at the call (the error the call returned)
+	// or by breakerd ("breakerd refused observation N: ..."); "" when none was.
+	LastRefusal string
 }
 
 // Client is a running client of breakerd. Its methods are safe for concurrent use.
@@ -212,16 +276,24 @@ type Client struct {
 
 	handle       cgo.Handle
 	subscription C.int
-	watchers     watchers
-	closeOnce    sync.Once
+	// The cgo.Handle of Options.Log, freed once the library's threads have ended; 0 when nil.
+	logHandle cgo.Handle
+	watchers  watchers
+	closeOnce sync.Once
 }
 
 // Dial starts a client. It does not wait for breakerd: the library connects in the background
-// and keeps reconnecting until Close (WaitSynced waits). It returns an *Error naming a missing
-// or invalid option or an unreadable file, or ctx's error when ctx is done.
+// and keeps reconnecting until Close (WaitSynced waits). ctx bounds the start: when it ends
+// before the client's first connection to breakerd, the client is closed (its calls return
+// ErrClosed); after that connection ctx no longer matters, and only Close ends the client. It
+// returns an *Error naming a missing or invalid option or an unreadable file, or ctx's error
+// when ctx is done already.
 func Dial(ctx context.Context, opts Options) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if v := C.breaker_abi_version(); v != C.BREAKER_ABI_VERSION {
+		return nil, &Error{Code: FailedPrecondition, Message: fmt.Sprintf("libbreaker_client.so has ABI version %d; this package was built for %d: load the library of the same release", int(v), int(C.BREAKER_ABI_VERSION))}
 	}
 	o := C.breaker_options_new()
 	if o == nil {
@@ -231,28 +303,66 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	if err := setOptions(o, opts); err != nil {
 		return nil, err
 	}
-	var e C.breaker_error
+	var logHandle cgo.Handle
+	if opts.Log != nil {
+		logHandle = cgo.NewHandle(opts.Log)
+		C.go_options_set_log(o, C.uintptr_t(logHandle))
+	}
+	e := newCError()
 	var c *C.breaker_client
 	if code := C.breaker_client_new(o, &c, &e); code != C.BREAKER_OK {
+		if logHandle != 0 {
+			logHandle.Delete()
+		}
 		return nil, errorFrom(code, &e)
 	}
-	client := &Client{c: c}
+	client := &Client{c: c, logHandle: logHandle}
 	client.watchers.init()
 	client.handle = cgo.NewHandle(client)
 	// Subscribed before the first read: a change in between is then delivered.
 	if code := C.go_subscribe(c, C.uintptr_t(client.handle), &client.subscription, &e); code != C.BREAKER_OK {
 		C.breaker_client_free(c)
 		client.handle.Delete()
+		if logHandle != 0 {
+			logHandle.Delete()
+		}
 		return nil, errorFrom(code, &e)
 	}
 	client.held = C.breaker_policy_get(c)
 	client.policy = convertPolicy(client.held)
+	go client.closeIfNotConnectedBefore(ctx)
 	return client, nil
+}
+
+// connectPoll is how often a client not connected yet looks whether it is.
+const connectPoll = 10 * time.Millisecond
+
+// closeIfNotConnectedBefore closes c when ctx ends before c's first connection to breakerd,
+// and returns at that connection, or when c is closed.
+func (c *Client) closeIfNotConnectedBefore(ctx context.Context) {
+	if ctx.Done() == nil {
+		return // A context that never ends.
+	}
+	ticker := time.NewTicker(connectPoll)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.Close()
+			return
+		case <-c.watchers.done:
+			return
+		case <-ticker.C:
+			if c.Stats().Connected {
+				return
+			}
+		}
+	}
 }
 
 // setOptions copies opts into o; C copies every string before returning.
 func setOptions(o *C.breaker_options, opts Options) error {
-	var e C.breaker_error
+	e := newCError()
 	set := func(code C.int) error {
 		if code != C.BREAKER_OK {
 			C.breaker_last_error(&e)
@@ -331,16 +441,21 @@ func (c *Client) Close() error {
 		C.breaker_policy_free(c.held)
 		c.held = nil
 		c.handle.Delete()
+		// The library's log thread has ended with breaker_client_free.
+		if c.logHandle != 0 {
+			c.logHandle.Delete()
+		}
 	})
 	return nil
 }
 
-// Policy returns the policy in force. It reads the library's snapshot without blocking and
-// converts it only when it changed since the last call.
+// Policy returns the policy in force. It reads the library's snapshot without blocking,
+// converts it only when it changed since the last call, and returns a copy of its lists (one
+// allocation per non-empty list): the caller may change what it got.
 func (c *Client) Policy() Policy {
 	c.mu.RLock()
 	if c.c == nil || c.heldIsCurrent() {
-		p := c.policy
+		p := c.policy.clone()
 		c.mu.RUnlock()
 		return p
 	}
@@ -352,7 +467,23 @@ func (c *Client) Policy() Policy {
 		c.held = C.breaker_policy_get(c.c)
 		c.policy = convertPolicy(c.held)
 	}
-	return c.policy
+	return c.policy.clone()
+}
+
+// clone returns p with lists of its own.
+func (p Policy) clone() Policy {
+	p.BannedBuilders = cloneSlice(p.BannedBuilders)
+	p.TrustedBuilders = cloneSlice(p.TrustedBuilders)
+	p.BannedRelays = cloneSlice(p.BannedRelays)
+	p.TrustedRelays = cloneSlice(p.TrustedRelays)
+	return p
+}
+
+func cloneSlice[T any](s []T) []T {
+	if s == nil {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
 }
 
 // heldIsCurrent reports whether c.held is the library's policy in force.
@@ -363,7 +494,7 @@ func (c *Client) heldIsCurrent() bool {
 
 // convertPolicy copies a held C policy into Go values.
 func convertPolicy(held *C.breaker_policy) Policy {
-	var info C.breaker_policy_info
+	info := C.breaker_policy_info{size: C.size_t(unsafe.Sizeof(C.breaker_policy_info{}))}
 	C.breaker_policy_read(held, &info)
 	p := Policy{
 		Version:    uint64(info.fleet_version),
@@ -416,9 +547,21 @@ func (c *Client) IsAllowed(builder uint64, relay string) bool {
 	return bool(C.go_is_allowed(C.uintptr_t(uintptr(unsafe.Pointer(c.c))), C.uint64_t(builder), C.uintptr_t(uintptr(unsafe.Pointer(r)))))
 }
 
+// IsRelayAllowed reports whether the node may take a header from relay (any spelling) whatever
+// its builder: what a node asks before Gloas, when a header names no builder index. False when
+// the relay is banned, the mode is SelfBuild, or the mode is TrustedOnly and the relay is not
+// trusted; false for a relay that is no endpoint, and after Close.
+func (c *Client) IsRelayAllowed(relay string) bool {
+	r := C.CString(relay)
+	defer C.free(unsafe.Pointer(r))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.c != nil && bool(C.breaker_is_relay_allowed(c.c, r))
+}
+
 // Stats returns the client's counters (zeros after Close).
 func (c *Client) Stats() Stats {
-	var s C.breaker_stats
+	s := C.breaker_stats{size: C.size_t(unsafe.Sizeof(C.breaker_stats{}))}
 	c.mu.RLock()
 	if c.c != nil {
 		C.breaker_get_stats(c.c, &s)
@@ -440,7 +583,17 @@ func (c *Client) Stats() Stats {
 		FleetPolicyVersion: uint64(s.fleet_policy_version),
 		Source:             Source(s.source),
 		FallbackActive:     bool(s.fallback_active),
+		LastRefusal:        C.GoString(&s.last_refusal[0]),
 	}
+}
+
+// IsSynced reports, without waiting, whether the client is connected, breakerd has
+// acknowledged every observation reported so far, and the policy in force is the fleet's (the
+// library's one definition, breaker_is_synced). False after Close.
+func (c *Client) IsSynced() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.c != nil && bool(C.breaker_is_synced(c.c))
 }
 
 // syncPoll is how often WaitSynced looks at the client's counters.
@@ -459,10 +612,10 @@ func (c *Client) WaitSynced(ctx context.Context) error {
 		if closed {
 			return ErrClosed
 		}
-		s := c.Stats()
-		if s.Connected && s.Buffered == 0 && s.Source == Fleet {
+		if c.IsSynced() {
 			return nil
 		}
+		s := c.Stats()
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("breaker: not in sync with breakerd (connected %v to %q, %d observations unacknowledged, policy from %v): %w",

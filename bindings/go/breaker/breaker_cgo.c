@@ -61,3 +61,12 @@ bool go_policy_is_current(uintptr_t client, uintptr_t policy) {
 bool go_is_allowed(uintptr_t client, uint64_t builder, uintptr_t relay_or_null) {
   return breaker_is_allowed((const breaker_client*)client, builder, (const char*)relay_or_null);
 }
+
+// The log callback: the library calls it on the client's log thread with the cgo.Handle of the
+// Options.Log function as user_data.
+static void log_trampoline(void* user_data, int level, const char* message) {
+  goLog((uintptr_t)user_data, level, (char*)message);
+}
+int go_options_set_log(breaker_options* o, uintptr_t handle) {
+  return breaker_options_set_log_callback(o, log_trampoline, (void*)handle);
+}

@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client/c_api.h"
+// The package's own copy of client/c_api.h, so that a vendored copy of the package builds
+// wherever it lies (//bindings:go_test checks that the two are the same).
+#include "c_api.h"
 
 int go_report_bid(breaker_client* c, uint64_t slot, uint64_t builder, const char* relay,
                   const uint8_t* pubkey, size_t pubkey_len, breaker_error* err);
@@ -26,6 +28,9 @@ int go_report_relay_reveal_missing(breaker_client* c, uint64_t slot, const char*
 // Subscribes the Client whose cgo.Handle is `handle`: the library calls goPolicyChanged with
 // it, on the library's thread, at every new policy in force.
 int go_subscribe(breaker_client* c, uintptr_t handle, int* id, breaker_error* err);
+// Sends the library's log lines to the Options.Log function whose cgo.Handle is `handle`: the
+// library calls goLog with it, on the client's log thread.
+int go_options_set_log(breaker_options* o, uintptr_t handle);
 // breaker_policy_is_current and breaker_is_allowed, over handles passed as integers.
 bool go_policy_is_current(uintptr_t client, uintptr_t policy);
 bool go_is_allowed(uintptr_t client, uint64_t builder, uintptr_t relay_or_null);

@@ -37,6 +37,9 @@ func dial(t *testing.T, d *breakerd, nodeID string) *Client {
 	if err := c.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if !c.IsSynced() {
+		t.Fatal("IsSynced is false right after WaitSynced returned")
+	}
 	return c
 }
 
@@ -75,6 +78,12 @@ func TestBanThenResetThroughBreakerctl(t *testing.T) {
 
 	banBuilder(t, d, c, 5, 0xab)
 	banned := c.Policy()
+	// Each Policy is the caller's own: changing it changes no one else's.
+	banned.BannedBuilders[0] = 999
+	if again := c.Policy(); !again.Bans(5) || again.Bans(999) {
+		t.Fatalf("a caller's change reached another's policy: %+v", again)
+	}
+	banned = c.Policy()
 	if banned.Version <= before.Version {
 		t.Fatalf("the ban's version %d is not above %d", banned.Version, before.Version)
 	}
@@ -180,23 +189,44 @@ func TestBadInputIsAnErrorValue(t *testing.T) {
 	if err := c.WaitSynced(short); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("WaitSynced towards nothing: %v", err)
 	}
+	if c.IsSynced() {
+		t.Fatal("IsSynced towards nothing")
+	}
+	if !c.IsRelayAllowed("relay.example:18550") || c.IsRelayAllowed("ftp://x") {
+		t.Fatal("IsRelayAllowed under the local policy, which bans nothing")
+	}
 	if p := c.Policy(); p.Source != Local || p.Version != 0 {
 		t.Fatalf("policy without breakerd: %+v", p)
 	}
 
-	if err := c.ObserveBid(1, 1, strings.Repeat("r", 600), nil); !errors.As(err, &e) || e.Code != InvalidArgument || !strings.Contains(e.Message, "relay is 600 bytes") {
+	// What breakerd would refuse is refused at the call, in breakerd's words. The client has
+	// no network: mainnet's chain, whose slot now is this.
+	slot := uint64((time.Now().Unix() - 1606824023) / 12)
+	if err := c.ObserveBlocksSeen(slot-65, nil); !errors.As(err, &e) || e.Code != OutOfRange || !strings.Contains(e.Message, "older than the amendment window (64 slots") {
+		t.Fatalf("stale slot: %v", err)
+	}
+	if s := c.Stats(); !strings.Contains(s.LastRefusal, "older than the amendment window") {
+		t.Fatalf("last refusal after a stale slot: %q", s.LastRefusal)
+	}
+	if err := c.ObserveFinalized(slot+3, 1); !errors.As(err, &e) || e.Code != OutOfRange || !strings.Contains(e.Message, "max_future_slots = 2") {
+		t.Fatalf("slot ahead: %v", err)
+	}
+	if err := c.ObserveBid(slot, 1, "ftp://x", nil); !errors.As(err, &e) || e.Code != InvalidArgument || !strings.Contains(e.Message, `relay identifier "ftp://x" has unknown scheme "ftp"`) {
+		t.Fatalf("ftp relay: %v", err)
+	}
+	if err := c.ObserveBid(slot, 1, strings.Repeat("r", 600), nil); !errors.As(err, &e) || e.Code != InvalidArgument || !strings.Contains(e.Message, "is 600 bytes; accepted: at most 512 bytes") {
 		t.Fatalf("oversized relay: %v", err)
 	}
-	if err := c.ObserveBid(1, 1, "", make([]byte, 3)); !errors.As(err, &e) || !strings.Contains(e.Message, "pubkey is 3 bytes") {
+	if err := c.ObserveBid(slot, 1, "", make([]byte, 3)); !errors.As(err, &e) || !strings.Contains(e.Message, "bid_seen.builder_pubkey is 3 bytes") {
 		t.Fatalf("short key: %v", err)
 	}
-	if err := c.ObservePayloadMissing(1, 1, Root{}, 1.5); !errors.As(err, &e) || !strings.Contains(e.Message, "attested_fraction") {
+	if err := c.ObservePayloadMissing(slot, 1, Root{}, 1.5); !errors.As(err, &e) || !strings.Contains(e.Message, "attested_fraction") {
 		t.Fatalf("fraction 1.5: %v", err)
 	}
-	if err := c.ObserveRelayRevealMissing(1, "", Root{}); !errors.As(err, &e) || !strings.Contains(e.Message, "relay is empty") {
+	if err := c.ObserveRelayRevealMissing(slot, "", Root{}); !errors.As(err, &e) || !strings.Contains(e.Message, `relay identifier "" is empty`) {
 		t.Fatalf("empty relay: %v", err)
 	}
-	if err := c.ObserveBlocksSeen(1, make([]Root, 65)); !errors.As(err, &e) || !strings.Contains(e.Message, "n_roots") {
+	if err := c.ObserveBlocksSeen(slot, make([]Root, 65)); !errors.As(err, &e) || !strings.Contains(e.Message, "blocks_seen.block_roots") {
 		t.Fatalf("65 roots: %v", err)
 	}
 	if c.Stats().Reported != 0 {
@@ -318,5 +348,38 @@ func TestDialCloseCycles(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > baseGoroutines {
 		t.Fatalf("%d goroutines after the cycles, %d before", n, baseGoroutines)
+	}
+}
+
+// Dial's context bounds the start: ended before the first connection, it closes the client;
+// ended after it, it changes nothing.
+func TestDialContextBoundsTheStartOnly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := Dial(ctx, Options{Addresses: []string{"127.0.0.1:1"}, NodeID: "go-dial-ctx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cancel()
+	eventually(t, 5*time.Second, "the client closes with its Dial context", func() bool {
+		return errors.Is(c.ObserveFinalized(1, 1), ErrClosed)
+	})
+
+	d := startBreakerd(t)
+	ctx, cancel = context.WithCancel(context.Background())
+	connected, err := Dial(ctx, d.options("go-dial-ctx-connected"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer connected.Close()
+	waitCtx, waitCancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer waitCancel()
+	if err := connected.WaitSynced(waitCtx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	time.Sleep(5 * connectPoll)
+	if err := connected.ObserveBlocksSeen(d.currentSlot(), nil); err != nil {
+		t.Fatalf("the Dial context ended after the first connection, and the client stopped: %v", err)
 	}
 }

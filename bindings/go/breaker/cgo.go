@@ -2,7 +2,7 @@ package breaker
 
 /*
 
-#cgo CFLAGS: -I${SRCDIR}/../../..
+#cgo CFLAGS: -I${SRCDIR}
 #cgo LDFLAGS: -lbreaker_client
 #include <stdlib.h>
 #include "breaker_cgo.h"
@@ -20,6 +20,53 @@ func errorFrom(code C.int, e *C.breaker_error) error {
 		return nil
 	}
 	return &Error{Code: Code(code), Message: C.GoString(&e.message[0])}
+}
+
+// newCError returns a breaker_error sized for the C API (c_api.h's sized structs).
+func newCError() C.breaker_error {
+	return C.breaker_error{size: C.size_t(unsafe.Sizeof(C.breaker_error{}))}
+}
+
+// cLayout is the layout of c_api.h's sized structs as cgo read the header this package is built
+// with: the struct's size under its name, a field's offset under "struct.field". The layout
+// test compares it with the C compiler's, for a copy of the header that is not the library's.
+func cLayout() map[string]uintptr {
+	var e C.breaker_error
+	var i C.breaker_policy_info
+	var s C.breaker_stats
+	return map[string]uintptr{
+		"breaker_error":                          unsafe.Sizeof(e),
+		"breaker_error.size":                     unsafe.Offsetof(e.size),
+		"breaker_error.code":                     unsafe.Offsetof(e.code),
+		"breaker_error.message":                  unsafe.Offsetof(e.message),
+		"breaker_policy_info":                    unsafe.Sizeof(i),
+		"breaker_policy_info.size":               unsafe.Offsetof(i.size),
+		"breaker_policy_info.fleet_version":      unsafe.Offsetof(i.fleet_version),
+		"breaker_policy_info.mode":               unsafe.Offsetof(i.mode),
+		"breaker_policy_info.source":             unsafe.Offsetof(i.source),
+		"breaker_policy_info.n_banned_builders":  unsafe.Offsetof(i.n_banned_builders),
+		"breaker_policy_info.n_trusted_builders": unsafe.Offsetof(i.n_trusted_builders),
+		"breaker_policy_info.n_banned_relays":    unsafe.Offsetof(i.n_banned_relays),
+		"breaker_policy_info.n_trusted_relays":   unsafe.Offsetof(i.n_trusted_relays),
+		"breaker_stats":                          unsafe.Sizeof(s),
+		"breaker_stats.size":                     unsafe.Offsetof(s.size),
+		"breaker_stats.connected":                unsafe.Offsetof(s.connected),
+		"breaker_stats.reconnects":               unsafe.Offsetof(s.reconnects),
+		"breaker_stats.reported":                 unsafe.Offsetof(s.reported),
+		"breaker_stats.acknowledged":             unsafe.Offsetof(s.acknowledged),
+		"breaker_stats.buffered":                 unsafe.Offsetof(s.buffered),
+		"breaker_stats.dropped_bids":             unsafe.Offsetof(s.dropped_bids),
+		"breaker_stats.dropped_other":            unsafe.Offsetof(s.dropped_other),
+		"breaker_stats.dropped_failures":         unsafe.Offsetof(s.dropped_failures),
+		"breaker_stats.refused":                  unsafe.Offsetof(s.refused),
+		"breaker_stats.fleet_policy_version":     unsafe.Offsetof(s.fleet_policy_version),
+		"breaker_stats.source":                   unsafe.Offsetof(s.source),
+		"breaker_stats.fallback_active":          unsafe.Offsetof(s.fallback_active),
+		"breaker_stats.replayed":                 unsafe.Offsetof(s.replayed),
+		"breaker_stats.sequence_exhausted":       unsafe.Offsetof(s.sequence_exhausted),
+		"breaker_stats.address":                  unsafe.Offsetof(s.address),
+		"breaker_stats.last_refusal":             unsafe.Offsetof(s.last_refusal),
+	}
 }
 
 // cString copies s for C, NULL for ""; the caller frees the result with freeCString.
@@ -51,9 +98,15 @@ func goPolicyChanged(handle C.uintptr_t) {
 	cgo.Handle(handle).Value().(*Client).watchers.kick()
 }
 
+//export goLog
+func goLog(handle C.uintptr_t, level C.int, message *C.char) {
+	// Runs on the client's log thread, with no lock of the library held.
+	cgo.Handle(handle).Value().(func(LogLevel, string))(LogLevel(level), C.GoString(message))
+}
+
 // report runs one report call with c.mu held shared, and turns its code into an error.
 func (c *Client) report(call func(*C.breaker_client, *C.breaker_error) C.int) error {
-	var e C.breaker_error
+	e := newCError()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.c == nil {

@@ -2,6 +2,10 @@
 //! output (`bazel build //client:breaker_client_shared`). The directory is also written as
 //! the binaries' rpath, so that tests and examples find the library where it was linked; a
 //! node that installs the library elsewhere sets its own rpath or LD_LIBRARY_PATH.
+//!
+//! Cargo passes that rpath to this crate's own binaries only. A dependent's binary gets the
+//! directory as `DEP_BREAKER_CLIENT_LIB_DIR` in its build script (this crate `links`
+//! "breaker_client" and publishes `lib_dir`), and sets its own rpath from it (docs/bindings.md).
 
 use std::env;
 use std::path::PathBuf;
@@ -25,4 +29,5 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", dir.display());
     println!("cargo:rustc-link-lib=dylib=breaker_client");
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
+    println!("cargo:lib_dir={}", dir.display());
 }

@@ -22,8 +22,8 @@
 #include "httplib.h"
 #include "tests/support/fake_beacon_node.h"
 #include "tests/support/fleet_harness.h"
-#include "tests/support/status_matchers.h"
 #include "tests/support/sidecar_process.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/tcp_proxy.h"
 
@@ -31,7 +31,8 @@ namespace breaker::testing {
 namespace {
 
 constexpr char kHeaderBody[] =
-    R"({"version":"deneb","data":{"message":{"header":{"block_hash":"0x22"},"value":"1"},"signature":"0x00"}})";
+    R"({"version":"deneb","data":{"message":{"header":{"block_hash":"0x22"},"value":"1"},)"
+    R"("signature":"0x00"}})";
 constexpr uint64_t kValidatorIndex = 7;
 
 // A relay answering registrations, status and headers, counting each.

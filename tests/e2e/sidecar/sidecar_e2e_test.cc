@@ -23,8 +23,8 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "tests/support/fleet_harness.h"
-#include "tests/support/status_matchers.h"
 #include "tests/support/sidecar_process.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/subprocess.h"
 
 namespace breaker::testing {
@@ -34,7 +34,8 @@ constexpr char kHeaderPath[] =
     "/eth/v1/builder/header/100/0x1111111111111111111111111111111111111111111111111111111111111111/"
     "0xaaaa";
 constexpr char kHeaderBody[] =
-    R"({"version":"deneb","data":{"message":{"header":{"block_hash":"0x22"},"value":"1"},"signature":"0x00"}})";
+    R"({"version":"deneb","data":{"message":{"header":{"block_hash":"0x22"},"value":"1"},)"
+    R"("signature":"0x00"}})";
 // A bid request for `slot` (breakerd takes observations of slots near its clock's only).
 std::string BidPath(core::Slot slot) {
   return absl::StrCat("/eth/v1/builder/execution_payload_bid/", slot,
@@ -43,29 +44,31 @@ std::string BidPath(core::Slot slot) {
 }
 constexpr core::BuilderIndex kBuilder = 5;
 constexpr char kBidBody[] =
-    R"({"version":"gloas","data":{"message":{"builder_index":"5","value":"1"},"signature":"0x00"}})";
+    R"({"version":"gloas","data":{"message":{"builder_index":"5","value":"1"},)"
+    R"("signature":"0x00"}})";
 
 // A port no one listens on now (the kernel's pick, released).
 // A relay serving one header, counting what it is asked.
 class FakeRelay {
  public:
   FakeRelay() {
-    server_.Get("/eth/v1/builder/header/.*", [this](const httplib::Request& request,
-                                                   httplib::Response& response) {
-      ++headers_;
-      last_timeout_ = request.get_header_value("X-Timeout-Ms");
-      response.set_content(kHeaderBody, "application/json");
-    });
+    server_.Get("/eth/v1/builder/header/.*",
+                [this](const httplib::Request& request, httplib::Response& response) {
+                  ++headers_;
+                  last_timeout_ = request.get_header_value("X-Timeout-Ms");
+                  response.set_content(kHeaderBody, "application/json");
+                });
     server_.Post("/eth/v1/builder/execution_payload_bid/.*",
                  [this](const httplib::Request&, httplib::Response& response) {
                    ++bids_;
                    response.set_header("Eth-Consensus-Version", "gloas");
                    response.set_content(kBidBody, "application/json");
                  });
-    server_.Get("/eth/v1/builder/status", [this](const httplib::Request&, httplib::Response& response) {
-      ++statuses_;
-      response.status = 200;
-    });
+    server_.Get("/eth/v1/builder/status",
+                [this](const httplib::Request&, httplib::Response& response) {
+                  ++statuses_;
+                  response.status = 200;
+                });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
@@ -79,9 +82,7 @@ class FakeRelay {
   int headers() const { return headers_; }
   int statuses() const { return statuses_; }
   int bids() const { return bids_; }
-  std::string last_timeout() const {
-    return last_timeout_;
-  }
+  std::string last_timeout() const { return last_timeout_; }
 
  private:
   httplib::Server server_;
@@ -260,7 +261,8 @@ TEST_F(SidecarE2eTest, AGloasBidIsReportedThenRefusedOnceItsBuilderIsBannedAndCo
   ASSERT_THAT(policy, IsOk());
   EXPECT_TRUE(PollUntil([&] {
     return SidecarMetric("breaker_sidecar_policy_version") == policy->version();
-  })) << "breakerd's policy is version " << policy->version();
+  })) << "breakerd's policy is version "
+      << policy->version();
   EXPECT_EQ(SidecarMetric("breaker_sidecar_policy_source{source=\"fleet\"}"), 1);
   EXPECT_EQ(SidecarMetric("breaker_sidecar_breakerd_connected"), 1);
 }

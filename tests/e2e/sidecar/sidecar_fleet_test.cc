@@ -23,13 +23,12 @@
 #include "tests/support/fake_beacon_node.h"
 #include "tests/support/fake_relay.h"
 #include "tests/support/fleet_harness.h"
-#include "tests/support/status_matchers.h"
 #include "tests/support/sidecar_process.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/subprocess.h"
 
 namespace breaker::testing {
 namespace {
-
 
 class SidecarFleetTest : public FleetTest {
  protected:
@@ -61,8 +60,7 @@ class SidecarFleetTest : public FleetTest {
     }
   }
 
-  void StartSidecars(const std::vector<std::string>& relay_urls,
-                     int staleness_limit_seconds = 0) {
+  void StartSidecars(const std::vector<std::string>& relay_urls, int staleness_limit_seconds = 0) {
     for (size_t i = 0; i < sidecars_.size(); ++i) {
       Sidecar& sidecar = sidecars_[i];
       const std::string config_path = absl::StrCat(dir_, "/sidecar-", i, ".textproto");
@@ -94,15 +92,13 @@ class SidecarFleetTest : public FleetTest {
     httplib::Client client("127.0.0.1", sidecars_[i].ports[relay]);
     client.set_connection_timeout(10);
     client.set_read_timeout(30);
-    httplib::Result result = client.Get(
-        absl::StrCat("/eth/v1/builder/header/", CurrentSlot(), "/0x", std::string(64, '1'),
-                     "/0xaaaa")
-            .c_str());
+    httplib::Result result = client.Get(absl::StrCat("/eth/v1/builder/header/", CurrentSlot(),
+                                                     "/0x", std::string(64, '1'), "/0xaaaa")
+                                            .c_str());
     return result ? result->status : 0;
   }
 
-  bool EverySidecarAnswers(size_t relay, int status,
-                           absl::Duration timeout = kFleetTimeout) {
+  bool EverySidecarAnswers(size_t relay, int status, absl::Duration timeout = kFleetTimeout) {
     return PollUntil(
         [&] {
           for (size_t i = 0; i < sidecars_.size(); ++i) {
@@ -120,8 +116,8 @@ class SidecarFleetTest : public FleetTest {
   // Waits until `fraction` of the slot after the current one has passed.
   void IntoNextSlot(double fraction) {
     const core::Slot next = CurrentSlot() + 1;
-    const absl::Time at = core::StartOf(next, chain_) +
-                          fraction * absl::Seconds(chain_.seconds_per_slot);
+    const absl::Time at =
+        core::StartOf(next, chain_) + fraction * absl::Seconds(chain_.seconds_per_slot);
     ASSERT_TRUE(PollUntil([&] { return absl::Now() >= at; }));
   }
 
@@ -226,9 +222,8 @@ TEST_F(SidecarFleetTest, ASidecarStartedBeforeGenesisTripsOnTheRunAloneAndRecove
 
 TEST_F(SidecarFleetTest, ARevealFailureSeenByOneSidecarReachesEveryOneAndOutlivesBreakerd) {
   // A relay's ban lasts 10 epochs (over 10 minutes here): no epoch boundary lifts it mid-test.
-  ASSERT_NO_FATAL_FAILURE(Configure(FastChain(/*gloas=*/false),
-                                    absl::StrCat("blacklist_period_epochs: 10\n",
-                                                 kMissedSlotRules)));
+  ASSERT_NO_FATAL_FAILURE(Configure(
+      FastChain(/*gloas=*/false), absl::StrCat("blacklist_period_epochs: 10\n", kMissedSlotRules)));
   StartNodes(3);
   ASSERT_NO_FATAL_FAILURE(StartBreakerd());
   FakeRelay withholding(FakeRelay::Reveals::kWithholds);
@@ -242,9 +237,9 @@ TEST_F(SidecarFleetTest, ARevealFailureSeenByOneSidecarReachesEveryOneAndOutlive
   const core::Slot slot = CurrentSlot();
   httplib::Client client("127.0.0.1", sidecars_[0].ports[0]);
   client.set_read_timeout(30);
-  httplib::Result header = client.Get(absl::StrCat("/eth/v1/builder/header/", slot, "/0x",
-                                                   std::string(64, '1'), "/0xaaaa")
-                                          .c_str());
+  httplib::Result header = client.Get(
+      absl::StrCat("/eth/v1/builder/header/", slot, "/0x", std::string(64, '1'), "/0xaaaa")
+          .c_str());
   ASSERT_TRUE(header);
   ASSERT_EQ(header->status, 200);
   // A valid block of the header's block hash: the sidecar computes its root.

@@ -17,8 +17,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "tests/support/status_matchers.h"
 #include "tests/support/sidecar_process.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/tcp_proxy.h"
 #include "tests/support/test_util.h"
@@ -31,7 +31,8 @@ using ::testing::HasSubstr;
 constexpr char kTls[] = "tests/support/testdata/tls/";
 constexpr char kHeaderPath[] = "/eth/v1/builder/header/100/0x11/0xaa";
 constexpr char kHeaderBody[] =
-    R"({"version":"deneb","data":{"message":{"header":{"block_hash":"0x22"},"value":"1"},"signature":"0x00"}})";
+    R"({"version":"deneb","data":{"message":{"header":{"block_hash":"0x22"},"value":"1"},)"
+    R"("signature":"0x00"}})";
 
 absl::Time Deadline() { return absl::Now() + absl::Seconds(30); }
 

@@ -70,7 +70,7 @@ fn main() {
         eprintln!("{e}; the local policy applies meanwhile");
     }
     let _subscription = client
-        .subscribe(|version, mode, source| println!("policy v{version}: {mode:?} from {source:?}"))
+        .subscribe(|policy| println!("policy v{}: {:?} from {:?}", policy.version, policy.mode, policy.source))
         .expect("subscribe");
 
     const MAINNET_GENESIS: u64 = 1_606_824_023;

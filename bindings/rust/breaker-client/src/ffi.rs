@@ -6,9 +6,12 @@
 use std::os::raw::{c_char, c_double, c_int, c_void};
 
 pub const BREAKER_OK: c_int = 0;
+/// BREAKER_ABI_VERSION of the header these declarations follow.
+pub const BREAKER_ABI_VERSION: c_int = 1;
 
 #[repr(C)]
 pub struct breaker_error {
+    pub size: usize,
     pub code: c_int,
     pub message: [c_char; 256],
 }
@@ -29,8 +32,8 @@ pub struct breaker_policy {
 }
 
 #[repr(C)]
-#[derive(Default)]
 pub struct breaker_policy_info {
+    pub size: usize,
     pub fleet_version: u64,
     pub mode: c_int,
     pub source: c_int,
@@ -42,6 +45,7 @@ pub struct breaker_policy_info {
 
 #[repr(C)]
 pub struct breaker_stats {
+    pub size: usize,
     pub connected: bool,
     pub reconnects: u64,
     pub reported: u64,
@@ -57,12 +61,46 @@ pub struct breaker_stats {
     pub replayed: u64,
     pub sequence_exhausted: bool,
     pub address: [c_char; 256],
+    pub last_refusal: [c_char; 256],
 }
+
+pub type breaker_log_callback = unsafe extern "C" fn(user_data: *mut c_void, level: c_int, message: *const c_char);
 
 pub type breaker_policy_callback =
     unsafe extern "C" fn(user_data: *mut c_void, fleet_version: u64, mode: c_int, source: c_int);
 
+impl breaker_error {
+    pub fn new() -> breaker_error {
+        breaker_error { size: std::mem::size_of::<breaker_error>(), code: 0, message: [0; 256] }
+    }
+}
+
+impl breaker_policy_info {
+    pub fn new() -> breaker_policy_info {
+        breaker_policy_info {
+            size: std::mem::size_of::<breaker_policy_info>(),
+            fleet_version: 0,
+            mode: 0,
+            source: 0,
+            n_banned_builders: 0,
+            n_trusted_builders: 0,
+            n_banned_relays: 0,
+            n_trusted_relays: 0,
+        }
+    }
+}
+
+impl breaker_stats {
+    pub fn new() -> breaker_stats {
+        // SAFETY: plain data, for which all-zero bytes are valid values.
+        let mut s: breaker_stats = unsafe { std::mem::zeroed() };
+        s.size = std::mem::size_of::<breaker_stats>();
+        s
+    }
+}
+
 extern "C" {
+    pub fn breaker_abi_version() -> c_int;
     pub fn breaker_last_error(out: *mut breaker_error) -> c_int;
 
     pub fn breaker_options_new() -> *mut breaker_options;
@@ -80,6 +118,11 @@ extern "C" {
     pub fn breaker_options_set_client_version(opts: *mut breaker_options, version: *const c_char) -> c_int;
     pub fn breaker_options_set_max_buffered_observations(opts: *mut breaker_options, max: usize) -> c_int;
     pub fn breaker_options_set_staleness_limit_seconds(opts: *mut breaker_options, seconds: c_double) -> c_int;
+    pub fn breaker_options_set_log_callback(
+        opts: *mut breaker_options,
+        callback: Option<breaker_log_callback>,
+        user_data: *mut c_void,
+    ) -> c_int;
     pub fn breaker_options_set_fallback_config_file(opts: *mut breaker_options, path: *const c_char) -> c_int;
 
     pub fn breaker_client_new(
@@ -115,6 +158,7 @@ extern "C" {
         root: *const u8,
     ) -> c_int;
 
+    pub fn breaker_is_relay_allowed(client: *const breaker_client, relay: *const c_char) -> bool;
     pub fn breaker_is_allowed(client: *const breaker_client, builder: u64, relay_or_null: *const c_char) -> bool;
 
     pub fn breaker_policy_get(client: *const breaker_client) -> *mut breaker_policy;
@@ -135,5 +179,58 @@ extern "C" {
     ) -> c_int;
     pub fn breaker_unsubscribe(client: *mut breaker_client, subscription_id: c_int);
 
-    pub fn breaker_get_stats(client: *const breaker_client, out: *mut breaker_stats);
+    pub fn breaker_get_stats(client: *const breaker_client, out: *mut breaker_stats) -> c_int;
+    pub fn breaker_is_synced(client: *const breaker_client) -> bool;
+}
+
+/// The declarations above against the C compiler's layout of the header (the lines
+/// //client:c_api_layout prints, in the file BREAKER_C_LAYOUT names): every size and offset the
+/// same, and no field of either missing from the other.
+#[cfg(test)]
+mod layout_test {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::mem::{size_of, MaybeUninit};
+    use std::ptr::addr_of;
+
+    macro_rules! layout {
+        ($map:ident, $t:ident { $($field:ident),* }) => {{
+            $map.insert(stringify!($t).to_string(), size_of::<$t>());
+            let value = MaybeUninit::<$t>::uninit();
+            let base = value.as_ptr();
+            // SAFETY: addresses only: nothing uninitialized is read.
+            $( $map.insert(format!("{}.{}", stringify!($t), stringify!($field)),
+                           unsafe { addr_of!((*base).$field) } as usize - base as usize); )*
+        }};
+    }
+
+    #[test]
+    fn layout_matches_c() {
+        let path = match std::env::var("BREAKER_C_LAYOUT") {
+            Ok(path) => path,
+            Err(_) => {
+                eprintln!("BREAKER_C_LAYOUT is not set: run //bindings:rust_test, which prints the C layout");
+                return;
+            }
+        };
+        let text = std::fs::read_to_string(&path).expect("BREAKER_C_LAYOUT is readable");
+        let c: BTreeMap<String, usize> = text
+            .lines()
+            .map(|line| {
+                let (name, n) = line.split_once(' ').expect("a line is '<name> <bytes>'");
+                (name.to_string(), n.parse().expect("a number of bytes"))
+            })
+            .collect();
+        let mut rust = BTreeMap::new();
+        layout!(rust, breaker_error { size, code, message });
+        layout!(rust, breaker_policy_info {
+            size, fleet_version, mode, source, n_banned_builders, n_trusted_builders, n_banned_relays, n_trusted_relays
+        });
+        layout!(rust, breaker_stats {
+            size, connected, reconnects, reported, acknowledged, buffered, dropped_bids, dropped_other,
+            dropped_failures, refused, fleet_policy_version, source, fallback_active, replayed,
+            sequence_exhausted, address, last_refusal
+        });
+        assert_eq!(rust, c, "Rust's layout (left) differs from C's (right)");
+    }
 }

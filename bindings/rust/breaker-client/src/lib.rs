@@ -8,6 +8,18 @@
 //! read from an immutable snapshot. When breakerd is unreachable the last fleet policy stays
 //! in force (fail-static); the library reconnects by itself.
 //!
+//! Each `observe_*` method refuses at the call, queuing nothing, what breakerd would refuse for
+//! its shape, with breakerd's code and message ([`Stats::last_refusal`] keeps it too):
+//! [`Code::InvalidArgument`] for a relay that does not normalize (`ftp://x`, more than 512
+//! bytes), a key neither empty nor 48 bytes, more than 64 roots, the self-build index where a
+//! builder is needed, a fraction outside 0..=1, a finalized epoch after the slot's;
+//! [`Code::OutOfRange`] for a slot outside the window as the library's clock sees it: more
+//! than 2 slots ahead of the current slot, or more than 64 behind (breakerd's
+//! `max_future_slots` and `amendment_window_slots`, from its configuration once connected).
+//! breakerd judges the window again by its own clock: with the two clocks apart, an
+//! observation near an edge may pass here and be refused there ([`Stats::refused`] counts
+//! those, `last_refusal` says why).
+//!
 //! Memory is the crate's: C strings and snapshots are freed by it, and C keeps no pointer
 //! into Rust memory except a subscription's callback, which [`Subscription`] owns.
 
@@ -18,7 +30,7 @@ use std::fmt;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// The builder index of the proposer's own payload: always allowed.
@@ -43,6 +55,8 @@ pub enum Code {
     FailedPrecondition,
     /// The client's state is not what the call needs (e.g. not in sync in time).
     DeadlineExceeded,
+    /// A slot outside the window as the library's clock sees it.
+    OutOfRange,
     Other(i32),
 }
 
@@ -53,6 +67,7 @@ impl Code {
             4 => Code::DeadlineExceeded,
             5 => Code::NotFound,
             9 => Code::FailedPrecondition,
+            11 => Code::OutOfRange,
             other => Code::Other(other),
         }
     }
@@ -79,7 +94,7 @@ impl Error {
 
     /// The error the calling thread's last C call recorded.
     fn last(code: c_int) -> Error {
-        let mut err = ffi::breaker_error { code: 0, message: [0; 256] };
+        let mut err = ffi::breaker_error::new();
         // SAFETY: `err` is ours for the call.
         unsafe { ffi::breaker_last_error(&mut err) };
         Error::from_c(code, &err)
@@ -122,6 +137,61 @@ pub struct Tls {
     pub key_file: String,
 }
 
+/// The level of a line the library logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// What goes as expected: connected, a failed connection attempt (repeated while breakerd
+    /// is away).
+    Info,
+    /// What an operator should know: a stream that ended, an observation breakerd refused,
+    /// the local engine's policy taking part.
+    Warning,
+    /// What needs an operator: breakerd sent what this client cannot use, sequence numbers
+    /// ran out.
+    Error,
+}
+
+impl LogLevel {
+    fn from_c(level: c_int) -> LogLevel {
+        match level {
+            0 => LogLevel::Info,
+            1 => LogLevel::Warning,
+            _ => LogLevel::Error,
+        }
+    }
+}
+
+/// Where the library's log lines go (see [`Options::log`]): a function of the caller's, or,
+/// with the `log` feature, the `log` facade.
+#[derive(Clone)]
+pub struct LogSink(Arc<dyn Fn(LogLevel, &str) + Send + Sync>);
+
+impl LogSink {
+    /// Every line to `f`.
+    pub fn new(f: impl Fn(LogLevel, &str) + Send + Sync + 'static) -> LogSink {
+        LogSink(Arc::new(f))
+    }
+
+    /// Every line to the `log` facade, target "breaker_client", at the level of the same name.
+    #[cfg(feature = "log")]
+    pub fn facade() -> LogSink {
+        LogSink::new(|level, message| {
+            let level = match level {
+                LogLevel::Info => log::Level::Info,
+                LogLevel::Warning => log::Level::Warn,
+                LogLevel::Error => log::Level::Error,
+            };
+            log::log!(target: "breaker_client", level, "{message}");
+        })
+    }
+}
+
+impl fmt::Debug for LogSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LogSink")
+    }
+}
+
 /// How to reach breakerd and who this node is.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -144,6 +214,12 @@ pub struct Options {
     pub staleness_limit: Option<Duration>,
     /// A breakerd configuration file for the local engine until breakerd sends its own.
     pub fallback_config_file: String,
+    /// Receives every line the library logs, at every level, and nothing goes to stderr. It is
+    /// called on a thread of the library's own, one line at a time, in order, with no lock of
+    /// the library held (it may call the client); a slow one delays only later lines. None:
+    /// the library writes its warnings and errors to stderr ("breaker-client: WARNING: ..."),
+    /// and nothing else.
+    pub log: Option<LogSink>,
 }
 
 /// Owns a breaker_options for the duration of Client::new.
@@ -209,9 +285,10 @@ pub enum Mode {
 impl Mode {
     fn from_c(mode: c_int) -> Mode {
         match mode {
+            1 => Mode::AllBuilders,
             2 => Mode::TrustedOnly,
-            3 => Mode::SelfBuild,
-            _ => Mode::AllBuilders,
+            // A mode this crate does not know (a newer library's): the strictest.
+            _ => Mode::SelfBuild,
         }
     }
 }
@@ -283,6 +360,9 @@ pub struct Stats {
     pub source: Source,
     /// The local engine takes part in the policy in force: alert on it.
     pub fallback_active: bool,
+    /// Why the last observation refused was refused: at the call (the error the call returned)
+    /// or by breakerd ("breakerd refused observation N: ..."); "" when none was.
+    pub last_refusal: String,
 }
 
 /// A held C snapshot and its conversion. The snapshot is immutable and refers to no client,
@@ -300,7 +380,7 @@ impl Held {
     fn read(client: *const ffi::breaker_client) -> Held {
         // SAFETY: `client` is live (the caller's borrow of Client).
         let snapshot = unsafe { ffi::breaker_policy_get(client) };
-        let mut info = ffi::breaker_policy_info::default();
+        let mut info = ffi::breaker_policy_info::new();
         // SAFETY: `snapshot` is live until Held drops; the lists are copied out.
         unsafe {
             ffi::breaker_policy_read(snapshot, &mut info);
@@ -338,10 +418,15 @@ impl Drop for Held {
 ///
 /// `Client` is `Send` and `Sync`: every function of the C API may be called from any thread
 /// concurrently, except `breaker_client_free`, which `Drop` calls with the exclusive access
-/// ownership gives (no borrow, hence no other call and no [`Subscription`], is left).
+/// ownership gives (no borrow, hence no other call, is left; a [`Subscription`] or a
+/// [`PolicyWatch`] holds an `Arc` of the client, so none is left either). Do not drop the last
+/// `Arc<Client>`, a `Subscription` or a `PolicyWatch` inside a policy callback: the library
+/// would be freed from its own thread.
 pub struct Client {
     raw: *mut ffi::breaker_client,
     held: RwLock<Held>,
+    // The library calls it until breaker_client_free returns: dropped after it.
+    log: Option<Box<LogSink>>,
 }
 
 // SAFETY: see Client.
@@ -356,16 +441,34 @@ impl Client {
         if options.addresses.is_empty() {
             return Err(Error::invalid("Options.addresses is empty; give breakerd's address, host:port".into()));
         }
+        // SAFETY: no precondition.
+        let abi = unsafe { ffi::breaker_abi_version() };
+        if abi != ffi::BREAKER_ABI_VERSION {
+            return Err(Error {
+                code: Code::FailedPrecondition,
+                message: format!(
+                    "libbreaker_client.so has ABI version {abi}; this crate was written for {}: load the library of the same release",
+                    ffi::BREAKER_ABI_VERSION
+                ),
+            });
+        }
         let o = options.to_c()?;
+        // Owned by the client, freed once the library's threads have ended (Drop).
+        let log = options.log.clone().map(Box::new);
+        if let Some(sink) = &log {
+            let user_data = &**sink as *const LogSink as *mut c_void;
+            // SAFETY: `o` is live; `user_data` outlives the client's threads (see above).
+            check(unsafe { ffi::breaker_options_set_log_callback(o.0, Some(log_trampoline), user_data) })?;
+        }
         let mut raw = ptr::null_mut();
-        let mut err = ffi::breaker_error { code: 0, message: [0; 256] };
+        let mut err = ffi::breaker_error::new();
         // SAFETY: `o` is live; `raw` and `err` are ours.
         let code = unsafe { ffi::breaker_client_new(o.0, &mut raw, &mut err) };
         if code != ffi::BREAKER_OK {
             return Err(Error::from_c(code, &err));
         }
         let held = RwLock::new(Held::read(raw));
-        Ok(Client { raw, held })
+        Ok(Client { raw, held, log })
     }
 
     /// The policy in force, converted once per new policy and shared afterwards. Does not
@@ -397,11 +500,22 @@ impl Client {
         unsafe { ffi::breaker_is_allowed(self.raw, builder, ptr_or_null(&relay)) }
     }
 
+    /// Whether the node may take a header from `relay` (any spelling) whatever its builder:
+    /// what a node asks before Gloas, when a header names no builder index. False when the
+    /// relay is banned, the mode is SelfBuild, or the mode is TrustedOnly and the relay is not
+    /// trusted; false for a relay that is no endpoint.
+    pub fn is_relay_allowed(&self, relay: &str) -> bool {
+        match CString::new(relay) {
+            // SAFETY: live client; C copies `relay`.
+            Ok(relay) => unsafe { ffi::breaker_is_relay_allowed(self.raw, relay.as_ptr()) },
+            Err(_) => false,
+        }
+    }
+
     /// The client's counters.
     pub fn stats(&self) -> Stats {
-        // SAFETY: breaker_stats is plain data; C fills all of it.
-        let mut s: ffi::breaker_stats = unsafe { std::mem::zeroed() };
-        // SAFETY: live client, `s` is ours.
+        let mut s = ffi::breaker_stats::new();
+        // SAFETY: live client, `s` is ours and sized.
         unsafe { ffi::breaker_get_stats(self.raw, &mut s) };
         Stats {
             connected: s.connected,
@@ -420,7 +534,17 @@ impl Client {
             fleet_policy_version: s.fleet_policy_version,
             source: Source::from_c(s.source),
             fallback_active: s.fallback_active,
+            // SAFETY: NUL-terminated by C.
+            last_refusal: unsafe { CStr::from_ptr(s.last_refusal.as_ptr()) }.to_string_lossy().into_owned(),
         }
+    }
+
+    /// Whether the client is connected, breakerd has acknowledged every observation reported
+    /// so far, and the policy in force is the fleet's (the library's one definition,
+    /// `breaker_is_synced`). Does not block: a task polls it, or awaits its own timer.
+    pub fn is_synced(&self) -> bool {
+        // SAFETY: live client.
+        unsafe { ffi::breaker_is_synced(self.raw) }
     }
 
     /// Waits at most `timeout` until the client is connected, breakerd has acknowledged every
@@ -429,11 +553,11 @@ impl Client {
     pub fn wait_synced(&self, timeout: Duration) -> Result<(), Error> {
         let deadline = Instant::now() + timeout;
         loop {
-            let s = self.stats();
-            if s.connected && s.buffered == 0 && s.source == Source::Fleet {
+            if self.is_synced() {
                 return Ok(());
             }
             if Instant::now() >= deadline {
+                let s = self.stats();
                 return Err(Error {
                     code: Code::DeadlineExceeded,
                     message: format!(
@@ -496,15 +620,41 @@ impl Client {
         check(unsafe { ffi::breaker_report_relay_reveal_missing(self.raw, slot, relay.as_ptr(), root.as_ptr()) })
     }
 
-    /// Calls `callback` with every new policy in force (its fleet version, mode and source)
-    /// until the returned [`Subscription`] drops. The callback runs on a library thread, one
-    /// call at a time, and should return quickly; it may read the client (policy, is_allowed)
-    /// through its own handle. A panic in it is caught and printed, never unwound into C.
-    pub fn subscribe<F>(&self, callback: F) -> Result<Subscription<'_>, Error>
+    /// Calls `callback` with every new policy in force until the returned [`Subscription`]
+    /// drops. The subscription owns a handle of the client (it is `Send + Sync + 'static`: a
+    /// task holds it across `.await`, a struct beside its `Arc<Client>`). The callback runs on
+    /// a library thread, one call at a time, and should return quickly. A panic in it is
+    /// caught and printed, never unwound into C.
+    ///
+    /// The subscription owns the client, so the client must be in an `Arc`:
+    ///
+    /// ```compile_fail,E0599
+    /// fn subscribe_a_bare_client(client: breaker_client::Client) {
+    ///     let _subscription = client.subscribe(|_policy| {});
+    /// }
+    /// ```
+    ///
+    /// and the callback runs on another thread, so it must be `Send + Sync`:
+    ///
+    /// ```compile_fail,E0277
+    /// fn subscribe_a_callback_that_is_not_send(client: std::sync::Arc<breaker_client::Client>) {
+    ///     let counter = std::rc::Rc::new(std::cell::Cell::new(0));
+    ///     let _subscription = client.subscribe(move |_policy| counter.set(counter.get() + 1));
+    /// }
+    /// ```
+    pub fn subscribe<F>(self: &Arc<Self>, callback: F) -> Result<Subscription, Error>
     where
-        F: Fn(u64, Mode, Source) + Send + Sync + 'static,
+        F: Fn(Arc<Policy>) + Send + Sync + 'static,
     {
-        let boxed: Box<Callback> = Box::new(Box::new(callback));
+        // Weak: the library owns the callback, the client owns the library. The subscription's
+        // own Arc keeps the client alive while the callback can run, so the upgrade never
+        // holds the last one (whose drop would free the client from its own thread).
+        let client = Arc::downgrade(self);
+        let boxed: Box<Callback> = Box::new(Box::new(move || {
+            if let Some(client) = client.upgrade() {
+                callback(client.policy());
+            }
+        }));
         let user_data = Box::into_raw(boxed);
         let mut id: c_int = 0;
         // SAFETY: live client; `user_data` lives until Subscription's drop has unsubscribed.
@@ -514,41 +664,147 @@ impl Client {
             drop(unsafe { Box::from_raw(user_data) });
             return Err(e);
         }
-        Ok(Subscription { client: self, id, user_data })
+        Ok(Subscription { client: Arc::clone(self), id, user_data })
+    }
+
+    /// A receiver of whole policies, watch-style: it holds the latest policy in force, and
+    /// [`PolicyWatch::changed`] waits for a newer one (a reader that falls behind sees only
+    /// the latest). Built on `std::sync` (Mutex and Condvar), so that any runtime can use it:
+    /// a tokio task calls `changed_timeout` from `spawn_blocking`, or polls `try_changed`.
+    pub fn watch(self: &Arc<Self>) -> Result<PolicyWatch, Error> {
+        let shared = Arc::new(WatchShared { latest: Mutex::new((0, self.policy())), changed: Condvar::new() });
+        let writer = Arc::clone(&shared);
+        let subscription = self.subscribe(move |policy| {
+            let mut latest = writer.latest.lock().unwrap_or_else(|e| e.into_inner());
+            *latest = (latest.0 + 1, policy);
+            writer.changed.notify_all();
+        })?;
+        Ok(PolicyWatch { shared, seen: 0, _subscription: subscription })
     }
 }
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.stats();
+        f.debug_struct("Client")
+            .field("address", &s.address)
+            .field("connected", &s.connected)
+            .field("synced", &self.is_synced())
+            .field("fleet_policy_version", &s.fleet_policy_version)
+            .field("source", &s.source)
+            .finish()
+    }
+}
+
 
 impl Drop for Client {
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no other call is running and none can start.
         unsafe { ffi::breaker_client_free(self.raw) }
+        // The library's log thread has ended: nothing calls the sink any more.
+        drop(self.log.take());
     }
 }
 
-type Callback = Box<dyn Fn(u64, Mode, Source) + Send + Sync>;
+unsafe extern "C" fn log_trampoline(user_data: *mut c_void, level: c_int, message: *const c_char) {
+    // SAFETY: user_data is the client's Box<LogSink>, alive until its threads have ended;
+    // `message` is NUL-terminated, valid for the call.
+    let sink = &*(user_data as *const LogSink);
+    let message = CStr::from_ptr(message).to_string_lossy();
+    if catch_unwind(AssertUnwindSafe(|| (sink.0)(LogLevel::from_c(level), &message))).is_err() {
+        eprintln!("breaker-client: a log function panicked; the panic stops at the library's thread");
+    }
+}
 
-unsafe extern "C" fn trampoline(user_data: *mut c_void, version: u64, mode: c_int, source: c_int) {
+type Callback = Box<dyn Fn() + Send + Sync>;
+
+unsafe extern "C" fn trampoline(user_data: *mut c_void, _version: u64, _mode: c_int, _source: c_int) {
     // SAFETY: user_data is the Box of subscribe, alive until unsubscribed.
     let callback = &*(user_data as *const Callback);
-    if catch_unwind(AssertUnwindSafe(|| callback(version, Mode::from_c(mode), Source::from_c(source)))).is_err() {
+    if catch_unwind(AssertUnwindSafe(callback)).is_err() {
         eprintln!("breaker-client: a policy callback panicked; the panic stops at the library's thread");
     }
 }
 
-/// A policy subscription; dropping it unsubscribes (waiting for a running callback).
-pub struct Subscription<'a> {
-    client: &'a Client,
+/// A policy subscription; dropping it unsubscribes (waiting for a running callback), then
+/// lets go of its client. `Send + Sync + 'static`.
+pub struct Subscription {
+    client: Arc<Client>,
     id: c_int,
     user_data: *mut Callback,
 }
 
-impl Drop for Subscription<'_> {
+// SAFETY: the callback it owns is Send + Sync; the C API may be called from any thread.
+unsafe impl Send for Subscription {}
+unsafe impl Sync for Subscription {}
+
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscription").field("id", &self.id).finish()
+    }
+}
+
+impl Drop for Subscription {
     fn drop(&mut self) {
         // SAFETY: once breaker_unsubscribe returns, the callback is neither running nor called
-        // again, so the box is ours to free.
+        // again, so the box is ours to free; the client is alive (self.client).
         unsafe {
             ffi::breaker_unsubscribe(self.client.raw, self.id);
             drop(Box::from_raw(self.user_data));
         }
+    }
+}
+
+struct WatchShared {
+    // A count of the policies delivered, and the latest.
+    latest: Mutex<(u64, Arc<Policy>)>,
+    changed: Condvar,
+}
+
+/// The latest policy in force, and a wait for the next ([`Client::watch`]). `Send + Sync`;
+/// it keeps its client alive, and stops when dropped.
+#[derive(Debug)]
+pub struct PolicyWatch {
+    shared: Arc<WatchShared>,
+    // The count of the policy last returned.
+    seen: u64,
+    _subscription: Subscription,
+}
+
+impl fmt::Debug for WatchShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("WatchShared")
+    }
+}
+
+impl PolicyWatch {
+    /// The latest policy, without waiting and without marking it seen.
+    pub fn borrow(&self) -> Arc<Policy> {
+        Arc::clone(&self.shared.latest.lock().unwrap_or_else(|e| e.into_inner()).1)
+    }
+
+    /// The latest policy if it is newer than the last one returned; does not block.
+    pub fn try_changed(&mut self) -> Option<Arc<Policy>> {
+        let latest = self.shared.latest.lock().unwrap_or_else(|e| e.into_inner());
+        if latest.0 == self.seen {
+            return None;
+        }
+        self.seen = latest.0;
+        Some(Arc::clone(&latest.1))
+    }
+
+    /// Waits at most `timeout` for a policy newer than the last one returned.
+    pub fn changed_timeout(&mut self, timeout: Duration) -> Option<Arc<Policy>> {
+        let deadline = Instant::now() + timeout;
+        let mut latest = self.shared.latest.lock().unwrap_or_else(|e| e.into_inner());
+        while latest.0 == self.seen {
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            latest = self.shared.changed.wait_timeout(latest, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        self.seen = latest.0;
+        Some(Arc::clone(&latest.1))
     }
 }

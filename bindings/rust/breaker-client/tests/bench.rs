@@ -6,7 +6,7 @@
 //! No breakerd is needed: neither call waits for the network, so a client towards a port
 //! nothing listens on measures the same cost.
 
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use breaker_client::{Client, Options};
 
@@ -18,6 +18,11 @@ fn client() -> Client {
         ..Default::default()
     })
     .unwrap()
+}
+
+/// Mainnet's slot now: the client (no network given) refuses a slot outside its window.
+fn slot_now() -> u64 {
+    (SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() - 1606824023) / 12
 }
 
 /// Runs `f` `n` times after a warm-up and prints its cost per call. `f` returns a number
@@ -64,10 +69,14 @@ fn policy_read_cost_from_16_threads() {
 #[ignore]
 fn observation_submit_cost() {
     let c = client();
+    let slot = slot_now();
     time("observe_bid(slot, builder, relay)", 1_000_000, |i| {
-        c.observe_bid(i, i & 1023, "relay.example:18550", &[]).is_ok() as u64
+        c.observe_bid(slot, i & 1023, "relay.example:18550", &[]).is_ok() as u64
     });
+    // Each block its own root: the library refuses a second builder's report of one block.
     time("observe_payload_delivered(slot, builder, root)", 1_000_000, |i| {
-        c.observe_payload_delivered(i, i & 1023, &[i as u8; 32]).is_ok() as u64
+        let mut root = [0u8; 32];
+        root[..8].copy_from_slice(&i.to_le_bytes());
+        c.observe_payload_delivered(slot, i & 1023, &root).is_ok() as u64
     });
 }

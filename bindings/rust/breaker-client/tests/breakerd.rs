@@ -12,6 +12,7 @@ use common::{eventually, rss_kib, Breakerd};
 fn connect(d: &Breakerd, node_id: &str) -> Client {
     let client = Client::new(&d.options(node_id)).unwrap();
     client.wait_synced(Duration::from_secs(20)).unwrap();
+    assert!(client.is_synced());
     client
 }
 
@@ -28,7 +29,7 @@ fn ban_builder(d: &Breakerd, client: &Client, builder: u64, seed: u8) {
 #[test]
 fn ban_then_reset_through_breakerctl() {
     let d = Breakerd::start("ban");
-    let client = connect(&d, "rust-node-1");
+    let client = Arc::new(connect(&d, "rust-node-1"));
     let before = client.policy();
     assert_eq!((before.source, before.mode), (Source::Fleet, Mode::AllBuilders));
     assert!(!before.bans(5));
@@ -37,7 +38,7 @@ fn ban_then_reset_through_breakerctl() {
     let notified = Arc::new(AtomicU64::new(0));
     let seen = Arc::clone(&notified);
     let subscription = client
-        .subscribe(move |version, _mode, _source| seen.store(version, Ordering::SeqCst))
+        .subscribe(move |policy| seen.store(policy.version, Ordering::SeqCst))
         .unwrap();
 
     ban_builder(&d, &client, 5, 0xab);
@@ -110,15 +111,30 @@ fn bad_input_is_an_error_value() {
     let e = client.wait_synced(Duration::from_millis(200)).unwrap_err();
     assert_eq!(e.code, Code::DeadlineExceeded);
     assert!(e.message.contains("127.0.0.1:1"), "{e}");
+    assert!(!client.is_synced());
+    assert!(client.is_relay_allowed("relay.example:18550") && !client.is_relay_allowed("ftp://x"));
     assert_eq!(client.policy().source, Source::Local);
 
-    let e = client.observe_bid(1, 1, &"r".repeat(600), &[]).unwrap_err();
+    // What breakerd would refuse is refused at the call, in breakerd's words. The client has
+    // no network: mainnet's chain, whose slot now is this.
+    let slot = (common::now_unix() - 1606824023) / 12;
+    let e = client.observe_blocks_seen(slot - 65, &[]).unwrap_err();
+    assert_eq!(e.code, Code::OutOfRange);
+    assert!(e.message.contains("older than the amendment window (64 slots"), "{e}");
+    assert!(client.stats().last_refusal.contains("older than the amendment window"));
+    let e = client.observe_finalized(slot + 3, 1).unwrap_err();
+    assert_eq!(e.code, Code::OutOfRange);
+    assert!(e.message.contains("max_future_slots = 2"), "{e}");
+    let e = client.observe_bid(slot, 1, "ftp://x", &[]).unwrap_err();
     assert_eq!(e.code, Code::InvalidArgument);
-    assert!(e.message.contains("relay is 600 bytes"), "{e}");
-    assert!(client.observe_bid(1, 1, "", &[0; 3]).unwrap_err().message.contains("pubkey is 3 bytes"));
-    assert!(client.observe_payload_missing(1, 1, &[0; 32], f64::NAN).unwrap_err().message.contains("attested_fraction"));
-    assert!(client.observe_relay_reveal_missing(1, "", &[0; 32]).unwrap_err().message.contains("relay is empty"));
-    assert!(client.observe_blocks_seen(1, &[[0; 32]; 65]).unwrap_err().message.contains("n_roots"));
+    assert!(e.message.contains("relay identifier \"ftp://x\" has unknown scheme \"ftp\""), "{e}");
+    let e = client.observe_bid(slot, 1, &"r".repeat(600), &[]).unwrap_err();
+    assert_eq!(e.code, Code::InvalidArgument);
+    assert!(e.message.contains("is 600 bytes; accepted: at most 512 bytes"), "{e}");
+    assert!(client.observe_bid(slot, 1, "", &[0; 3]).unwrap_err().message.contains("bid_seen.builder_pubkey is 3 bytes"));
+    assert!(client.observe_payload_missing(slot, 1, &[0; 32], f64::NAN).unwrap_err().message.contains("attested_fraction"));
+    assert!(client.observe_relay_reveal_missing(slot, "", &[0; 32]).unwrap_err().message.contains("relay identifier \"\" is empty"));
+    assert!(client.observe_blocks_seen(slot, &[[0; 32]; 65]).unwrap_err().message.contains("blocks_seen.block_roots"));
     assert!(client.observe_bid(1, 1, "a\0b", &[]).unwrap_err().message.contains("NUL"));
     assert!(!client.is_allowed(1, "a\0b"));
     assert_eq!(client.stats().reported, 0, "a refused observation was queued");
@@ -181,8 +197,8 @@ fn thousand_new_drop_cycles_keep_memory_flat() {
     const WARM_UP: usize = 100;
     let mut before = 0;
     for i in 0..CYCLES {
-        let client = Client::new(&d.options("rust-cycle")).unwrap();
-        let subscription = client.subscribe(|_, _, _| {}).unwrap();
+        let client = Arc::new(Client::new(&d.options("rust-cycle")).unwrap());
+        let subscription = client.subscribe(|_| {}).unwrap();
         client.observe_bid(d.current_slot(), 9, "relay.example:18550", &[]).unwrap();
         let _ = client.policy();
         drop(subscription);

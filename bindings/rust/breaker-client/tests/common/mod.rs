@@ -36,7 +36,7 @@ fn program(env: &str, rel: &str) -> PathBuf {
     path
 }
 
-fn now_unix() -> u64 {
+pub fn now_unix() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
 }
 
