@@ -73,7 +73,7 @@ shlibs_depends() {
 # deb NAME ROOT: builds NAME_VERSION_ARCH.deb from the tree ROOT.
 deb() {
   local name="$1" root="$2" elves depends
-  mapfile -t elves < <(find "$root" -type f \( -path '*/bin/*' -o -name '*.so' \))
+  mapfile -t elves < <(find "$root" -type f \( -path '*/bin/*' -o -name '*.so.*' \))
   depends=""
   [ ${#elves[@]} -gt 0 ] && depends="$(shlibs_depends "${elves[@]}")"
   mkdir -p "$root/DEBIAN" "$root/usr/share/doc/$name"
@@ -91,8 +91,11 @@ deb() {
     install -D -m 0644 "packaging/debian/lintian/$name" \
       "$root/usr/share/lintian/overrides/$name"
   fi
-  if find "$root" -name '*.so' | grep -q .; then
+  # A shared library: ldconfig runs after it is installed, and shlibs tells dpkg-shlibdeps
+  # which package provides its soname (libbreaker_client.so.1) to packages built against it.
+  if find "$root" -name '*.so.*' | grep -q .; then
     echo "activate-noawait ldconfig" >"$root/DEBIAN/triggers"
+    echo "libbreaker_client 1 $name (>= $version)" >"$root/DEBIAN/shlibs"
   fi
   install -m 0644 packaging/debian/copyright "$root/usr/share/doc/$name/copyright"
   # A native package's (its version has no Debian revision) changelog is changelog.gz.
