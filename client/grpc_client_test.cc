@@ -295,5 +295,34 @@ TEST_F(NodeStateTest, WithoutANodeStateTheClientSendsUnderItsOwnNumbers) {
               ElementsAre(first_sequence_, first_sequence_ + 1, first_sequence_ + 2));
 }
 
+// The chain the library says it follows is the one it chose: the fallback configuration's over
+// its network's built-in one, else the network's.
+TEST(ChainTest, TheFallbackConfigurationsChainElseTheNetworks) {
+  FakeClock clock(absl::FromUnixSeconds(1'700'000'000));
+  ClientOptions options;
+  options.addresses = {absl::StrCat("127.0.0.1:", ::breaker::testing::ClosedPort())};
+  options.node_id = "bn-1";
+  options.network = "hoodi";
+  options.clock = &clock;
+  absl::StatusOr<std::unique_ptr<BreakerClient>> hoodi = StartGrpcClient(options);
+  ASSERT_THAT(hoodi, IsOk());
+  absl::StatusOr<core::ChainSpec> known = core::ChainSpecForNetwork("hoodi");
+  ASSERT_THAT(known, IsOk());
+  EXPECT_EQ((*hoodi)->chain(), *known);
+  (*hoodi)->Stop();
+
+  core::Config fallback;
+  fallback.chain.network = "devnet";
+  fallback.chain.genesis_time_unix = 1'699'999'000;
+  fallback.chain.seconds_per_slot = 2;
+  fallback.chain.slots_per_epoch = 8;
+  options.network = "devnet";
+  options.fallback_config = fallback;
+  absl::StatusOr<std::unique_ptr<BreakerClient>> devnet = StartGrpcClient(options);
+  ASSERT_THAT(devnet, IsOk());
+  EXPECT_EQ((*devnet)->chain(), fallback.chain);
+  (*devnet)->Stop();
+}
+
 }  // namespace
 }  // namespace breaker::client

@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -247,8 +248,14 @@ size_t WorstCasePolicyBytes(const Config& config) {
   const size_t fixed = 4 * (kTag + kVarint) + 3 * (kString + bounds::kMaxReasonBytes) +
                        kString + 3 * (kTag + 1) + 3 * (kTag + kVarint) + kString +
                        bounds::kMaxFleetIdBytes + kString;
+  // BuilderPubkey{builder_index, pubkey}: a key is known only of a tracked builder, and a policy
+  // carries a bounded number of them.
+  constexpr size_t kBuilderPubkey = kString + kTag + kVarint + kString + bounds::kPubkeyBytes;
+  const size_t keys =
+      std::min<size_t>(config.max_tracked_builders, bounds::kMaxPolicyBuilderKeys);
   return fixed + builders * kBuilderBan + relays * kRelayBan + kString +
-         trusted_builders * kVarint + trusted_relays * (kString + kRelayId);
+         trusted_builders * kVarint + trusted_relays * (kString + kRelayId) +
+         keys * kBuilderPubkey;
 }
 
 absl::Status ValidateConfig(const Config& config) {

@@ -889,6 +889,9 @@ bool Engine::RefreshPolicy() {
       next.trusted_relays != state_.policy.trusted_relays) {
     changes.push_back("trusted set changed");
   }
+  if (next.builder_pubkeys != state_.policy.builder_pubkeys) {
+    changes.push_back("builder keys learned");
+  }
   if (next.missed_slots.tripped != state_.policy.missed_slots.tripped) {
     changes.push_back(next.missed_slots.tripped
                           ? absl::StrCat("missed-slot breaker tripped: ", next.missed_slots.rule)
@@ -1004,7 +1007,24 @@ Policy Engine::ComputePolicy(const MissedSlotState& missed_slots) const {
                      config_.critical_failed_untrusted_builders);
   }
   policy.mode_reason = bounds::Truncate(policy.mode_reason, bounds::kMaxReasonBytes);
+  AddBuilderPubkeys(policy);
   return policy;
+}
+
+void Engine::AddBuilderPubkeys(Policy& policy) const {
+  // Banned builders' keys first, then trusted ones', each by index, up to the bound.
+  std::vector<BuilderIndex> banned;
+  for (const auto& [builder, ban] : policy.banned_builders) banned.push_back(builder);
+  std::vector<BuilderIndex> trusted(policy.trusted_builders.begin(), policy.trusted_builders.end());
+  std::sort(banned.begin(), banned.end());
+  std::sort(trusted.begin(), trusted.end());
+  for (const std::vector<BuilderIndex>* builders : {&banned, &trusted}) {
+    for (BuilderIndex builder : *builders) {
+      if (policy.builder_pubkeys.size() >= bounds::kMaxPolicyBuilderKeys) return;
+      const auto key = state_.builder_keys.find(builder);
+      if (key != state_.builder_keys.end()) policy.builder_pubkeys[builder] = key->second.pubkey;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -331,6 +331,8 @@ class Engine {
   void Prune();
   void PruneVotes();
   Policy ComputePolicy(const MissedSlotState& missed_slots) const;
+  // Sets policy.builder_pubkeys: the keys known of its banned and trusted builders.
+  void AddBuilderPubkeys(Policy& policy) const;
 
   Config config_;
   // A configured relay, as the engine looks it up.

@@ -18,6 +18,8 @@ using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
 
 constexpr Slot kSlotsPerEpoch = 32;
 constexpr Epoch kStartEpoch = 10;
@@ -326,6 +328,24 @@ TEST_F(EngineTest, IndexReuseWhenTheKeyWasSeenBeforeTheFailure) {
   EXPECT_FALSE(Banned(5));
   EXPECT_FALSE(engine_->builders().contains(5));
   EXPECT_EQ(engine_->builder_keys().at(5).pubkey, Key('b'));
+}
+
+TEST_F(EngineTest, PolicyCarriesTheKeysOfBannedAndTrustedBuildersOnly) {
+  Start();
+  Bid(5, "", SlotOf(kStartEpoch), Key('a'));
+  Bid(6, "", SlotOf(kStartEpoch), Key('b'));
+  Bid(7, "", SlotOf(kStartEpoch), Key('c'));
+  ASSERT_THAT(engine_->SetBuilderTrust(7, true), IsOk());
+  ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 1), IsOk());
+  ASSERT_TRUE(Banned(5));
+  EXPECT_THAT(policy().builder_pubkeys,
+              UnorderedElementsAre(Pair(5, Key('a')), Pair(7, Key('c'))));
+  // A key learned after the ban is a new version: a validator client names builders by key.
+  ASSERT_THAT(engine_->BanBuilder(8, "withheld", std::nullopt), IsOk());
+  const uint64_t before = policy().version;
+  Bid(8, "", SlotOf(kStartEpoch, 2), Key('d'));
+  EXPECT_GT(policy().version, before);
+  EXPECT_EQ(policy().builder_pubkeys.at(8), Key('d'));
 }
 
 TEST_F(EngineTest, IndexReuseWhenTheFailureCameBeforeAnyKey) {

@@ -32,6 +32,8 @@ inline constexpr size_t kMaxNetworkBytes = 64;
 inline constexpr size_t kMaxFleetIdBytes = 64;
 // A builder's BLS public key: exactly this many bytes, or empty (not known).
 inline constexpr size_t kPubkeyBytes = 48;
+// Builder keys a policy carries at most (Policy::builder_pubkeys): banned builders' first.
+inline constexpr size_t kMaxPolicyBuilderKeys = 1024;
 // A beacon block root: exactly this many bytes.
 inline constexpr size_t kBlockRootBytes = 32;
 // A page token of ListBuilders and ListNodes.

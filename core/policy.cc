@@ -94,7 +94,7 @@ bool Policy::SameDecisions(const Policy& other) const {
   // The missed-slot counts and the rule text move with every slot; only the verdict decides.
   return mode == other.mode && banned_builders == other.banned_builders &&
          banned_relays == other.banned_relays && trusted_builders == other.trusted_builders &&
-         trusted_relays == other.trusted_relays &&
+         trusted_relays == other.trusted_relays && builder_pubkeys == other.builder_pubkeys &&
          missed_slots.active == other.missed_slots.active &&
          missed_slots.tripped == other.missed_slots.tripped &&
          missed_slots.latched == other.missed_slots.latched;
@@ -110,6 +110,10 @@ Policy StricterOf(const Policy& fleet, const Policy& local) {
   UnionBans(policy.banned_relays, local.banned_relays);
   IntersectTrusted(policy.trusted_builders, local.trusted_builders);
   IntersectTrusted(policy.trusted_relays, local.trusted_relays);
+  // A key either engine learned; the fleet's wins where both know one (it saw more bids).
+  for (const auto& [builder, pubkey] : local.builder_pubkeys) {
+    policy.builder_pubkeys.try_emplace(builder, pubkey);
+  }
   if (local.missed_slots.tripped) policy.missed_slots = local.missed_slots;
   policy.computed_at_slot = std::max(fleet.computed_at_slot, local.computed_at_slot);
   policy.computed_at_epoch = std::max(fleet.computed_at_epoch, local.computed_at_epoch);

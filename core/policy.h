@@ -94,6 +94,11 @@ struct Policy {
   absl::flat_hash_set<BuilderIndex> trusted_builders;
   // Normalized identifiers of trusted relays; every bid through one is from a trusted builder.
   absl::flat_hash_set<std::string> trusted_relays;
+  // The BLS public keys (48 bytes) of the banned and trusted builders, as last seen bidding:
+  // what a beacon node's validator client names builders by (builder_pubkeys of produceBlockV4).
+  // A builder whose key was never seen is absent; past bounds::kMaxPolicyBuilderKeys, trusted
+  // builders' keys are left out before banned builders'.
+  absl::flat_hash_map<BuilderIndex, std::string> builder_pubkeys;
   MissedSlotState missed_slots;
   // When this policy was computed.
   Slot computed_at_slot = 0;
@@ -124,6 +129,7 @@ struct Policy {
 // - banned builders and relays: the union; a key banned by both keeps the stricter ban (until
 //   reset, else the later end epoch) and its reason (a tie keeps `fleet`'s), and the lower kind;
 // - trusted builders and relays: the intersection (fewer trusted is stricter);
+// - builder keys: the union, `fleet`'s where both know a builder's;
 // - missed_slots: `local`'s when it tripped, else `fleet`'s;
 // - version: `fleet`'s (the client reports the fleet version it applies); computed_at_slot and
 //   computed_at_epoch: the later of the two; reason: names the fleet version.

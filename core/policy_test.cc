@@ -12,6 +12,7 @@ namespace breaker::core {
 namespace {
 
 using ::testing::Key;
+using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
 Ban FailureBan(Epoch until_epoch, std::string reason) {
@@ -235,6 +236,16 @@ TEST(StricterOf, IntersectsTrust) {
   const Policy stricter = StricterOf(fleet, local);
   EXPECT_THAT(stricter.trusted_builders, UnorderedElementsAre(2, 3));
   EXPECT_THAT(stricter.trusted_relays, UnorderedElementsAre("b.example"));
+}
+
+TEST(StricterOf, UnitesBuilderKeysPreferringTheFleets) {
+  Policy fleet;
+  fleet.builder_pubkeys = {{1, "fleet-key-1"}, {2, "fleet-key-2"}};
+  Policy local;
+  local.builder_pubkeys = {{2, "local-key-2"}, {3, "local-key-3"}};
+  EXPECT_THAT(StricterOf(fleet, local).builder_pubkeys,
+              UnorderedElementsAre(Pair(1, "fleet-key-1"), Pair(2, "fleet-key-2"),
+                                   Pair(3, "local-key-3")));
 }
 
 TEST(StricterOf, TakesLocalMissedSlotsOnlyWhenTripped) {

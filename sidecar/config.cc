@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/relay_id.h"
 #include "proto/codec/text_file.h"
@@ -148,6 +149,31 @@ absl::StatusOr<SidecarSettings> SettingsFromProto(const breaker::v1::SidecarConf
   settings.metrics_listen = proto.metrics_listen();
   if (settings.metrics_listen.size() > kMaxUrlBytes || !PrintableAscii(settings.metrics_listen)) {
     return Invalid("metrics_listen", "must be host:port, printable ASCII, at most 512 bytes");
+  }
+  if (!proto.validator_listen().empty()) {
+    const std::string& listen = proto.validator_listen();
+    const size_t colon = listen.rfind(':');
+    int port = -1;
+    if (colon == std::string::npos || colon == 0 || listen.size() > kMaxUrlBytes ||
+        !PrintableAscii(listen) || !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 ||
+        port > 65535) {
+      return Invalid("validator_listen",
+                     absl::StrCat("\"", listen.substr(0, 64),
+                                  "\" is not host:port (e.g. 127.0.0.1:5062, port 0..65535)"));
+    }
+    if (settings.beacon_node_url.empty()) {
+      return Invalid("validator_listen",
+                     "needs beacon_node_url: the beacon node the validator port forwards to");
+    }
+    settings.validator_listen_host = listen.substr(0, colon);
+    // "[::1]:5062": the brackets are the URL's, not the address's.
+    if (settings.validator_listen_host.size() > 2 &&
+        settings.validator_listen_host.front() == '[' &&
+        settings.validator_listen_host.back() == ']') {
+      settings.validator_listen_host =
+          settings.validator_listen_host.substr(1, settings.validator_listen_host.size() - 2);
+    }
+    settings.validator_listen_port = static_cast<uint16_t>(port);
   }
   if (proto.upstream_timeout_ms() != 0) {
     if (proto.upstream_timeout_ms() > kMaxTimeoutMs) {

@@ -51,6 +51,9 @@ struct SidecarSettings {
   std::string listen_host = "127.0.0.1";
   // "host:port" of the metrics endpoint; empty: off.
   std::string metrics_listen;
+  // The validator-facing port; host empty: off. Port 0: one the kernel picks.
+  std::string validator_listen_host;
+  uint16_t validator_listen_port = 0;
   absl::Duration upstream_timeout = absl::Seconds(10);
   size_t max_body_bytes = 16 << 20;
   // The connection pool to each upstream: how long a connection stays idle, and how many idle

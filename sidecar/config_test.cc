@@ -58,6 +58,19 @@ TEST(SidecarConfigTest, TheBeaconNodeUrlIsSplitAndTheStalenessLimitRead) {
   EXPECT_EQ(defaults->staleness_limit, absl::ZeroDuration());
 }
 
+TEST(SidecarConfigTest, TheValidatorPortIsReadOnlyWithABeaconNode) {
+  absl::StatusOr<SidecarSettings> settings = ParseSidecarConfig(
+      std::string(kMinimal) +
+          "beacon_node_url: \"http://127.0.0.1:5052\" validator_listen: \"[::1]:5062\"\n",
+      "s.textproto");
+  ASSERT_THAT(settings, IsOk());
+  EXPECT_EQ(settings->validator_listen_host, "::1");
+  EXPECT_EQ(settings->validator_listen_port, 5062);
+  absl::StatusOr<SidecarSettings> defaults = ParseSidecarConfig(kMinimal, "s.textproto");
+  ASSERT_THAT(defaults, IsOk());
+  EXPECT_TRUE(defaults->validator_listen_host.empty());
+}
+
 TEST(SidecarConfigTest, ErrorsNameTheField) {
   const std::string base = R"(breakerd_addresses: "a:1" node_id: "n" )";
   struct Case {
@@ -89,6 +102,14 @@ TEST(SidecarConfigTest, ErrorsNameTheField) {
        "beacon_node_url: '127.0.0.1:5052' is not an http:// or https:// URL"},
       {base + R"(staleness_limit_seconds: 86401 upstreams { listen_port: 1 url: "http://r" })",
        "staleness_limit_seconds: 86401 is not in 1..86400"},
+      {base +
+           R"(validator_listen: "127.0.0.1" beacon_node_url: "http://b" upstreams { listen_port: 1 url: "http://r" })",
+       "validator_listen: \"127.0.0.1\" is not host:port"},
+      {base +
+           R"(validator_listen: "127.0.0.1:70000" beacon_node_url: "http://b" upstreams { listen_port: 1 url: "http://r" })",
+       "validator_listen: \"127.0.0.1:70000\" is not host:port"},
+      {base + R"(validator_listen: "127.0.0.1:5062" upstreams { listen_port: 1 url: "http://r" })",
+       "validator_listen: needs beacon_node_url"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ParseSidecarConfig(c.text, "s.textproto"),

@@ -370,6 +370,83 @@ class Metrics::LatencyCollector final : public prometheus::Collectable {
   const UpstreamLatency& latency_;
 };
 
+// The validator port: block production by mode and source, and what it rewrote.
+class Metrics::ValidatorPortCollector final : public prometheus::Collectable {
+ public:
+  explicit ValidatorPortCollector(const validator::ValidatorPort& port) : port_(port) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    using prometheus::MetricType;
+    const validator::ValidatorPortCounters counters = port_.counters();
+    static constexpr core::Mode kModes[] = {core::Mode::kAllBuilders, core::Mode::kTrustedOnly,
+                                            core::Mode::kSelfBuild};
+    static constexpr validator::PayloadSource kSources[] = {
+        validator::PayloadSource::kBuilderApi, validator::PayloadSource::kP2p,
+        validator::PayloadSource::kLocal, validator::PayloadSource::kUnknown};
+    auto requests =
+        Family("breaker_sidecar_validator_requests_total",
+               "Requests of the validator client on the validator port.", MetricType::Counter);
+    AddCounter(requests, static_cast<double>(counters.requests));
+    auto unreachable = Family("breaker_sidecar_validator_beacon_node_unreachable_total",
+                              "Requests the validator port answered 503 or 504: the beacon node "
+                              "was down or sent no answer in time.",
+                              MetricType::Counter);
+    AddCounter(unreachable, static_cast<double>(counters.beacon_node_unreachable));
+    auto rewritten = Family("breaker_sidecar_block_production_rewritten_total",
+                            "produceBlockV4 bodies and produceBlockV3 queries the policy changed, "
+                            "by the mode in force when the request arrived.",
+                            MetricType::Counter);
+    auto unreadable = Family("breaker_sidecar_block_production_unreadable_total",
+                             "produceBlockV4 bodies whose top level could not be read: forwarded "
+                             "untouched in ALL_BUILDERS, replaced by the self-build config "
+                             "otherwise.",
+                             MetricType::Counter);
+    auto blocks = Family("breaker_sidecar_blocks_produced_total",
+                         "Blocks the beacon node produced through the validator port, by mode "
+                         "and the payload's source (builder_api, p2p, local, unknown).",
+                         MetricType::Counter);
+    for (core::Mode mode : kModes) {
+      const size_t m = static_cast<size_t>(mode);
+      const std::string name = absl::AsciiStrToLower(core::ModeName(mode));
+      AddCounter(rewritten, static_cast<double>(counters.rewritten_by_mode[m]), {{"mode", name}});
+      AddCounter(unreadable, static_cast<double>(counters.unreadable_by_mode[m]), {{"mode", name}});
+      for (validator::PayloadSource source : kSources) {
+        AddCounter(
+            blocks,
+            static_cast<double>(counters.blocks_by_mode_and_source[m][static_cast<size_t>(source)]),
+            {{"mode", name}, {"source", std::string(validator::PayloadSourceName(source))}});
+      }
+    }
+    auto entries = Family("breaker_sidecar_builder_entries_dropped_total",
+                          "produceBlockV4 builder entries dropped: malformed (the node would "
+                          "ignore them too) or refused by the policy.",
+                          MetricType::Counter);
+    AddCounter(entries, static_cast<double>(counters.entries_malformed), {{"cause", "malformed"}});
+    AddCounter(entries, static_cast<double>(counters.entries_refused), {{"cause", "refused"}});
+    auto keys = Family("breaker_sidecar_builder_keys_dropped_total",
+                       "Banned builders' keys dropped from the builder_pubkeys of entries kept.",
+                       MetricType::Counter);
+    AddCounter(keys, static_cast<double>(counters.keys_dropped));
+    auto bids = Family("breaker_sidecar_validator_bids_total",
+                       "Builder-API bids that won a produceBlockV4 through an entry other than "
+                       "the sidecar's own ports: reported to breakerd, or unreported (the "
+                       "builder could not be read from the answer, or the client library "
+                       "refused the observation).",
+                       MetricType::Counter);
+    AddCounter(bids, static_cast<double>(counters.bids_reported), {{"outcome", "reported"}});
+    AddCounter(bids, static_cast<double>(counters.bids_unreported), {{"outcome", "unreported"}});
+    std::vector<prometheus::MetricFamily> families;
+    for (auto* family :
+         {&requests, &unreachable, &rewritten, &unreadable, &blocks, &entries, &keys, &bids}) {
+      families.push_back(std::move(*family));
+    }
+    return families;
+  }
+
+ private:
+  const validator::ValidatorPort& port_;
+};
+
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address,
                                                         MetricsSources sources) {
   absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
@@ -388,6 +465,11 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& liste
   if (sources.latency != nullptr) {
     metrics->latency_collector_ = std::make_shared<LatencyCollector>(*sources.latency);
     metrics->exposer_->RegisterCollectable(metrics->latency_collector_);
+  }
+  if (sources.validator_port != nullptr) {
+    metrics->validator_port_collector_ =
+        std::make_shared<ValidatorPortCollector>(*sources.validator_port);
+    metrics->exposer_->RegisterCollectable(metrics->validator_port_collector_);
   }
   return metrics;
 }

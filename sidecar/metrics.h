@@ -22,6 +22,7 @@
 #include "sidecar/builder/enforcer.h"
 #include "sidecar/builder/proposal_warmer.h"
 #include "sidecar/builder/upstream_pool.h"
+#include "sidecar/validator/validator_port.h"
 
 namespace breaker::sidecar {
 
@@ -70,6 +71,8 @@ struct MetricsSources {
   std::vector<const UpstreamPool*> pools;
   // The upstreams' answer times; null: not served.
   const UpstreamLatency* latency = nullptr;
+  // The validator port; null when the sidecar has none (then its metrics are not served).
+  const validator::ValidatorPort* validator_port = nullptr;
 };
 
 // This class is thread-safe.
@@ -91,12 +94,14 @@ class Metrics {
   class Collector;
   class WarmerCollector;
   class LatencyCollector;
+  class ValidatorPortCollector;
 
   Metrics() = default;
 
   std::shared_ptr<Collector> collector_;
   std::shared_ptr<WarmerCollector> warmer_collector_;
   std::shared_ptr<LatencyCollector> latency_collector_;
+  std::shared_ptr<ValidatorPortCollector> validator_port_collector_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
 };

@@ -249,6 +249,48 @@ TEST(MetricsTest, ServesTheUpstreamsAnswerTimesByRoute) {
   }
 }
 
+TEST(MetricsTest, ServesTheValidatorPortsBlockProductionByModeAndSource) {
+  client::FakeClient client;
+  core::Policy policy;
+  policy.version = 3;
+  policy.mode = core::Mode::kSelfBuild;
+  client.SetPolicy(policy, client::PolicySource::kFleet);
+  core::ChainSpec chain;
+  chain.network = "test";
+  chain.genesis_time_unix = 1700000000;
+  chain.seconds_per_slot = 6;
+  chain.slots_per_epoch = 8;
+  testing::FakeBeaconNode node(chain);
+  validator::ValidatorPortOptions options;
+  options.beacon_node_url = node.url();
+  options.beacon_node_base = node.url();
+  validator::ValidatorPort port(options, client);
+  ASSERT_THAT(port.Start(), IsOk());
+  Enforcer enforcer(client, {{kRelay, false}});
+  MetricsSources sources(enforcer, client);
+  sources.validator_port = &port;
+  absl::StatusOr<std::unique_ptr<Metrics>> metrics = Metrics::Start("127.0.0.1:0", sources);
+  ASSERT_THAT(metrics, IsOk());
+
+  httplib::Client caller("127.0.0.1", port.port());
+  httplib::Result answer = caller.Post(
+      "/eth/v4/validator/blocks/5?include_payload=true",
+      R"({"min_bid":"0","builder_boost_factor":"100","builders":[]})", "application/json");
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->status, 200);
+
+  const std::string text = Scrape((*metrics)->port());
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_validator_requests_total 1"));
+  EXPECT_THAT(text,
+              HasSubstr("breaker_sidecar_block_production_rewritten_total{mode=\"self_build\"} 1"));
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_blocks_produced_total{mode=\"self_build\","
+                              "source=\"local\"} 1"));
+  EXPECT_THAT(text, HasSubstr("breaker_sidecar_blocks_produced_total{mode=\"all_builders\","
+                              "source=\"p2p\"} 0"));
+  EXPECT_THAT(text,
+              HasSubstr("breaker_sidecar_builder_entries_dropped_total{cause=\"refused\"} 0"));
+}
+
 TEST(MetricsTest, ABadAddressNamesTheSetting) {
   client::FakeClient client;
   Enforcer enforcer(client, {{kRelay, false}});

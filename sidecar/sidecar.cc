@@ -4,8 +4,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "client/channel_security.h"
 #include "common/clock.h"
+#include "core/relay_id.h"
 #include "proto/codec/config_file.h"
 
 namespace breaker::sidecar {
@@ -36,13 +39,34 @@ absl::StatusOr<client::ClientOptions> ClientOptionsFrom(const SidecarSettings& s
   return options;
 }
 
+// The urls a validator client's BuilderEntry may name the sidecar's upstream ports by, each
+// normalized, with the upstream behind it.
+absl::flat_hash_map<std::string, validator::OwnPortUpstream> OwnPorts(
+    const SidecarSettings& settings, const Proxy& proxy) {
+  std::vector<std::string> hosts = {settings.listen_host};
+  if (settings.listen_host == "127.0.0.1" || settings.listen_host == "0.0.0.0") {
+    hosts = {"127.0.0.1", "localhost"};
+  }
+  absl::flat_hash_map<std::string, validator::OwnPortUpstream> ports;
+  for (size_t i = 0; i < settings.upstreams.size(); ++i) {
+    for (const std::string& host : hosts) {
+      const std::string bracketed = host.find(':') == std::string::npos ? host : "[" + host + "]";
+      absl::StatusOr<std::string> url =
+          core::NormalizeRelayId(absl::StrCat("http://", bracketed, ":", proxy.port(i)));
+      if (!url.ok()) continue;
+      ports[*url] = {settings.upstreams[i].relay_id, settings.upstreams[i].trusted};
+    }
+  }
+  return ports;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Sidecar>> Sidecar::Start(const SidecarSettings& settings) {
   std::unique_ptr<Sidecar> sidecar(new Sidecar());
   for (absl::Status (Sidecar::*step)(const SidecarSettings&) :
        {&Sidecar::StartClient, &Sidecar::StartBeaconFace, &Sidecar::StartBuilderFace,
-        &Sidecar::StartMetrics}) {
+        &Sidecar::StartValidatorFace, &Sidecar::StartMetrics}) {
     if (absl::Status started = (sidecar.get()->*step)(settings); !started.ok()) return started;
   }
   return sidecar;
@@ -117,6 +141,20 @@ absl::Status Sidecar::StartBuilderFace(const SidecarSettings& settings) {
   return absl::OkStatus();
 }
 
+absl::Status Sidecar::StartValidatorFace(const SidecarSettings& settings) {
+  if (settings.validator_listen_host.empty()) return absl::OkStatus();
+  validator::ValidatorPortOptions port;
+  port.listen_host = settings.validator_listen_host;
+  port.listen_port = settings.validator_listen_port;
+  port.beacon_node_url = settings.beacon_node_url;
+  port.beacon_node_base = settings.beacon_node_base;
+  port.beacon_node_path_prefix = settings.beacon_node_path_prefix;
+  port.own_ports = OwnPorts(settings, *proxy_);
+  port.max_body_bytes = settings.max_body_bytes;
+  validator_port_ = std::make_unique<validator::ValidatorPort>(std::move(port), *client_);
+  return validator_port_->Start();
+}
+
 absl::Status Sidecar::StartMetrics(const SidecarSettings& settings) {
   if (settings.metrics_listen.empty()) return absl::OkStatus();
   MetricsSources sources(*enforcer_, *client_);
@@ -124,6 +162,7 @@ absl::Status Sidecar::StartMetrics(const SidecarSettings& settings) {
   sources.warmer = warmer_.get();
   for (size_t i = 0; i < proxy_->upstreams(); ++i) sources.pools.push_back(&proxy_->pool(i));
   sources.latency = latency_.get();
+  sources.validator_port = validator_port_.get();
   absl::StatusOr<std::unique_ptr<Metrics>> metrics =
       Metrics::Start(settings.metrics_listen, std::move(sources));
   if (!metrics.ok()) return metrics.status();
@@ -135,6 +174,7 @@ Sidecar::~Sidecar() { Stop(); }
 
 void Sidecar::Stop() {
   if (warmer_ != nullptr) warmer_->Stop();
+  if (validator_port_ != nullptr) validator_port_->Stop();
   if (proxy_ != nullptr) proxy_->Stop();
   if (watcher_ != nullptr) watcher_->Stop();
   if (client_ != nullptr) client_->Stop();

@@ -3,7 +3,8 @@
 
 // breaker-sidecar as a whole: the client library towards breakerd, the observer of the beacon
 // node and the warmer of the upstreams' connections before the node's proposals (when
-// beacon_node_url is set), the enforcer, and the upstreams' ports.
+// beacon_node_url is set), the enforcer, the upstreams' ports, and the validator port (when
+// validator_listen is set).
 
 #include <memory>
 
@@ -15,6 +16,7 @@
 #include "sidecar/builder/proxy.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
+#include "sidecar/validator/validator_port.h"
 
 namespace breaker::sidecar {
 
@@ -30,11 +32,14 @@ class Sidecar {
 
   ~Sidecar();
 
-  // Stops the warmer, closes the ports, stops the observer, then the client library.
+  // Stops the warmer, closes the validator port and the upstreams' ports, stops the observer,
+  // then the client library.
   // Idempotent.
   void Stop();
 
   client::BreakerClient& client() { return *client_; }
+  // The validator port; null when validator_listen is not set.
+  const validator::ValidatorPort* validator_port() const { return validator_port_.get(); }
 
  private:
   Sidecar() = default;
@@ -48,6 +53,9 @@ class Sidecar {
   absl::Status StartBeaconFace(const SidecarSettings& settings);
   // The builder API's face: every upstream's port, the warmer's targets.
   absl::Status StartBuilderFace(const SidecarSettings& settings);
+  // The validator client's face, when validator_listen is set: the validator port, which knows
+  // the upstreams' ports by the urls a validator client may name them by.
+  absl::Status StartValidatorFace(const SidecarSettings& settings);
   // /metrics, when metrics_listen is set.
   absl::Status StartMetrics(const SidecarSettings& settings);
 
@@ -59,6 +67,7 @@ class Sidecar {
   // Told by the proxy: declared before it, so destroyed after.
   std::unique_ptr<UpstreamLatency> latency_;
   std::unique_ptr<Proxy> proxy_;
+  std::unique_ptr<validator::ValidatorPort> validator_port_;
   // Reads the enforcer and the client: declared after them, so destroyed first.
   std::unique_ptr<Metrics> metrics_;
 };

@@ -145,6 +145,11 @@ v1::Policy PolicyToProto(const core::Policy& policy) {
     proto.add_trusted_builders(builder);
   }
   for (const std::string& relay : Sorted(policy.trusted_relays)) proto.add_trusted_relays(relay);
+  for (const auto* entry : SortedEntries(policy.builder_pubkeys)) {
+    v1::BuilderPubkey* key = proto.add_builder_pubkeys();
+    key->set_builder_index(entry->first);
+    key->set_pubkey(entry->second);
+  }
   MissedSlotStateToProto(policy.missed_slots, proto.mutable_missed_slots());
   proto.set_computed_at_slot(policy.computed_at_slot);
   proto.set_computed_at_epoch(policy.computed_at_epoch);
@@ -187,6 +192,17 @@ absl::StatusOr<core::Policy> PolicyFromProto(const v1::Policy& proto) {
       return Duplicate("trusted_relays", absl::StrCat("relay '", relay, "'"));
     }
   }
+  for (int i = 0; i < proto.builder_pubkeys_size(); ++i) {
+    const v1::BuilderPubkey& key = proto.builder_pubkeys(i);
+    if (key.pubkey().size() != core::bounds::kPubkeyBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("builder_pubkeys[", i, "].pubkey is ", key.pubkey().size(),
+                       " bytes; a BLS public key is ", core::bounds::kPubkeyBytes));
+    }
+    if (!policy.builder_pubkeys.try_emplace(key.builder_index(), key.pubkey()).second) {
+      return Duplicate("builder_pubkeys", absl::StrCat("builder ", key.builder_index()));
+    }
+  }
   policy.missed_slots = MissedSlotStateFromProto(proto.missed_slots());
   policy.computed_at_slot = proto.computed_at_slot();
   policy.computed_at_epoch = proto.computed_at_epoch();
@@ -197,7 +213,7 @@ absl::StatusOr<core::Policy> PolicyFromProto(const v1::Policy& proto) {
 // --- Observations ----------------------------------------------------------------------------
 
 absl::Status BidSeenFromFields(uint64_t builder_index, absl::string_view relay,
-                              absl::string_view pubkey, core::Event& event) {
+                               absl::string_view pubkey, core::Event& event) {
   if (absl::Status key = core::bounds::CheckExactBytes("bid_seen.builder_pubkey", pubkey,
                                                        core::bounds::kPubkeyBytes,
                                                        /*empty_ok=*/true);
@@ -231,7 +247,7 @@ absl::Status ObservationFromProto(const v1::Observation& proto, absl::string_vie
     case v1::Observation::kBidSeen: {
       const v1::BidSeen& bid = proto.bid_seen();
       return BidSeenFromFields(bid.builder_index(), bid.relay(), bid.builder_pubkey(),
-                              observation.event);
+                               observation.event);
     }
     case v1::Observation::kPayloadMissing: {
       const v1::PayloadMissing& missing = proto.payload_missing();

@@ -36,6 +36,7 @@ core::Policy FullPolicy() {
   policy.banned_relays["http://a.example"] = core::Ban{core::BanKind::kOperator, 0, true, "y"};
   policy.trusted_builders = {100, 4, 57};
   policy.trusted_relays = {"https://z.example", "http://trusted.example"};
+  policy.builder_pubkeys = {{3, std::string(48, 'c')}, {100, std::string(48, 'd')}};
   policy.missed_slots = core::MissedSlotState{
       true, true, true, "6 missed slots since the last present slot > 5", 6, 7, 2};
   policy.computed_at_slot = 321;
@@ -155,6 +156,16 @@ TEST(PolicyCodec, RefusesKeysListedTwice) {
   trusted_relay_twice.add_trusted_relays("https://z.example");
   EXPECT_THAT(PolicyFromProto(trusted_relay_twice),
               StatusIs(kInvalid, HasSubstr("trusted_relays")));
+  v1::Policy key_twice = proto;
+  *key_twice.add_builder_pubkeys() = proto.builder_pubkeys(0);
+  EXPECT_THAT(PolicyFromProto(key_twice), StatusIs(kInvalid, HasSubstr("builder_pubkeys")));
+}
+
+TEST(PolicyCodec, RefusesABuilderKeyOfAnotherLength) {
+  v1::Policy proto = PolicyToProto(FullPolicy());
+  proto.mutable_builder_pubkeys(1)->set_pubkey("short");
+  EXPECT_THAT(PolicyFromProto(proto),
+              StatusIs(kInvalid, HasSubstr("builder_pubkeys[1].pubkey is 5 bytes")));
 }
 
 // --- Observations ----------------------------------------------------------------------------

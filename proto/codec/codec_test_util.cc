@@ -43,6 +43,7 @@ void ExpectSamePolicy(const core::Policy& actual, const core::Policy& expected) 
   EXPECT_EQ(actual.banned_relays, expected.banned_relays);
   EXPECT_EQ(actual.trusted_builders, expected.trusted_builders);
   EXPECT_EQ(actual.trusted_relays, expected.trusted_relays);
+  EXPECT_EQ(actual.builder_pubkeys, expected.builder_pubkeys);
   EXPECT_EQ(actual.missed_slots, expected.missed_slots);
   EXPECT_EQ(actual.computed_at_slot, expected.computed_at_slot);
   EXPECT_EQ(actual.computed_at_epoch, expected.computed_at_epoch);

@@ -59,6 +59,10 @@ v1::ServerMessage WorstCasePolicy(const core::Config& config) {
   for (size_t i = 0; i < config.max_relays + bounds::kMaxRelayTrustOverrides; ++i) {
     policy.trusted_relays.insert(LongestRelayId(i));
   }
+  const size_t keys = std::min<size_t>(config.max_tracked_builders, bounds::kMaxPolicyBuilderKeys);
+  for (size_t i = 0; i < keys; ++i) {
+    policy.builder_pubkeys[kWidest - i] = std::string(bounds::kPubkeyBytes, 'k');
+  }
   v1::ServerMessage message;
   *message.mutable_policy() = PolicyToProto(policy);
   message.mutable_policy()->set_fleet_id(std::string(bounds::kMaxFleetIdBytes, 'f'));

@@ -20,9 +20,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-// A deeper answer than any the observer reads is garbage (common/bounded_json.h).
-Json ParseJson(absl::string_view text) { return ParseBoundedJson(text); }
-
 // Follows `path`, a list of object keys.
 const Json* Path(const Json& json, std::initializer_list<const char*> path) {
   const Json* at = &json;
@@ -194,7 +191,7 @@ absl::StatusOr<ssz::Preset> PresetOf(const Json& spec) {
 }  // namespace
 
 absl::StatusOr<NodeChain> DecodeChain(absl::string_view genesis_body, absl::string_view spec_body) {
-  const Json genesis = ParseJson(genesis_body);
+  const Json genesis = ParseBoundedJson(genesis_body);
   NodeChain chain;
   std::optional<uint64_t> genesis_time = Uint64(Path(genesis, {"data", "genesis_time"}));
   if (!genesis_time.has_value() || *genesis_time > (uint64_t{1} << 62)) {
@@ -202,7 +199,7 @@ absl::StatusOr<NodeChain> DecodeChain(absl::string_view genesis_body, absl::stri
   }
   chain.genesis_time_unix = static_cast<int64_t>(*genesis_time);
 
-  const Json spec = ParseJson(spec_body);
+  const Json spec = ParseBoundedJson(spec_body);
   const Json* data = JsonMember(spec, "data");
   std::optional<uint64_t> seconds =
       Uint64(JsonMember(data == nullptr ? spec : *data, "SECONDS_PER_SLOT"));
@@ -249,7 +246,7 @@ absl::StatusOr<SyncStatus> BeaconApi::GetSyncing() {
 }
 
 absl::StatusOr<SyncStatus> DecodeSyncing(absl::string_view body) {
-  const Json json = ParseJson(body);
+  const Json json = ParseBoundedJson(body);
   std::optional<bool> syncing = Bool(Path(json, {"data", "is_syncing"}));
   if (!syncing.has_value()) {
     return BadBody("/eth/v1/node/syncing", "no data.is_syncing, a boolean");
@@ -270,7 +267,7 @@ absl::StatusOr<std::vector<core::BlockRoot>> BeaconApi::GetHeaders(core::Slot sl
 
 absl::StatusOr<std::vector<core::BlockRoot>> DecodeHeaders(absl::string_view body,
                                                            core::Slot slot) {
-  const Json json = ParseJson(body);
+  const Json json = ParseBoundedJson(body);
   const Json* data = JsonMember(json, "data");
   if (data == nullptr || !data->is_array()) {
     return BadBody("/eth/v1/beacon/headers", "no data array");
@@ -294,7 +291,8 @@ absl::StatusOr<core::Epoch> BeaconApi::GetFinalizedEpoch() {
 }
 
 absl::StatusOr<core::Epoch> DecodeFinalizedEpoch(absl::string_view body) {
-  std::optional<uint64_t> epoch = Uint64(Path(ParseJson(body), {"data", "finalized", "epoch"}));
+  std::optional<uint64_t> epoch =
+      Uint64(Path(ParseBoundedJson(body), {"data", "finalized", "epoch"}));
   if (!epoch.has_value()) {
     return BadBody("/eth/v1/beacon/states/head/finality_checkpoints",
                    "no data.finalized.epoch, a quoted decimal");
@@ -309,7 +307,7 @@ absl::StatusOr<std::vector<ForkChoiceNode>> BeaconApi::GetForkChoice() {
 }
 
 absl::StatusOr<std::vector<ForkChoiceNode>> DecodeForkChoice(absl::string_view body) {
-  const Json json = ParseJson(body);
+  const Json json = ParseBoundedJson(body);
   const Json* nodes = JsonMember(json, "fork_choice_nodes");
   if (nodes == nullptr || !nodes->is_array()) {
     return BadBody("/eth/v1/debug/fork_choice", "no fork_choice_nodes array");
@@ -362,7 +360,7 @@ absl::StatusOr<core::BuilderIndex> BeaconApi::GetBlockBidBuilder(const core::Blo
 }
 
 absl::StatusOr<core::BuilderIndex> DecodeBlockBidBuilder(absl::string_view body) {
-  const Json json = ParseJson(body);
+  const Json json = ParseBoundedJson(body);
   std::optional<uint64_t> builder =
       Uint64(Path(json, {"data", "message", "body", "signed_execution_payload_bid", "message",
                          "builder_index"}));
@@ -386,7 +384,7 @@ std::optional<std::string> ValidatorPubkey(absl::string_view text) {
 absl::StatusOr<std::vector<ValidatorKeyIndex>> DecodeValidators(
     absl::string_view body, const std::vector<std::string>& asked) {
   constexpr absl::string_view kEndpoint = "/eth/v1/beacon/states/head/validators";
-  const Json json = ParseJson(body);
+  const Json json = ParseBoundedJson(body);
   const Json* data = JsonMember(json, "data");
   if (data == nullptr || !data->is_array() || data->size() > asked.size()) {
     return BadBody(kEndpoint, "no data array of at most the validators asked about");
@@ -460,7 +458,7 @@ absl::StatusOr<std::vector<ProposerDuty>> DecodeProposerDuties(absl::string_view
                                                                core::Epoch epoch,
                                                                uint64_t slots_per_epoch) {
   constexpr absl::string_view kEndpoint = "/eth/v1/validator/duties/proposer";
-  const Json json = ParseJson(body);
+  const Json json = ParseBoundedJson(body);
   const Json* data = JsonMember(json, "data");
   if (data == nullptr || !data->is_array() || data->size() > slots_per_epoch) {
     return BadBody(kEndpoint,
@@ -596,7 +594,7 @@ BeaconApiStats BeaconApi::stats() const {
 
 absl::StatusOr<BeaconEvent> DecodeEvent(const SseEvent& event) {
   using Kind = BeaconEvent::Kind;
-  const Json json = ParseJson(event.data);
+  const Json json = ParseBoundedJson(event.data);
   if (json.is_discarded() || !json.is_object()) {
     return absl::DataLossError(absl::StrCat("event '", event.name, "': not a JSON object"));
   }

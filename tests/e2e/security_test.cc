@@ -24,6 +24,7 @@ using ::breaker::client::ChannelSecurityFiles;
 using ::breaker::testing::FromGrpc;
 using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
+using ::breaker::testing::TestDir;
 using ::breaker::testing::WaitFor;
 using test_support::NodeClient;
 using test_support::ServerTest;
@@ -236,11 +237,14 @@ TEST_F(SecurityTest, TheClientLibraryConnectsWithTlsAndAToken) {
   options.initial_backoff = absl::Milliseconds(10);
   options.max_backoff = absl::Milliseconds(100);
   options.evaluation_interval = absl::Milliseconds(10);
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      client::MakeChannelCredentials({Tls("ca.pem"), "", ""});
-  ASSERT_THAT(credentials, IsOk());
-  options.credentials = *credentials;
-  options.bearer_token = "node-b-token";
+  const std::string token_file = TestDir() + "/node-b.token";
+  std::ofstream(token_file) << "node-b-token\n";
+  absl::StatusOr<client::ChannelSecurity> security =
+      client::SecurityFromFiles({Tls("ca.pem"), "", ""}, token_file);
+  ASSERT_THAT(security, IsOk());
+  EXPECT_EQ(security->bearer_token, "node-b-token");
+  options.credentials = security->credentials;
+  options.bearer_token = security->bearer_token;
   absl::StatusOr<std::unique_ptr<client::BreakerClient>> node =
       client::StartGrpcClient(std::move(options));
   ASSERT_THAT(node, IsOk());
@@ -380,6 +384,19 @@ TEST_F(SecurityTest, TokensWorkOnPlaintextLoopbackToo) {
               IsOk());
   EXPECT_THAT(GetPolicyAs({"", ""}), StatusIs(absl::StatusCode::kUnavailable))
       << "a TLS client does not reach a plaintext port";
+}
+
+TEST(SecurityFromFilesTest, NamesWhatItCannotRead) {
+  const absl::StatusOr<client::ChannelSecurity> no_token =
+      client::SecurityFromFiles({}, "/nonexistent/node.token");
+  ASSERT_FALSE(no_token.ok());
+  EXPECT_THAT(std::string(no_token.status().message()), HasSubstr("/nonexistent/node.token"));
+  EXPECT_THAT(client::SecurityFromFiles({"", Tls("admin.pem"), ""}, ""),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls_key")));
+  const absl::StatusOr<client::ChannelSecurity> plaintext = client::SecurityFromFiles({}, "");
+  ASSERT_THAT(plaintext, IsOk());
+  EXPECT_NE(plaintext->credentials, nullptr);
+  EXPECT_EQ(plaintext->bearer_token, "");
 }
 
 TEST_F(SecurityTest, AStartWithBadSecurityFilesNamesThem) {

@@ -45,19 +45,23 @@ constexpr char kDashboard[] = R"js({
   "schemaVersion": 39,
   "templating": {"list": [
     {"name": "datasource", "type": "datasource", "query": "prometheus"},
-    {"name": "job", "type": "query", "query": {"query": "label_values(breakerd_mode, job)", "refId": "A"}},
+    {"name": "job", "type": "query",
+     "query": {"query": "label_values(breakerd_mode, job)", "refId": "A"}},
     {"name": "instance", "type": "query", "multi": true, "includeAll": true,
      "query": "label_values(up{job=\"$job\"}, instance)"}
   ]},
   "panels": [
     {"type": "row", "title": "The fleet", "collapsed": false, "panels": []},
     {"type": "stat", "title": "Mode", "targets": [
-      {"refId": "A", "expr": "max by (mode) (breakerd_mode{job=\"$job\", instance=~\"${instance}\"})", "instant": true},
+      {"refId": "A",
+       "expr": "max by (mode) (breakerd_mode{job=\"$job\", instance=~\"${instance}\"})",
+       "instant": true},
       {"refId": "B", "expr": "unused", "hide": true}
     ]},
     {"type": "row", "title": "breakerd", "collapsed": true, "panels": [
       {"type": "timeseries", "title": "Journal latency", "targets": [
-        {"refId": "A", "expr": "rate(breakerd_store_write_seconds_sum[$__rate_interval]) / [[job]]"},
+        {"refId": "A",
+         "expr": "rate(breakerd_store_write_seconds_sum[$__rate_interval]) / [[job]]"},
         {"refId": "B", "expr": "increase(breakerd_refused_total[$__range]) + $__interval_ms"}
       ]}
     ]},
@@ -73,9 +77,8 @@ TEST_F(DashboardQueriesTest, SubstitutesTheVariablesOfEveryVisibleTargetInRowsAn
   EXPECT_TRUE((*queries)[0].instant);
   // A single-valued variable takes its first value; a multi-valued one all, regex-escaped
   // within a PromQL string (the backslash doubled).
-  EXPECT_EQ(
-      (*queries)[0].expr,
-      R"js(max by (mode) (breakerd_mode{job="breakerd", instance=~"(127\\.0\\.0\\.1:1|127\\.0\\.0\\.1:2)"}))js");
+  EXPECT_EQ((*queries)[0].expr, R"js(max by (mode) (breakerd_mode{job="breakerd", )js"
+                                R"js(instance=~"(127\\.0\\.0\\.1:1|127\\.0\\.0\\.1:2)"}))js");
   EXPECT_EQ((*queries)[1].panel, "breakerd / Journal latency");
   EXPECT_FALSE((*queries)[1].instant);
   // max(1 s + 1 s, 4 x 1 s).
@@ -109,8 +112,10 @@ TEST_F(DashboardQueriesTest, AQueryOtherThanLabelValuesIsRefused) {
 TEST_F(DashboardQueriesTest, ARegexFilterKeepsItsCaptureGroup) {
   absl::StatusOr<std::vector<PanelQuery>> queries = Read(R"js({
     "templating": {"list": [
-      {"name": "port", "type": "query", "regex": "/127\\.0\\.0\\.1:(2)/", "query": "label_values(instance)"}]},
-    "panels": [{"type": "stat", "title": "Up", "targets": [{"refId": "A", "expr": "up{port=\"$port\"}"}]}]})js");
+      {"name": "port", "type": "query", "regex": "/127\\.0\\.0\\.1:(2)/",
+       "query": "label_values(instance)"}]},
+    "panels": [{"type": "stat", "title": "Up",
+                "targets": [{"refId": "A", "expr": "up{port=\"$port\"}"}]}]})js");
   ASSERT_THAT(queries, IsOk());
   EXPECT_THAT(*queries, ElementsAre(Field(&PanelQuery::expr, R"js(up{port="2"})js")));
 }

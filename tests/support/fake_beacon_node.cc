@@ -32,7 +32,13 @@ core::BlockRoot FakeBeaconNode::ProducedRoot(core::Slot slot) {
 }
 
 FakeBeaconNode::FakeBeaconNode(const core::ChainSpec& chain, int port) : chain_(chain) {
+  // As beacon nodes' HTTP servers do: an answer's head and body written apart must not wait
+  // for the peer's delayed acknowledgement.
+  server_.set_tcp_nodelay(true);
   server_.Get(".*", [this](const httplib::Request& request, httplib::Response& response) {
+    Serve(request, response);
+  });
+  server_.Post(".*", [this](const httplib::Request& request, httplib::Response& response) {
     Serve(request, response);
   });
   port_ = port == 0 ? server_.bind_to_any_port("127.0.0.1")
@@ -137,6 +143,10 @@ void FakeBeaconNode::Serve(const httplib::Request& request, httplib::Response& r
     ++requests_[request.path];
   }
   if (Overridden(request.path, response)) return;
+  if (FakeBlockProduction::Serves(request.path)) {
+    block_production_.Serve(request, response);
+    return;
+  }
   if (request.path == "/eth/v1/events") {
     ServeEvents(request, response);
     return;

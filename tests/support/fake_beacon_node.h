@@ -4,7 +4,7 @@
 // A beacon node's Beacon API for tests, over real HTTP on loopback, as ethereum/beacon-APIs
 // specifies it (and with the quirks the spec allows: quoted decimals, SSE comments, CRLF):
 // genesis, spec, syncing, finality checkpoints, headers, fork choice, blocks (their Gloas bid),
-// and the event stream.
+// the event stream, and block production (fake_block_production.h).
 // The test scripts it: blocks, reorgs, finality, Gloas bids and payloads, raw (malformed)
 // frames, a body of its choosing for any path, a restart (every stream dropped), another
 // genesis, syncing, which form of the event stream's `topics` query it reads.
@@ -26,6 +26,7 @@
 #include "core/chain_time.h"
 #include "core/types.h"
 #include "httplib.h"
+#include "tests/support/fake_block_production.h"
 
 namespace breaker::testing {
 
@@ -83,6 +84,8 @@ class FakeBeaconNode {
     uint64_t validator_index = 0;
   };
   void SetProposerDuties(core::Epoch epoch, std::vector<ProposerDuty> duties);
+  // Block production (produceBlockV3, produceBlockV4): scripted and recorded there.
+  FakeBlockProduction& block_production() { return block_production_; }
   // GETs of `path` (without the query) answered so far.
   int requests(const std::string& path) const;
 
@@ -138,6 +141,7 @@ class FakeBeaconNode {
   void ProduceLoop();
 
   httplib::Server server_;
+  FakeBlockProduction block_production_;
   int port_ = 0;
   std::thread listener_;
   std::thread producer_;
