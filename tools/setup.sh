@@ -36,6 +36,14 @@ packages=(
   curl                      # the README's tour (tests/docs:readme_tour_test) asks the sidecar with it
   make                      # tests/lodestar: node-gyp builds Lodestar's native modules
   python3                   # tests/lodestar: node-gyp runs on it
+  python3-yaml              # packaging/container:examples_test reads the compose and Kubernetes examples
+  dpkg-dev                  # tools/package.sh: dpkg-shlibdeps computes the packages' Depends
+  lintian                   # tools/install_test.sh: the packages pass lintian
+  mmdebstrap                # tools/install_test.sh and the image: minimal Debian 12 and 13 roots
+  podman                    # the container image: built, loaded and run by tools/install_test.sh
+  runc                      # podman's runtime here (Debian's default crun refuses hybrid cgroups)
+  iproute2                  # tools/install_test.sh: a network namespace of its own (ip netns)
+  systemd                   # systemd-analyze verifies and rates the packaged units (packaging/systemd)
 )
 # Node.js and npm for tests/interop and tests/lodestar, from Debian only when no node is
 # installed already.
