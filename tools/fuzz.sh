@@ -9,8 +9,9 @@
 # (//service:fleet_fuzzer) or rpc (//service/rpc:rpc_fuzzer); or one of the sidecar's:
 # block_root (//sidecar/ssz:block_root_fuzzer), block_root_differential
 # (//sidecar/ssz:block_root_differential_fuzzer), builder_messages
-# (//sidecar/builder:messages_fuzzer), beacon (//sidecar/beacon:beacon_fuzzer) or
-# sidecar_config (//sidecar:config_fuzzer). The build is --config=fuzz (.bazelrc): clang 14, -fsanitize=fuzzer,
+# (//sidecar/builder:messages_fuzzer), beacon (//sidecar/beacon:beacon_fuzzer),
+# sidecar_config (//sidecar:config_fuzzer) or block_production
+# (//sidecar/validator:block_production_fuzzer). The build is --config=fuzz (.bazelrc): clang 14, -fsanitize=fuzzer,
 # address. Choosing the compiler re-runs Bazel's toolchain configuration, so the build lives in
 # an output base of its own under $BREAKER_FUZZ_DIR (default ~/.cache/breaker-fuzz), where it
 # neither rebuilds nor disturbs the gcc builds. The inputs libFuzzer finds are kept there too
@@ -378,6 +379,11 @@ case "$target" in
   sidecar_config)
     label=//sidecar:config_fuzzer
     seeds=sidecar/fuzz_corpus/config
+    dict=""
+    ;;
+  block_production)
+    label=//sidecar/validator:block_production_fuzzer
+    seeds=sidecar/validator/fuzz_corpus/block_production
     dict=""
     ;;
   *) usage ;;
