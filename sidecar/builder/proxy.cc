@@ -17,24 +17,10 @@
 #include "glog/logging.h"
 #include "httplib.h"
 #include "sidecar/http/connection_threads.h"
+#include "sidecar/http/headers.h"
 
 namespace breaker::sidecar {
 namespace {
-
-// Headers of one hop, never carried over; the library sets its own Host and Content-Length.
-bool HopByHop(const std::string& name) {
-  static const char* const kNames[] = {"connection", "keep-alive", "proxy-authenticate",
-                                       "proxy-authorization", "te", "trailer", "transfer-encoding",
-                                       "upgrade", "host", "content-length", "accept-encoding",
-                                       "content-encoding",
-                                       // What cpp-httplib adds to a request it received.
-                                       "remote_addr", "remote_port", "local_addr", "local_port"};
-  const std::string lower = absl::AsciiStrToLower(name);
-  for (const char* hop : kNames) {
-    if (lower == hop) return true;
-  }
-  return false;
-}
 
 // What went wrong with an upstream that gave no answer, for the log and the 502's message.
 std::string UpstreamErrorText(const UpstreamAnswer& answer) {
@@ -262,7 +248,7 @@ void Proxy::Forward(size_t index, const httplib::Request& request, httplib::Resp
   out.method = request.method;
   out.target = upstream.path_prefix + request.target;
   for (const auto& [name, value] : request.headers) {
-    if (!HopByHop(name)) out.headers.emplace_back(name, value);
+    if (!http::IsHopByHop(name)) out.headers.emplace_back(name, value);
   }
   out.body = request.body;
   // A reveal sent twice could be taken for two: the node retries it if it must.
@@ -332,7 +318,7 @@ void Proxy::Forward(size_t index, const httplib::Request& request, httplib::Resp
   enforcer_.OnForwarded(index, /*failed=*/answer.status >= 500);
   response.status = answer.status;
   for (const auto& [name, value] : answer.headers) {
-    if (!absl::EqualsIgnoreCase(name, "Content-Type") && !HopByHop(name)) {
+    if (!absl::EqualsIgnoreCase(name, "Content-Type") && !http::IsHopByHop(name)) {
       response.headers.emplace(name, value);
     }
   }

@@ -14,6 +14,7 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "sidecar/http/connection_threads.h"
+#include "sidecar/http/headers.h"
 
 namespace breaker::sidecar::validator {
 namespace {
@@ -22,22 +23,6 @@ namespace {
 constexpr size_t kMaxQueuedBytes = 1 << 20;
 // The event stream is quiet for as long as the chain is: its reads wait this long.
 constexpr absl::Duration kEventStreamReadTimeout = absl::Hours(1);
-
-// Headers of one hop, never carried over; the library sets its own Host, Content-Length and
-// framing. Encodings are left out so that bodies pass as they are.
-bool HopByHop(const std::string& name) {
-  static const char* const kNames[] = {"connection", "keep-alive", "proxy-authenticate",
-                                       "proxy-authorization", "te", "trailer", "transfer-encoding",
-                                       "upgrade", "host", "content-length", "accept-encoding",
-                                       "content-encoding",
-                                       // What cpp-httplib adds to a request it received.
-                                       "remote_addr", "remote_port", "local_addr", "local_port"};
-  const std::string lower = absl::AsciiStrToLower(name);
-  for (const char* hop : kNames) {
-    if (lower == hop) return true;
-  }
-  return false;
-}
 
 // The Beacon API's error body (code, message).
 std::string ErrorBody(int status, absl::string_view message) {
@@ -275,7 +260,7 @@ void ValidatorPort::Handle(const void* request_ptr, void* response_ptr) {
   out.method = request.method;
   out.path = options_.beacon_node_path_prefix + request.target;
   for (const auto& [name, value] : request.headers) {
-    if (!HopByHop(name)) out.headers.emplace(name, value);
+    if (!http::IsHopByHop(name)) out.headers.emplace(name, value);
   }
   out.body = request.body;
   bool changed = false;
@@ -370,7 +355,7 @@ void ValidatorPort::Handle(const void* request_ptr, void* response_ptr) {
     if (absl::EqualsIgnoreCase(name, "Content-Length") && absl::SimpleAtoi(value, &parsed)) {
       length = parsed;
     }
-    if (!HopByHop(name) && !absl::EqualsIgnoreCase(name, "Content-Type")) {
+    if (!http::IsHopByHop(name) && !absl::EqualsIgnoreCase(name, "Content-Type")) {
       response.headers.emplace(name, value);
     }
   }
