@@ -1,7 +1,8 @@
-// libbreaker_client.a inside a program that uses Debian's shared gRPC and Protobuf itself: the
-// program's gRPC serves and connects, the library's client works beside it, and neither sees
-// the other's copy (the program's Protobuf pool knows no breaker type, its Protobuf symbols
-// come from the shared library).
+// The self-contained client library (libbreaker_client.a linked in, or libbreaker_client.so.1
+// loaded) inside a program that uses Debian's shared gRPC and Protobuf itself: the program's
+// gRPC serves and connects, the library's client works beside it, and neither sees the other's
+// copy (the program's Protobuf pool knows no breaker type, its Protobuf symbols come from
+// Debian's shared library).
 #include <dlfcn.h>
 
 #include <chrono>

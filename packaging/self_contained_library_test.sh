@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libbreaker_client.a is self-contained: its global definitions are exactly the functions
-# c_api.h declares, and a C program linked with it and the link line breaker-client.pc gives
-# (libstdc++ and libgcc statically) needs only the C library at run time, and passes the C
+# c_api.h declares, and a C program linked with it and the static link line breaker-client.pc
+# gives (libstdc++ and libgcc statically) needs only the C library at run time, and passes the C
 # API's own tests.
 set -euo pipefail
 
@@ -21,10 +21,12 @@ if ! diff -u "$tmp/declared" "$tmp/exported"; then
   exit 1
 fi
 
-# Compiled and linked as breaker-client.pc says, with the archive's directory as libdir.
+# Compiled and linked with the static link line breaker-client.pc gives, with the archive's
+# directory as libdir.
 mkdir -p "$tmp/include/client"
 cp "$root/client/c_api.h" "$tmp/include/client/"
-libs=$(sed -n 's/^Libs: //p' "$root/packaging/breaker-client.pc.in")
+libs=$(sed -n 's/^# Libs (static): //p' "$root/packaging/breaker-client.pc.in")
+[ -n "$libs" ] || { echo "FAIL: breaker-client.pc.in gives no static link line" >&2; exit 1; }
 libs="${libs//\$\{libdir\}/$(dirname "$archive")}"
 # shellcheck disable=SC2086 # the flags are words
 cc -std=c11 -I"$tmp/include" -o "$tmp/c_api_test" "$root/client/c_api_test.c" $libs

@@ -7,7 +7,9 @@
 #      a sidecar from the installed units' ExecStart lines, as the units' user; runs the
 #      README's breakerctl tour lines with the installed breakerctl: a ban reaches the sidecar,
 #      which then answers 204; builds a C program with the installed libbreaker-client-dev
-#      (pkg-config only), which dials breakerd, reports, and reads the ban from the policy;
+#      (pkg-config only), which dials breakerd, reports, and reads the ban from the policy; in
+#      the Debian 12 root also a Go and a Rust program, from the Go package and the crate that
+#      libbreaker-client-dev installs, which do the same;
 #   3. loads the image into podman, runs it, checks its health check, bans a builder with the
 #      image's breakerctl, and stops it with SIGTERM, within a second.
 # Every program runs in a network namespace of its own: the fixed ports of the units and the
@@ -94,14 +96,19 @@ step "lintian"
 lintian --fail-on error,warning --tag-display-limit 0 "$dist"/*.deb ||
   fail "lintian found errors or warnings in the packages above"
 
-# make_root SUITE: $work/SUITE, a fresh copy of the cached minimal root, with /proc, /dev and a
+# The packages a client developer's root has besides the minimal one: C, Go and Rust with
+# pkg-config, from Debian's archive.
+toolchains=gcc,pkg-config,golang-go,rustc,cargo
+# make_root SUITE [INCLUDE]: $work/SUITE, a fresh copy of the cached minimal root (with the
+# packages INCLUDE lists, comma-separated, in a root cached apart), with /proc, /dev and a
 # cache of downloaded packages mounted.
 make_root() {
-  local suite="$1" tar="$cache/$1.tar" root="$work/$1"
+  local suite="$1" include="ca-certificates${2:+,$2}" root="$work/$1"
+  local tar="$cache/$1${2:+-$(echo "$2" | md5sum | cut -c1-8)}.tar"
   mkdir -p "$cache"
   if [ ! -s "$tar" ] || [ -n "$(find "$tar" -mtime +7)" ]; then
-    step "mmdebstrap $suite (cached in $cache)"
-    mmdebstrap --quiet --variant=apt --include=ca-certificates "$suite" "$tar.part" ||
+    step "mmdebstrap $suite with $include (cached in $cache)"
+    mmdebstrap --quiet --variant=apt --format=tar --include="$include" "$suite" "$tar.part" ||
       fail "mmdebstrap $suite failed (is Debian's archive reachable?)"
     mv "$tar.part" "$tar"
   fi
@@ -117,6 +124,32 @@ make_root() {
 # exec_start ROOT UNIT INSTANCE: the unit's ExecStart line, %i replaced by INSTANCE.
 exec_start() {
   sed -n 's/^ExecStart=//p' "$1/lib/systemd/system/$2" | sed "s/%i/$3/g"
+}
+
+# bindings_programs SUITE ROOT: builds the Go and the Rust program against the installed
+# libbreaker-client-dev (its Go package and crate, the library through pkg-config), offline,
+# and runs each against the running breakerd: each reads the README's ban of builder 42.
+bindings_programs() {
+  local suite="$1" root="$2"
+  step "$suite: a Go and a Rust program built against libbreaker-client-dev"
+  # shellcheck disable=SC2016 # pkg-config runs in the root
+  chroot "$root" sh -c 'cd /tmp/go && export GOPROXY=off GOFLAGS=-mod=mod GOPATH=/tmp/gopath \
+    GOCACHE=/tmp/gocache CGO_CFLAGS="$(pkg-config --cflags breaker-client)" \
+    CGO_LDFLAGS="$(pkg-config --libs breaker-client)" && go build -o /tmp/go-node .' \
+    >"$work/$suite-go.log" 2>&1 ||
+    fail "$suite: building the Go program failed: $(tail -n 30 "$work/$suite-go.log")"
+  chroot "$root" sh -c 'cd /tmp/rust && CARGO_HOME=/tmp/cargo-home cargo build --offline \
+    --quiet && cp target/debug/installed-node /tmp/rust-node' \
+    >"$work/$suite-rust.log" 2>&1 ||
+    fail "$suite: building the Rust program failed: $(tail -n 30 "$work/$suite-rust.log")"
+  local program
+  for program in go-node rust-node; do
+    if readelf -d "$root/tmp/$program" | grep -q 'RPATH\|RUNPATH'; then
+      fail "$suite: /tmp/$program has an rpath; the installed library needs none"
+    fi
+    in_netns chroot --userspec=nobody "$root" "/tmp/$program" 127.0.0.1:50051 42 ||
+      fail "$suite: the $program program did not read the fleet's ban"
+  done
 }
 
 # A stand-in relay, as in the README's tour: every request gets one header.
@@ -135,15 +168,17 @@ http.server.HTTPServer(("127.0.0.1", 28545), Relay).serve_forever()' 2>"$work/re
   pids+=($!)
 }
 
-# try_suite SUITE PACKAGE...: installs the packages in a fresh SUITE root and runs the tour.
+# try_suite SUITE BINDINGS PACKAGE...: installs the packages in a fresh SUITE root and runs the
+# tour; with BINDINGS 1, the Go and Rust programs too.
 try_suite() {
-  local suite="$1" root="$work/$1"
-  shift
-  make_root "$suite"
+  local suite="$1" bindings="$2" root="$work/$1"
+  shift 2
+  if [ "$bindings" -eq 1 ]; then make_root "$suite" "$toolchains"; else make_root "$suite"; fi
   step "$suite: apt-get install $*"
   mkdir -p "$root/tmp/debs"
   for name; do cp "$dist/${name}_${version}_${arch}.deb" "$root/tmp/debs/"; done
-  cp packaging/install_test/dial_report_read.c "$root/tmp/"
+  cp -r packaging/install_test/dial_report_read.c packaging/install_test/go \
+    packaging/install_test/rust "$root/tmp/"
   {
     chroot "$root" apt-get update -q &&
       chroot "$root" sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
@@ -208,6 +243,7 @@ $(tail -n 20 "$work/$suite-sidecar.log") $(cat "$work/relay.log")"
     fail "$suite: building against the installed library failed: $(cat "$work/$suite-cc.log")"
   in_netns chroot --userspec=nobody "$root" /tmp/dial_report_read 127.0.0.1:50051 42 ||
     fail "$suite: the installed library did not read the fleet's ban"
+  [ "$bindings" -eq 0 ] || bindings_programs "$suite" "$root"
 
   [ -z "$sidecar_pid" ] || kill -TERM "$sidecar_pid"
   kill -TERM "$breakerd_pid"
@@ -218,10 +254,10 @@ $(tail -n 20 "$work/$suite-sidecar.log") $(cat "$work/relay.log")"
   rm -rf "$root"
 }
 
-try_suite bookworm breakerd breaker-sidecar breakerctl libbreaker-client libbreaker-client-dev
+try_suite bookworm 1 breakerd breaker-sidecar breakerctl libbreaker-client libbreaker-client-dev
 # Debian 13 has cpp-httplib 0.18, not the sidecar's 0.11 (no static archive exists to link
-# instead), and other gRPC, Protobuf and Abseil sonames than the shared client library's.
-try_suite trixie breakerd breakerctl libbreaker-client-dev
+# instead).
+try_suite trixie 0 breakerd breakerctl libbreaker-client libbreaker-client-dev
 
 step "the image under podman"
 image_tar="$dist/breaker-image-$version-$arch.tar"

@@ -46,14 +46,22 @@ mkdir -p "$work/bin"
 for program in service/breakerd sidecar/breaker-sidecar ctl/breakerctl; do
   cp "$release_bin/$program" "$work/bin/"
 done
-echo "package: building the client library (--config=opt)"
-bazel build --config=opt --symlink_prefix=/ //client:libbreaker_client.so \
-  //packaging:libbreaker_client_a
+echo "package: the position-independent archives the shared client library needs"
+pic_deps="$(bash tools/pic_deps.sh)"
+# The self-contained shared object and archive, optimised, and the shared object's tests: it
+# needs only libc, libm and the loader, exports the C API alone, passes the C API's tests, and
+# works in a program that links Debian's shared gRPC and Protobuf.
+echo "package: building and testing the client library (--config=opt)"
+client_flags=(--config=opt --symlink_prefix=/ "--define=breaker_pic_deps=$pic_deps")
+bazel build "${client_flags[@]}" //packaging:libbreaker_client_so //packaging:libbreaker_client_a
+bazel test "${client_flags[@]}" //packaging:self_contained_shared_library_test \
+  //packaging:grpc_coexistence_shared_test
 opt_bin="$(bazel info --config=opt bazel-bin 2>/dev/null)"
-cp "$opt_bin/client/libbreaker_client.so" "$opt_bin/packaging/libbreaker_client.a" "$work/bin/"
+cp "$opt_bin/packaging/self_contained/libbreaker_client.so.1" \
+  "$opt_bin/packaging/libbreaker_client.a" "$work/bin/"
 chmod u+w "$work"/bin/*
 strip --strip-unneeded "$work"/bin/breakerd "$work"/bin/breaker-sidecar "$work"/bin/breakerctl \
-  "$work"/bin/libbreaker_client.so
+  "$work"/bin/libbreaker_client.so.1
 strip --strip-debug "$work/bin/libbreaker_client.a"
 
 # pc FILE PREFIX LIBDIR: breaker-client.pc for a prefix.
@@ -129,23 +137,40 @@ install -D -m 0755 "$work/bin/breakerctl" "$d/usr/bin/breakerctl"
 deb breakerctl "$d"
 
 d="$work/deb/libbreaker-client"
-install -D -m 0644 "$work/bin/libbreaker_client.so" "$d/usr/lib/$multiarch/libbreaker_client.so.1"
+install -D -m 0644 "$work/bin/libbreaker_client.so.1" "$d/usr/lib/$multiarch/libbreaker_client.so.1"
 deb libbreaker-client "$d"
 
 d="$work/deb/libbreaker-client-dev"
 install -D -m 0644 client/c_api.h "$d/usr/include/breaker/client/c_api.h"
 install -D -m 0644 "$work/bin/libbreaker_client.a" "$d/usr/lib/$multiarch/libbreaker_client.a"
+ln -s libbreaker_client.so.1 "$d/usr/lib/$multiarch/libbreaker_client.so"
 mkdir -p "$d/usr/lib/$multiarch/pkgconfig"
 pc "$d/usr/lib/$multiarch/pkgconfig/breaker-client.pc" /usr "\${prefix}/lib/$multiarch"
+# The Go package and the Rust crate, where Debian installs Go and Rust sources: a Go module
+# replaces breaker.dev/bindings/go with the directory, and cargo reads the crate from the
+# directory of crate sources (its build script links the library pkg-config names).
+gocode="$d/usr/share/gocode/src/breaker.dev/bindings/go"
+install -D -m 0644 bindings/go/go.mod "$gocode/go.mod"
+find bindings/go/breaker -maxdepth 1 -type f \( -name '*.go' -o -name '*.[ch]' \) \
+  ! -name '*_test.go' -exec install -D -m 0644 -t "$gocode/breaker" {} +
+crate_version="$(sed -n 's/^version = "\(.*\)"$/\1/p' bindings/rust/breaker-client/Cargo.toml)"
+crate="$d/usr/share/cargo/registry/breaker-client-$crate_version"
+mkdir -p "$crate"
+(cd bindings/rust/breaker-client && find Cargo.toml build.rs src tests examples -type f) |
+  while read -r file; do
+    install -D -m 0644 "bindings/rust/breaker-client/$file" "$crate/$file"
+  done
+# What cargo's directory sources require; Debian's crates hold the same (no .crate to sum).
+echo '{"package":"Could not get crate checksum","files":{}}' >"$crate/.cargo-checksum.json"
 deb libbreaker-client-dev "$d"
 
 echo "package: release tarballs"
 # tarball NAME: NAME-VERSION-linux-ARCH.tar.gz of $work/tar/NAME, with its DEPENDS.
 tarball() {
   local name="$1" dir="$work/tar/$1-$version" elves
-  mapfile -t elves < <(find "$dir" -type f -path '*/bin/*')
+  mapfile -t elves < <(find "$dir" -type f \( -path '*/bin/*' -o -name '*.so.*' \))
   {
-    echo "# The Debian packages $name's programs need at run time (dpkg-shlibdeps, Debian 12)."
+    echo "# The Debian packages $name needs at run time (dpkg-shlibdeps, Debian 12)."
     if [ ${#elves[@]} -gt 0 ]; then shlibs_depends "${elves[@]}" | tr ',' '\n' | sed 's/^ //'; fi
   } >"$dir/DEPENDS"
   tar -C "$work/tar" --owner=0 --group=0 --sort=name -czf \
@@ -168,6 +193,8 @@ done
 d="$work/tar/libbreaker-client-$version"
 install -D -m 0644 client/c_api.h "$d/include/breaker/client/c_api.h"
 install -D -m 0644 "$work/bin/libbreaker_client.a" "$d/lib/libbreaker_client.a"
+install -m 0644 "$work/bin/libbreaker_client.so.1" "$d/lib/libbreaker_client.so.1"
+ln -s libbreaker_client.so.1 "$d/lib/libbreaker_client.so"
 mkdir -p "$d/lib/pkgconfig"
 # shellcheck disable=SC2016 # pkg-config expands ${pcfiledir}
 pc "$d/lib/pkgconfig/breaker-client.pc" '${pcfiledir}/../..' '${prefix}/lib'

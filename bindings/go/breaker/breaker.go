@@ -20,7 +20,8 @@
 // (Stats().Refused counts those, LastRefusal says why).
 //
 // Every method of Client is safe for concurrent use. C memory is the package's: nothing
-// returned needs freeing, and C never keeps a Go pointer. Building needs the library:
+// returned needs freeing, and C never keeps a Go pointer. Building needs the library: the one
+// libbreaker-client-dev installs is on the linker's path; any other needs
 // CGO_LDFLAGS="-L<dir> -Wl,-rpath,<dir>" where <dir> holds libbreaker_client.so (see
 // docs/bindings.md).
 package breaker
