@@ -224,6 +224,17 @@ Metrics::Metrics()
                       "node stream subscribed at the time.")
                   .Register(*registry_)
                   .Add({}, FanOutBuckets());
+  prometheus::Family<prometheus::Counter>& write_timeouts =
+      prometheus::BuildCounter()
+          .Name("breakerd_write_timeouts_total")
+          .Help(
+              "Streams ended because a message breakerd wrote to them was not read within "
+              "--write_timeout_seconds: the peer stopped reading. By rpc: connect (a node's "
+              "stream), watch_policy.")
+          .Register(*registry_);
+  for (StreamRpc rpc : kStreamRpcs) {
+    write_timeouts_[rpc] = &write_timeouts.Add({{"rpc", std::string(Label(rpc))}});
+  }
 }
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address) {
@@ -313,5 +324,7 @@ void Metrics::StoreWrite(StoreOperation operation, absl::Duration duration) {
 }
 
 void Metrics::FanOut(absl::Duration latency) { fan_out_->Observe(absl::ToDoubleSeconds(latency)); }
+
+void Metrics::WriteTimedOut(StreamRpc rpc) { write_timeouts_.at(rpc)->Increment(); }
 
 }  // namespace breaker::service

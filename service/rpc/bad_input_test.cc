@@ -857,6 +857,11 @@ TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
          return Flags([](ServerOptions& o) { o.hello_timeout = absl::ZeroDuration(); });
        },
        absl::StatusCode::kInvalidArgument, "--hello_timeout_seconds is 0; accepted: 1..600"},
+      {"--write_timeout_seconds 601",
+       [](BadInputTest&) {
+         return Flags([](ServerOptions& o) { o.write_timeout = absl::Seconds(601); });
+       },
+       absl::StatusCode::kInvalidArgument, "--write_timeout_seconds is 10m1s; accepted: 1..600"},
       {"--listen without a port",
        [](BadInputTest&) { return Flags([](ServerOptions& o) { o.listen_address = "0.0.0.0"; }); },
        absl::StatusCode::kInvalidArgument, "--listen is \"0.0.0.0\""},

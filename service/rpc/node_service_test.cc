@@ -163,6 +163,55 @@ TEST_F(ServerTest, AStreamThatSaysNoHelloEndsAtTheHelloDeadline) {
   EXPECT_TRUE(talking->ObserveAndAwaitAck({Bid(1, 7, "")}).has_value());
 }
 
+// Node streams ended at their write deadline, by the server's metrics.
+double ConnectWriteTimeouts(int metrics_port) {
+  return test_support::MetricSample(metrics_port, "breakerd_write_timeouts_total{rpc=\"connect\"}");
+}
+
+TEST_F(ServerTest, AStreamThatStopsReadingEndsAtTheWriteDeadlineAndIsCounted) {
+  ServerOptions options = Options();
+  options.write_timeout = absl::Seconds(30);
+  options.metrics_listen = "127.0.0.1:0";
+  WriteConfig("");
+  StartServerWith(options);
+  ASSERT_NO_FATAL_FAILURE(GrowPolicyPastAStreamWindow());
+  std::unique_ptr<NodeClient> live = ConnectedNode("bn-live");
+
+  // A node that says hello, then never reads, over a connection of its own.
+  grpc::ChannelArguments arguments;
+  arguments.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  NodeClient stalled(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                               grpc::InsecureChannelCredentials(), arguments));
+  ASSERT_TRUE(stalled.Hello("bn-stalled"));
+  // A batch is read only once the hello is handled, which started the policy's write: that
+  // write waits for the node, before the clock moves.
+  ASSERT_TRUE(stalled.Observe({Bid(1, 7, "")}));
+  ASSERT_TRUE(::breaker::testing::WaitFor(
+      [&] {
+        std::optional<v1::Node> node = FindNode("bn-stalled");
+        return node.has_value() && node->last_sequence() == 1;
+      },
+      absl::Seconds(10)));
+  EXPECT_EQ(ConnectWriteTimeouts(server_->metrics_port()), 0);
+
+  // Past the deadline, by the fleet's clock: the stalled stream ends at once, counted; the live
+  // one, whose writes complete, goes on.
+  clock_.Advance(absl::Seconds(31));
+  // Not reading yet: reading would let the write complete.
+  EXPECT_TRUE(::breaker::testing::WaitFor([&] { return !GetNode("bn-stalled").connected(); },
+                                          absl::Seconds(10)));
+  EXPECT_EQ(ConnectWriteTimeouts(server_->metrics_port()), 1);
+  const grpc::Status status = stalled.AwaitEnd();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("not read within 30s"));
+  EXPECT_THAT(status.error_message(), HasSubstr("stopped reading"));
+  ASSERT_THAT(UnbanBuilder(1), IsOk());
+  EXPECT_TRUE(live->AwaitPolicy([](const v1::Policy& p) { return !Bans(p, 1); }).has_value());
+  EXPECT_TRUE(live->ObserveAndAwaitAck({Bid(1, 7, "")}).has_value());
+  EXPECT_TRUE(GetNode("bn-live").connected());
+}
+
 TEST_F(ServerTest, HelloWithoutNodeIdIsRefused) {
   StartServer();
   NodeClient node(channel_);

@@ -107,6 +107,12 @@ absl::Status CheckServerOptions(const ServerOptions& options) {
                      "; accepted: ", absl::ToInt64Seconds(kMinHelloTimeout), "..",
                      absl::ToInt64Seconds(kMaxHelloTimeout), " seconds"));
   }
+  if (!(options.write_timeout >= kMinWriteTimeout && options.write_timeout <= kMaxWriteTimeout)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--write_timeout_seconds is ", absl::FormatDuration(options.write_timeout),
+                     "; accepted: ", absl::ToInt64Seconds(kMinWriteTimeout), "..",
+                     absl::ToInt64Seconds(kMaxWriteTimeout), " seconds"));
+  }
   if (!options.advertise_address.empty()) {
     if (options.store != "etcd") {
       return absl::InvalidArgumentError(
@@ -153,15 +159,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   server->gate_ = std::make_unique<RestoreGate>(kMaxRestoreHold);
   server->served_fleet_ = std::make_shared<ServedFleet>(server->gate_.get());
   server->authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
-  server->node_service_ = std::make_unique<NodeService>(
-      server->served_fleet_, server->authorizer_.get(), options.hello_timeout);
+  server->node_service_ =
+      std::make_unique<NodeService>(server->served_fleet_, server->authorizer_.get(),
+                                    options.hello_timeout, options.write_timeout);
   AdminService::ReplicationReader replication;
   if (options.store == "etcd") {
     replication = [server = server.get()] { return server->ReadReplication(); };
   }
   server->admin_service_ = std::make_unique<AdminService>(
       server->served_fleet_, server->authorizer_.get(),
-      [server = server.get()] { return server->ReloadAccess(); }, std::move(replication));
+      [server = server.get()] { return server->ReloadAccess(); }, std::move(replication),
+      options.write_timeout);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

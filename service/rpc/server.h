@@ -91,6 +91,9 @@ struct ServerOptions {
   // How long a Connect stream may stay open without saying hello (by `clock`); then it ends
   // with DEADLINE_EXCEEDED, counted.
   absl::Duration hello_timeout = absl::Seconds(10);
+  // How long a message breakerd writes to a stream (Connect, WatchPolicy) may wait for its peer
+  // to read it (by `clock`); then the stream ends with DEADLINE_EXCEEDED at once, counted.
+  absl::Duration write_timeout = absl::Seconds(30);
 };
 
 // How long a call that arrives while the state is restored waits for it; then it ends with
@@ -116,10 +119,12 @@ inline constexpr int kMaxConcurrentStreams = 100'000;
 inline constexpr absl::Duration kMaxDrainPeriod = absl::Minutes(10);
 inline constexpr absl::Duration kMinHelloTimeout = absl::Seconds(1);
 inline constexpr absl::Duration kMaxHelloTimeout = absl::Minutes(10);
+inline constexpr absl::Duration kMinWriteTimeout = absl::Seconds(1);
+inline constexpr absl::Duration kMaxWriteTimeout = absl::Minutes(10);
 
 // INVALID_ARGUMENT, naming the flag, for an address without a port, a message limit, stream
-// limit, drain period or hello timeout outside its range, a store selection CheckStoreSelection
-// refuses, or an advertised address without --store=etcd.
+// limit, drain period, hello or write timeout outside its range, a store selection
+// CheckStoreSelection refuses, or an advertised address without --store=etcd.
 absl::Status CheckServerOptions(const ServerOptions& options);
 
 class Metrics;
