@@ -37,8 +37,7 @@ inline constexpr ObservationOutcome kObservationOutcomes[] = {
 inline constexpr RefusedInput kRefusedInputs[] = {RefusedInput::kObservation,
                                                   RefusedInput::kMessage, RefusedInput::kConnect,
                                                   RefusedInput::kReport, RefusedInput::kAdmin};
-inline constexpr FailureTarget kFailureTargets[] = {FailureTarget::kBuilder,
-                                                    FailureTarget::kRelay};
+inline constexpr FailureTarget kFailureTargets[] = {FailureTarget::kBuilder, FailureTarget::kRelay};
 inline constexpr StoreOperation kStoreOperations[] = {StoreOperation::kAppend,
                                                       StoreOperation::kSnapshot};
 inline constexpr StreamRpc kStreamRpcs[] = {StreamRpc::kConnect, StreamRpc::kWatchPolicy};

@@ -59,8 +59,8 @@ class NodeService final
 
   // Ends every stream with `why` (UNAVAILABLE: shutdown, or a replica that stopped leading;
   // nodes reconnect elsewhere or later) and refuses new ones.
-  void Shutdown(const absl::Status& why =
-                    absl::UnavailableError("breakerd is shutting down; reconnect"));
+  void Shutdown(
+      const absl::Status& why = absl::UnavailableError("breakerd is shutting down; reconnect"));
 
   // Checks every stream's credential against the access file in force (after a reload) and
   // ends, with PERMISSION_DENIED, each one that lost Permission::kNodeStream or whose node id

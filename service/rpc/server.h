@@ -1,8 +1,8 @@
 #ifndef SERVICE_RPC_SERVER_H_
 #define SERVICE_RPC_SERVER_H_
 
-// breakerd assembled: the fleet state over a SQLite or etcd store, the node and admin services, health
-// and reflection, on one gRPC server.
+// breakerd assembled: the fleet state over a SQLite or etcd store, the node and admin services,
+// health and reflection, on one gRPC server.
 
 #include <atomic>
 #include <cstdint>
@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "absl/base/thread_annotations.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "grpcpp/channel.h"
@@ -145,11 +145,11 @@ class Server {
   // Once it leads, it restores the state as above and serves. When etcd deposes it, it ends
   // its streams with UNAVAILABLE, goes NOT_SERVING, acknowledges nothing more, and calls
   // on_stepped_down.
-  // Returns CheckServerOptions' errors, the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
-  // naming the field), the TLS files' and access file's errors, FAILED_PRECONDITION for
-  // plaintext on a non-loopback address (see MakeServerCredentials), INVALID_ARGUMENT when the
-  // state directory cannot be created, the state store's errors, or UNAVAILABLE when the
-  // address cannot be bound.
+  // Returns CheckServerOptions' errors, the configuration file's errors (NOT_FOUND,
+  // INVALID_ARGUMENT naming the field), the TLS files' and access file's errors,
+  // FAILED_PRECONDITION for plaintext on a non-loopback address (see MakeServerCredentials),
+  // INVALID_ARGUMENT when the state directory cannot be created, the state store's errors, or
+  // UNAVAILABLE when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
 
   ~Server();
