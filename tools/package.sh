@@ -34,9 +34,10 @@ trap 'rm -rf "$work"' EXIT
 rm -rf "$out"
 mkdir -p "$out"
 
-# The programs link gRPC, Protobuf, Abseil, glog and SQLite statically (--config=release); the
-# shared client library and the self-contained archive are built against the shared ones
-# (--config=opt), which the archive then takes from Debian's static archives itself.
+# The programs link gRPC, Protobuf, Abseil, glog and SQLite statically (--config=release). The
+# client library's objects are built against the shared ones (--config=opt), then merged with
+# the static archives themselves: Debian's, and for the shared object the few that
+# tools/pic_deps.sh rebuilds position-independent.
 # --symlink_prefix=/ leaves the bazel-* links alone; each output is read from its own
 # configuration's bazel-bin.
 echo "package: building the programs (--config=release)"
