@@ -98,8 +98,8 @@ bool FillSized(T full, T* out, size_t min_size) {
 // The refusal of a sized struct `name` whose caller's `size` is below `min_size`.
 std::string SizeTooSmall(absl::string_view function, absl::string_view name, size_t size,
                          size_t min_size) {
-  return absl::StrCat(function, ": out->size is ", size, ", less than any ", name,
-                      " (at least ", min_size, "); set it to sizeof(", name, ")");
+  return absl::StrCat(function, ": out->size is ", size, ", less than any ", name, " (at least ",
+                      min_size, "); set it to sizeof(", name, ")");
 }
 
 // The result of this thread's last call that returns a code, for breaker_last_error: kept per

@@ -119,8 +119,8 @@ std::string DescribeStatus(const grpc::Status& status) {
   if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
       absl::StrContains(text, "larger than max")) {
     absl::StrAppend(&text, " (this client takes messages of up to ",
-                    core::bounds::kClientReceiveBytes,
-                    " bytes, and breakerd sends at most ", core::bounds::kMaxSentMessageBytes,
+                    core::bounds::kClientReceiveBytes, " bytes, and breakerd sends at most ",
+                    core::bounds::kMaxSentMessageBytes,
                     ": the server is not a breakerd of this version, or a proxy between "
                     "changed the message; check the address)");
   }

@@ -55,10 +55,9 @@ absl::StatusOr<ChannelSecurity> SecurityFromFiles(const ChannelSecurityFiles& fi
 // on plaintext channels too, where gRPC's call credentials would refuse to: breakerd on
 // loopback may still check tokens. The channel accepts messages of up to
 // core::bounds::kClientReceiveBytes, twice what breakerd sends at most, whatever `args` says.
-std::shared_ptr<grpc::Channel> CreateChannel(const std::string& target,
-                                             const std::shared_ptr<grpc::ChannelCredentials>& credentials,
-                                             const std::string& bearer_token,
-                                             const grpc::ChannelArguments& args);
+std::shared_ptr<grpc::Channel> CreateChannel(
+    const std::string& target, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+    const std::string& bearer_token, const grpc::ChannelArguments& args);
 
 // `status` as a client shows it: a message refused for its size (RESOURCE_EXHAUSTED from
 // gRPC itself) also says what that means, since breakerd never sends one that large.

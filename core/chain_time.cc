@@ -61,14 +61,13 @@ absl::Status ValidateChainSpec(const ChainSpec& spec) {
                                                    kMaxSecondsPerSlot));
   }
   if (spec.slots_per_epoch == 0 || spec.slots_per_epoch > kMaxSlotsPerEpoch) {
-    return absl::InvalidArgumentError(absl::StrCat("chain.slots_per_epoch is ",
-                                                   spec.slots_per_epoch, "; accepted: 1..",
-                                                   kMaxSlotsPerEpoch));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "chain.slots_per_epoch is ", spec.slots_per_epoch, "; accepted: 1..", kMaxSlotsPerEpoch));
   }
   if (spec.genesis_time_unix < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "chain.genesis_time_unix is ", spec.genesis_time_unix,
-        "; accepted: seconds since 1970-01-01T00:00:00Z, not negative"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("chain.genesis_time_unix is ", spec.genesis_time_unix,
+                     "; accepted: seconds since 1970-01-01T00:00:00Z, not negative"));
   }
   return absl::OkStatus();
 }

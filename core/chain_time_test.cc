@@ -244,18 +244,21 @@ TEST(ValidateChainSpecBounds, SlotAndEpochLengthsAndNetworkName) {
   ChainSpec spec;
   spec.seconds_per_slot = 3601;
   EXPECT_THAT(ValidateChainSpec(spec),
-              ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("1..3600")));
+              ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                           ::testing::HasSubstr("1..3600")));
   spec = ChainSpec();
   spec.slots_per_epoch = 8193;
-  EXPECT_THAT(ValidateChainSpec(spec), ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(ValidateChainSpec(spec),
+              ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument));
   spec = ChainSpec();
   spec.network = std::string(65, 'n');
   EXPECT_THAT(ValidateChainSpec(spec),
               ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument,
-                                ::testing::HasSubstr("chain.network is 65 bytes")));
+                                           ::testing::HasSubstr("chain.network is 65 bytes")));
   spec = ChainSpec();
   spec.genesis_time_unix = -1;
-  EXPECT_THAT(ValidateChainSpec(spec), ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(ValidateChainSpec(spec),
+              ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(ValidateGenesisTime, MoreThanAYearAheadIsRefused) {
@@ -267,9 +270,10 @@ TEST(ValidateGenesisTime, MoreThanAYearAheadIsRefused) {
   spec.genesis_time_unix = int64_t{1'800'000'000} * 1000;
   EXPECT_THAT(ValidateGenesisTime(spec, now),
               ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument,
-                                ::testing::HasSubstr("not milliseconds")));
+                                           ::testing::HasSubstr("not milliseconds")));
   spec.genesis_time_unix = std::numeric_limits<int64_t>::max();
-  EXPECT_THAT(ValidateGenesisTime(spec, now), ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(ValidateGenesisTime(spec, now),
+              ::breaker::testing::StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

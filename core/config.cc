@@ -91,12 +91,12 @@ absl::Status CheckRange(absl::string_view field, T value, T min, T max) {
 // A period in epochs: `min`..kMaxPeriodEpochs, so that no epoch plus a period can wrap.
 absl::Status CheckPeriod(absl::string_view field, uint64_t value, uint64_t min) {
   if (value >= min && value <= bounds::kMaxPeriodEpochs) return absl::OkStatus();
-  return Invalid(field, value,
-                 absl::StrCat(min, "..", bounds::kMaxPeriodEpochs,
-                              " epochs (about 12 years on mainnet)",
-                              field == "critical_blacklist_period_epochs"
-                                  ? "; 0 bans until an operator reset or a delivered payload"
-                                  : ""));
+  return Invalid(
+      field, value,
+      absl::StrCat(min, "..", bounds::kMaxPeriodEpochs, " epochs (about 12 years on mainnet)",
+                   field == "critical_blacklist_period_epochs"
+                       ? "; 0 bans until an operator reset or a delivered payload"
+                       : ""));
 }
 
 // The self-build index stands for the proposer itself, which the breaker never tracks: listing
@@ -221,8 +221,8 @@ size_t WorstCasePolicyBytes(const Config& config) {
   constexpr size_t kTag = 1, kVarint = 10, kLength = 3;
   constexpr size_t kString = kTag + kLength;  // and the string's bytes
   // Ban{kind, until_epoch, until_reset, reason}.
-  constexpr size_t kBan = kTag + kVarint + kTag + kVarint + kTag + 1 + kString +
-                          bounds::kMaxBanReasonBytes;
+  constexpr size_t kBan =
+      kTag + kVarint + kTag + kVarint + kTag + 1 + kString + bounds::kMaxBanReasonBytes;
   // The longest normalized identifier: the input's bytes, plus "http://" for a bare host.
   constexpr size_t kRelayId = bounds::kMaxRelayIdBytes + 7;
   // BuilderBan{builder_index, ban} and RelayBan{relay, ban}, each a length-delimited entry.
@@ -245,17 +245,15 @@ size_t WorstCasePolicyBytes(const Config& config) {
 
   // version, mode, computed_at_slot and _epoch; mode_reason, reason and missed_slots.rule;
   // missed_slots' flags and counts; fleet_id; the ServerMessage around the policy.
-  const size_t fixed = 4 * (kTag + kVarint) + 3 * (kString + bounds::kMaxReasonBytes) +
-                       kString + 3 * (kTag + 1) + 3 * (kTag + kVarint) + kString +
-                       bounds::kMaxFleetIdBytes + kString;
+  const size_t fixed = 4 * (kTag + kVarint) + 3 * (kString + bounds::kMaxReasonBytes) + kString +
+                       3 * (kTag + 1) + 3 * (kTag + kVarint) + kString + bounds::kMaxFleetIdBytes +
+                       kString;
   // BuilderPubkey{builder_index, pubkey}: a key is known only of a tracked builder, and a policy
   // carries a bounded number of them.
   constexpr size_t kBuilderPubkey = kString + kTag + kVarint + kString + bounds::kPubkeyBytes;
-  const size_t keys =
-      std::min<size_t>(config.max_tracked_builders, bounds::kMaxPolicyBuilderKeys);
+  const size_t keys = std::min<size_t>(config.max_tracked_builders, bounds::kMaxPolicyBuilderKeys);
   return fixed + builders * kBuilderBan + relays * kRelayBan + kString +
-         trusted_builders * kVarint + trusted_relays * (kString + kRelayId) +
-         keys * kBuilderPubkey;
+         trusted_builders * kVarint + trusted_relays * (kString + kRelayId) + keys * kBuilderPubkey;
 }
 
 absl::Status ValidateConfig(const Config& config) {
@@ -267,9 +265,10 @@ absl::Status ValidateConfig(const Config& config) {
                    absl::StrCat("more than allowed_failures (", config.allowed_failures,
                                 "); otherwise the first ban would already be critical"));
   }
-  BREAKER_RETURN_IF_ERROR(CheckPeriod("blacklist_period_epochs", config.blacklist_period_epochs, 1));
-  BREAKER_RETURN_IF_ERROR(CheckPeriod("critical_blacklist_period_epochs",
-                                      config.critical_blacklist_period_epochs, 0));
+  BREAKER_RETURN_IF_ERROR(
+      CheckPeriod("blacklist_period_epochs", config.blacklist_period_epochs, 1));
+  BREAKER_RETURN_IF_ERROR(
+      CheckPeriod("critical_blacklist_period_epochs", config.critical_blacklist_period_epochs, 0));
   BREAKER_RETURN_IF_ERROR(CheckPeriod("backoff_period_epochs", config.backoff_period_epochs, 1));
   // Written so that NaN fails too: every comparison with NaN is false.
   if (!(std::isfinite(config.attestation_threshold) && config.attestation_threshold >= 0.0 &&
@@ -294,8 +293,8 @@ absl::Status ValidateConfig(const Config& config) {
   BREAKER_RETURN_IF_ERROR(ValidateRelayBlacklist(config));
 
   // --- Relays and memory caps ---
-  BREAKER_RETURN_IF_ERROR(CheckPeriod("relay_blacklist_period_epochs",
-                                      config.relay_blacklist_period_epochs, 1));
+  BREAKER_RETURN_IF_ERROR(
+      CheckPeriod("relay_blacklist_period_epochs", config.relay_blacklist_period_epochs, 1));
   BREAKER_RETURN_IF_ERROR(
       CheckPeriod("relay_association_ttl_epochs", config.relay_association_ttl_epochs, 1));
   BREAKER_RETURN_IF_ERROR(CheckRange<uint32_t>("max_relays", config.max_relays, 1, 1024));
@@ -306,10 +305,10 @@ absl::Status ValidateConfig(const Config& config) {
   // The caps bound what a policy lists; every node must be able to receive it.
   if (const size_t worst = WorstCasePolicyBytes(config); worst > bounds::kMaxSentMessageBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "max_tracked_builders (", config.max_tracked_builders, "), max_relays (",
-        config.max_relays, ") and max_indices_per_relay (", config.max_indices_per_relay,
-        ") let a policy reach ", worst, " bytes; accepted: caps whose policy fits in ",
-        bounds::kMaxSentMessageBytes, " bytes (lower one of them)"));
+        "max_tracked_builders (", config.max_tracked_builders, "), max_relays (", config.max_relays,
+        ") and max_indices_per_relay (", config.max_indices_per_relay, ") let a policy reach ",
+        worst, " bytes; accepted: caps whose policy fits in ", bounds::kMaxSentMessageBytes,
+        " bytes (lower one of them)"));
   }
   // Configured relays and their indices never expire, so a cap below them could not hold.
   if (config.relays.size() > config.max_relays) {
@@ -335,8 +334,8 @@ absl::Status ValidateConfig(const Config& config) {
                                                config.missed_slots.max_allowed_missing_slots, 0,
                                                255));
   BREAKER_RETURN_IF_ERROR(CheckRange<uint64_t>("missed_slots.max_consecutive_missed_slots",
-                                               config.missed_slots.max_consecutive_missed_slots,
-                                               0, 255));
+                                               config.missed_slots.max_consecutive_missed_slots, 0,
+                                               255));
   BREAKER_RETURN_IF_ERROR(CheckRange<uint64_t>("missed_slots.max_missed_slots_in_window",
                                                config.missed_slots.max_missed_slots_in_window, 0,
                                                config.missed_slots.window_slots));

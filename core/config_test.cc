@@ -1,13 +1,12 @@
 #include "core/config.h"
 
-#include "core/input_bounds.h"
-
 #include <cstdint>
 #include <limits>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/input_bounds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"

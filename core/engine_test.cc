@@ -338,8 +338,7 @@ TEST_F(EngineTest, PolicyCarriesTheKeysOfBannedAndTrustedBuildersOnly) {
   ASSERT_THAT(engine_->SetBuilderTrust(7, true), IsOk());
   ASSERT_THAT(Fail(5, SlotOf(kStartEpoch, 1), 1), IsOk());
   ASSERT_TRUE(Banned(5));
-  EXPECT_THAT(policy().builder_pubkeys,
-              UnorderedElementsAre(Pair(5, Key('a')), Pair(7, Key('c'))));
+  EXPECT_THAT(policy().builder_pubkeys, UnorderedElementsAre(Pair(5, Key('a')), Pair(7, Key('c'))));
   // A key learned after the ban is a new version: a validator client names builders by key.
   ASSERT_THAT(engine_->BanBuilder(8, "withheld", std::nullopt), IsOk());
   const uint64_t before = policy().version;

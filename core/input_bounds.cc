@@ -27,8 +27,8 @@ absl::string_view Utf8Prefix(absl::string_view text, size_t max) {
 absl::Status CheckMaxBytes(absl::string_view field, absl::string_view value, size_t max) {
   if (value.size() <= max) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(field, " is ", value.size(), " bytes (starts \"",
-                                                 QuotePrefix(value), "\"); accepted: at most ",
-                                                 max, " bytes"));
+                                                 QuotePrefix(value), "\"); accepted: at most ", max,
+                                                 " bytes"));
 }
 
 absl::Status CheckExactBytes(absl::string_view field, absl::string_view value, size_t size,

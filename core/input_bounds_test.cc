@@ -10,12 +10,12 @@
 namespace breaker::core::bounds {
 namespace {
 
+using ::breaker::testing::IsOk;
+using ::breaker::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::SizeIs;
-using ::breaker::testing::IsOk;
-using ::breaker::testing::StatusIs;
 
 TEST(CheckMaxBytesTest, AcceptsTheBoundAndRefusesOnePastItNamingFieldLengthAndBound) {
   EXPECT_THAT(CheckMaxBytes("reason", std::string(1024, 'a'), 1024), IsOk());
@@ -87,7 +87,9 @@ TEST(QuoteTest, ForLogEscapesAndCuts) {
 TEST(TruncateTest, CutsAtACharacterBoundary) {
   EXPECT_EQ(Truncate("short", 160), "short");
   // "é" is two bytes; a cut inside it would leave invalid UTF-8.
-  const std::string text = "ab\xc3\xa9" "cdef";
+  const std::string text =
+      "ab\xc3\xa9"
+      "cdef";
   EXPECT_EQ(Truncate(text, 6), "ab...");
   EXPECT_EQ(Truncate(std::string(500, 'r'), 160).size(), 160u);
 }

@@ -243,9 +243,9 @@ TEST(StricterOf, UnitesBuilderKeysPreferringTheFleets) {
   fleet.builder_pubkeys = {{1, "fleet-key-1"}, {2, "fleet-key-2"}};
   Policy local;
   local.builder_pubkeys = {{2, "local-key-2"}, {3, "local-key-3"}};
-  EXPECT_THAT(StricterOf(fleet, local).builder_pubkeys,
-              UnorderedElementsAre(Pair(1, "fleet-key-1"), Pair(2, "fleet-key-2"),
-                                   Pair(3, "local-key-3")));
+  EXPECT_THAT(
+      StricterOf(fleet, local).builder_pubkeys,
+      UnorderedElementsAre(Pair(1, "fleet-key-1"), Pair(2, "fleet-key-2"), Pair(3, "local-key-3")));
 }
 
 TEST(StricterOf, TakesLocalMissedSlotsOnlyWhenTripped) {

@@ -57,8 +57,9 @@ const std::vector<FlagSpec>& GlobalFlags() {
        "each is tried in turn while it answers UNAVAILABLE (a standby, or down)"},
       {"json", "", "print proto JSON: one document per command (watch: one line per version)"},
       {"timeout", "DURATION", "deadline of each call, e.g. 10s, 500ms, 1m (default 10s)"},
-      {"tls_ca", "PEM", "CA certificates breakerd's certificate must chain to; any --tls_* flag "
-                        "turns TLS on (empty: the system's roots)"},
+      {"tls_ca", "PEM",
+       "CA certificates breakerd's certificate must chain to; any --tls_* flag "
+       "turns TLS on (empty: the system's roots)"},
       {"tls_cert", "PEM", "this client's certificate, for mutual TLS (with --tls_key)"},
       {"tls_key", "PEM", "the private key of --tls_cert"},
       {"token_file", "FILE", "a file holding the bearer token sent with every call"},

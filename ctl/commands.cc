@@ -872,9 +872,8 @@ absl::StatusOr<std::unique_ptr<v1::Admin::Stub>> NewAdminStub(const GlobalOption
   absl::StatusOr<client::ChannelSecurity> security =
       client::SecurityFromFiles(options.security, options.token_file);
   if (!security.ok()) return InputError(security.status());
-  return v1::Admin::NewStub(client::CreateChannel(options.target, security->credentials,
-                                                  security->bearer_token,
-                                                  grpc::ChannelArguments()));
+  return v1::Admin::NewStub(client::CreateChannel(
+      options.target, security->credentials, security->bearer_token, grpc::ChannelArguments()));
 }
 
 int PrintHelp(const CommandLine& line, std::ostream& out) {

@@ -828,7 +828,10 @@ TEST(FormatTimelineTest, KeepsEachRowOnOneLineWithControlBytesEscaped) {
 
 TEST(FormatTimelineTest, AlignsColumnsOnTheTextShown) {
   SimulationResult result;
-  for (const std::string name : {"\xc3\x9c" "berpr\xc3\xbc" "fung", "esc\x1b", "plain"}) {
+  for (const std::string name : {"\xc3\x9c"
+                                 "berpr\xc3\xbc"
+                                 "fung",
+                                 "esc\x1b", "plain"}) {
     result.timeline.emplace_back();
     result.timeline.back().step_name = name;
     result.timeline.back().policy.set_version(7);

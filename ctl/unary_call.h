@@ -44,8 +44,9 @@ absl::StatusOr<Response> CallUnary(Stub& stub,
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   Response response;
   std::promise<absl::Status> done;
-  (stub.async()->*method)(&context, &request, &response,
-                          [&done](grpc::Status status) { done.set_value(DescribedStatus(status)); });
+  (stub.async()->*method)(&context, &request, &response, [&done](grpc::Status status) {
+    done.set_value(DescribedStatus(status));
+  });
   if (absl::Status status = done.get_future().get(); !status.ok()) return status;
   return response;
 }

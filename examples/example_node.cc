@@ -142,10 +142,9 @@ absl::StatusOr<NodeSetup> SetupFromFlags() {
   options.node_id = absl::GetFlag(FLAGS_node_id);
   options.network = absl::GetFlag(FLAGS_network);
   options.client_version = "example_node/1";
-  absl::StatusOr<breaker::client::ChannelSecurity> security =
-      breaker::client::SecurityFromFiles(
-          {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
-          absl::GetFlag(FLAGS_token_file));
+  absl::StatusOr<breaker::client::ChannelSecurity> security = breaker::client::SecurityFromFiles(
+      {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
+      absl::GetFlag(FLAGS_token_file));
   if (!security.ok()) return security.status();
   options.credentials = std::move(security->credentials);
   options.bearer_token = std::move(security->bearer_token);

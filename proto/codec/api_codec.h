@@ -46,7 +46,7 @@ absl::Status ObservationFromProto(const breaker::v1::Observation& proto, absl::s
 // The bid_seen part of ObservationFromProto, from a BidSeen's fields, into `event` (reused
 // likewise): for a batch read in place (ReceivedBatch::Bid).
 absl::Status BidSeenFromFields(uint64_t builder_index, absl::string_view relay,
-                              absl::string_view pubkey, core::Event& event);
+                               absl::string_view pubkey, core::Event& event);
 
 // Converts an observation to its API form, for tests and tools. The node id is not part of
 // breaker.v1.Observation and is dropped.

@@ -45,7 +45,6 @@ core::Policy FullPolicy() {
   return policy;
 }
 
-
 TEST(PolicyCodec, RoundTripKeepsEveryField) {
   const core::Policy policy = FullPolicy();
   const v1::Policy proto = PolicyToProto(policy);

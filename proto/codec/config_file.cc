@@ -74,7 +74,6 @@ absl::StatusOr<core::MissedSlotRules> MissedSlotRulesFromProto(
   return rules;
 }
 
-
 }  // namespace
 
 absl::StatusOr<core::Config> ConfigFromProto(const breaker::v1::Config& proto) {

@@ -76,9 +76,9 @@ absl::Status ApplyNodeObservations(const state::v1::NodeObservations& entry,
   if (batch == nullptr && !entry.batch().empty()) {
     absl::StatusOr<ReceivedBatch> parsed = ReceivedBatch::Parse(entry.batch());
     if (!parsed.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the observations entry of node ", core::bounds::QuotePrefix(entry.node_id()),
-                       " holds a batch that is not a serialized breaker.v1.ObservationBatch"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the observations entry of node ", core::bounds::QuotePrefix(entry.node_id()),
+          " holds a batch that is not a serialized breaker.v1.ObservationBatch"));
     }
     batch = &read.emplace(*std::move(parsed));
   }

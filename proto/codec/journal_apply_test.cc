@@ -22,7 +22,7 @@ using ::testing::SizeIs;
 constexpr core::Slot kStart = 32 * 10;
 
 state::v1::JournalEntry Missing(const std::string& node, uint64_t sequence, uint64_t builder,
-                         char root) {
+                                char root) {
   state::v1::JournalEntry entry;
   state::v1::NodeObservations* batch = entry.mutable_observations();
   batch->set_node_id(node);
@@ -186,8 +186,8 @@ TEST_F(ApplyJournalEntryTest, BidsReadInPlaceApplyAsParsedOnes) {
   };
   add_bid(1, 4, "https://relay.example:443", std::string(48, 'k'));
   add_bid(2, 5, "", std::string(48, 'p'));
-  add_bid(3, 6, "relay.example", std::string(47, 'k'));  // refused: not a key
-  add_bid(2, 5, "", std::string(48, 'p'));                // a replay
+  add_bid(3, 6, "relay.example", std::string(47, 'k'));      // refused: not a key
+  add_bid(2, 5, "", std::string(48, 'p'));                   // a replay
   add_bid(4, 4, "other.example:443", std::string(48, 'q'));  // index 4's key changed
   state::v1::JournalEntry entry;
   entry.mutable_observations()->set_node_id("n1");

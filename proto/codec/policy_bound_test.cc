@@ -39,9 +39,8 @@ v1::ServerMessage WorstCasePolicy(const core::Config& config) {
   policy.mode = core::Mode::kSelfBuild;
   policy.mode_reason = std::string(bounds::kMaxReasonBytes, 'm');
   policy.reason = std::string(bounds::kMaxReasonBytes, 'c');
-  policy.missed_slots = core::MissedSlotState{true, true, true,
-                                              std::string(bounds::kMaxReasonBytes, 's'), kWidest,
-                                              kWidest, kWidest};
+  policy.missed_slots = core::MissedSlotState{
+      true, true, true, std::string(bounds::kMaxReasonBytes, 's'), kWidest, kWidest, kWidest};
   policy.computed_at_slot = kWidest;
   policy.computed_at_epoch = kWidest;
   const size_t members = size_t{config.max_relays} * config.max_indices_per_relay * 2;
@@ -83,8 +82,8 @@ TEST(PolicyBoundTest, TheFormulaBoundsEveryAcceptedShapeOfCaps) {
   struct Caps {
     uint32_t tracked, relays, indices;
   };
-  for (const Caps caps : {Caps{8192, 64, 16}, Caps{16, 1024, 1}, Caps{16, 2, 1024},
-                          Caps{4096, 1, 1}}) {
+  for (const Caps caps :
+       {Caps{8192, 64, 16}, Caps{16, 1024, 1}, Caps{16, 2, 1024}, Caps{4096, 1, 1}}) {
     core::Config config;
     config.max_tracked_builders = caps.tracked;
     config.max_relays = caps.relays;

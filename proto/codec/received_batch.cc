@@ -37,7 +37,8 @@ constexpr uint64_t kObservationTag =
     Tag(v1::ObservationBatch::kObservationsFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
 constexpr uint64_t kSequenceTag =
     Tag(v1::Observation::kSequenceFieldNumber, WireFormatLite::WIRETYPE_VARINT);
-constexpr uint64_t kSlotTag = Tag(v1::Observation::kSlotFieldNumber, WireFormatLite::WIRETYPE_VARINT);
+constexpr uint64_t kSlotTag =
+    Tag(v1::Observation::kSlotFieldNumber, WireFormatLite::WIRETYPE_VARINT);
 constexpr uint64_t kBidSeenTag =
     Tag(v1::Observation::kBidSeenFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
 constexpr uint64_t kBuilderIndexTag =
@@ -124,8 +125,9 @@ bool ReceivedBatch::ReadBids() {
   const auto* const base = reinterpret_cast<const uint8_t*>(bytes_.data());
   // An absent string is empty, and points nowhere.
   auto offset = [base](absl::string_view part) {
-    return part.empty() ? 0
-                        : static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(part.data()) - base);
+    return part.empty()
+               ? 0
+               : static_cast<uint32_t>(reinterpret_cast<const uint8_t*>(part.data()) - base);
   };
   WireReader batch(bytes_);
   while (!batch.done()) {

@@ -39,7 +39,8 @@ void Check(const std::string& input) {
   }
   if (!parses) return;
   if (received->bytes() != input) Fail("the bytes kept are not the bytes received", input);
-  if (received->size() != expected.observations_size()) Fail("another number of observations", input);
+  if (received->size() != expected.observations_size())
+    Fail("another number of observations", input);
   for (int i = 0; i < received->size(); ++i) {
     if (received->sequence(i) != expected.observations(i).sequence()) {
       Fail("another sequence number", input);

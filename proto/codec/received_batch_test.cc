@@ -3,7 +3,6 @@
 #include <string>
 
 #include "absl/strings/escaping.h"
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
@@ -117,9 +116,9 @@ TEST(ReceivedBatchTest, EveryOtherBatchIsParsedByProtobuf) {
 
 TEST(ReceivedBatchTest, RefusesBytesThatDoNotParse) {
   const std::string cases[] = {
-      std::string("\x0a\x05\x08", 3),                          // cut short
-      OneObservation(Field(10, 2, Field(2, 2, "\xc3("))),      // a relay that is not UTF-8
-      std::string("\x0a\x02\x08\x80", 4),                      // a varint cut short
+      std::string("\x0a\x05\x08", 3),                      // cut short
+      OneObservation(Field(10, 2, Field(2, 2, "\xc3("))),  // a relay that is not UTF-8
+      std::string("\x0a\x02\x08\x80", 4),                  // a varint cut short
   };
   for (const std::string& bytes : cases) {
     SCOPED_TRACE(absl::CEscape(bytes));
