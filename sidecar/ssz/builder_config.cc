@@ -1,5 +1,7 @@
 #include "sidecar/ssz/builder_config.h"
 
+#include <array>
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -61,12 +63,21 @@ std::string Uint64Bytes(uint64_t value) {
   return out;
 }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+// Each byte's value as a hex digit, -1 for a byte that is none: a table, since keys, signatures
+// and auth data make most of a JSON BuilderConfig's bytes.
+constexpr std::array<int8_t, 256> HexDigits() {
+  std::array<int8_t, 256> digits{};
+  for (int c = 0; c < 256; ++c) {
+    digits[c] = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+  }
+  return digits;
 }
+constexpr std::array<int8_t, 256> kHexDigits = HexDigits();
+
+int HexDigit(char c) { return kHexDigits[static_cast<unsigned char>(c)]; }
 
 // 0x-hex of exactly `size` bytes (`exact`) or at most `size`.
 absl::StatusOr<std::string> BytesFromHex(const Json& json, uint64_t size, bool exact,
