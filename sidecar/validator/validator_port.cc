@@ -15,6 +15,7 @@
 #include "nlohmann/json.hpp"
 #include "sidecar/http/connection_threads.h"
 #include "sidecar/http/headers.h"
+#include "sidecar/ssz/builder_messages.h"
 
 namespace breaker::sidecar::validator {
 namespace {
@@ -43,10 +44,10 @@ bool IncludePayload(const httplib::Request& request) {
   return absl::EqualsIgnoreCase(request.get_param_value("include_payload"), "true");
 }
 
-// The builder index of a produced block's bid: a JSON answer's
+// The builder index of a produced block's bid in a JSON answer:
 // data.body.signed_execution_payload_bid.message.builder_index (optionally without the
 // {"version", "data"} envelope, or inside a BlockContents' "block").
-std::optional<core::BuilderIndex> WinningBuilder(absl::string_view body) {
+std::optional<core::BuilderIndex> WinningBuilderOfJson(absl::string_view body) {
   const nlohmann::json json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!json.is_object()) return std::nullopt;
   const nlohmann::json* block = json.contains("data") ? &json["data"] : &json;
@@ -59,6 +60,22 @@ std::optional<core::BuilderIndex> WinningBuilder(absl::string_view body) {
   if (index.is_number_unsigned()) return index.get<core::BuilderIndex>();
   if (index.is_string() && absl::SimpleAtoi(index.get<std::string>(), &builder)) return builder;
   return std::nullopt;
+}
+
+// The builder index of a produced block's bid, in the answer's encoding: an SSZ answer is the
+// Gloas BeaconBlock a builder-API win comes as (no payload included), laid out by `preset`.
+absl::StatusOr<core::BuilderIndex> WinningBuilder(absl::string_view body,
+                                                  absl::string_view content_type,
+                                                  const ssz::Preset& preset) {
+  if (absl::StrContains(absl::AsciiStrToLower(content_type), "octet-stream")) {
+    return ssz::BlockBidBuilderIndexFromSsz(body, preset);
+  }
+  const std::optional<core::BuilderIndex> builder = WinningBuilderOfJson(body);
+  if (!builder.has_value()) {
+    return absl::InvalidArgumentError(
+        "the JSON answer has no data.body.signed_execution_payload_bid.message.builder_index");
+  }
+  return *builder;
 }
 
 }  // namespace
@@ -436,13 +453,13 @@ void ValidatorPort::ReportWin(const std::string& body, const std::string& conten
   absl::StatusOr<std::string> relay = core::NormalizeRelayId(builder_url);
   // The sidecar's own builder-API port saw the bid and reported it.
   if (relay.ok() && options_.own_ports.contains(*relay)) return;
-  const std::optional<core::BuilderIndex> builder =
-      absl::StrContains(absl::AsciiStrToLower(content_type), "octet-stream") ? std::nullopt
-                                                                             : WinningBuilder(body);
-  if (!relay.ok() || !builder.has_value()) {
+  const absl::StatusOr<core::BuilderIndex> builder =
+      WinningBuilder(body, content_type, options_.preset());
+  if (!relay.ok() || !builder.ok()) {
     LOG(WARNING) << "the builder-API bid that won slot " << slot << " through " << builder_url
                  << " cannot be reported: "
-                 << (relay.ok() ? "its builder index is not read from this answer"
+                 << (relay.ok() ? absl::StrCat("its builder index is not read from the answer: ",
+                                               builder.status().message())
                                 : relay.status().message());
     MutexLock lock(&mu_);
     ++counters_.bids_unreported;

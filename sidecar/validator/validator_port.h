@@ -21,8 +21,9 @@
 //     rules of the policy in force at arrival (its version named in the log line). The answer's
 //     headers tell who won (ReadBlockOutcome), counted by mode and source; when a builder-API
 //     entry other than the sidecar's own ports won, its bid is reported to breakerd as a BidSeen
-//     (builder index read from a JSON answer's signed_execution_payload_bid; an SSZ answer's is
-//     not read, and is counted as unreported).
+//     (builder index read from the answer's signed_execution_payload_bid: in JSON, or in SSZ a
+//     Gloas BeaconBlock laid out by the node's preset; an answer it cannot be read from is
+//     counted as unreported).
 //
 // This class is thread-safe.
 
@@ -41,6 +42,7 @@
 #include "client/client.h"
 #include "common/mutex.h"
 #include "core/types.h"
+#include "sidecar/ssz/beacon_block.h"
 #include "sidecar/validator/block_production.h"
 
 namespace httplib {
@@ -67,6 +69,9 @@ struct ValidatorPortOptions {
   // Connections served at once, each on a thread of its own (an idle kept-alive one or an event
   // stream holds its thread, and nothing else); more wait for a thread.
   size_t max_connections = 256;
+  // The beacon node's preset, which an SSZ block's layout depends on (the sidecar's beacon
+  // watcher learns it); mainnet's when not set.
+  std::function<sidecar::ssz::Preset()> preset = [] { return sidecar::ssz::Preset::kMainnet; };
 };
 
 // What the port did, since its start.

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "sidecar/ssz/builder_config.h"
+#include "sidecar/ssz/test_blocks.h"
 #include "tests/support/fake_beacon_node.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
@@ -103,6 +105,9 @@ class ValidatorPortTest : public ::testing::Test {
     options.own_ports["http://127.0.0.1:18550"] = {"https://banned.example", false};
     options.max_body_bytes = 4 << 20;
     options.answer_timeout = answer_timeout;
+    options.preset = [this] {
+      return minimal_preset_ ? ssz::Preset::kMinimal : ssz::Preset::kMainnet;
+    };
     port_ = std::make_unique<ValidatorPort>(options, client_);
     return port_->Start();
   }
@@ -143,6 +148,8 @@ class ValidatorPortTest : public ::testing::Test {
 
   client::FakeClient client_;
   FakeBeaconNode node_;
+  // The preset the port reads SSZ blocks with: mainnet's, or the minimal one.
+  std::atomic<bool> minimal_preset_{false};
   std::unique_ptr<ValidatorPort> port_;
 };
 
@@ -308,6 +315,32 @@ TEST_F(ValidatorPortTest, ABuilderApiWinIsReportedAsABidSeen) {
   const auto* bid = std::get_if<core::BidSeen>(&reports[0].event);
   ASSERT_NE(bid, nullptr);
   EXPECT_EQ(bid->builder, 42u);
+  EXPECT_EQ(bid->relay, "https://relay.example");
+}
+
+TEST_F(ValidatorPortTest, ABuilderApiWinInSszIsReportedByTheNodesPreset) {
+  const ssz::GloasTestBlock block = ssz::ReadGloasTestBlock(/*minimal=*/true);
+  node_.block_production().Script([&] {
+    ProductionScript s;
+    s.builder_url = "https://relay.example";
+    s.ssz_answer = block.ssz;
+    return s;
+  }());
+  // Read with mainnet's layout, the minimal preset's block is no block: counted, not reported.
+  httplib::Result answer = ProduceV4(ValidatorConfig(), false, "application/octet-stream");
+  ASSERT_TRUE(answer);
+  EXPECT_TRUE(answer->body == block.ssz);
+  ASSERT_TRUE(::breaker::testing::WaitFor([&] { return port_->counters().bids_unreported == 1; }));
+  EXPECT_TRUE(client_.reports().empty());
+  minimal_preset_ = true;
+  answer = ProduceV4(ValidatorConfig(), false, "application/octet-stream");
+  ASSERT_TRUE(answer);
+  ASSERT_TRUE(::breaker::testing::WaitFor([&] { return port_->counters().bids_reported == 1; }));
+  const std::vector<client::FakeClient::Reported> reports = client_.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  const auto* bid = std::get_if<core::BidSeen>(&reports[0].event);
+  ASSERT_NE(bid, nullptr);
+  EXPECT_EQ(bid->builder, block.builder_index);
   EXPECT_EQ(bid->relay, "https://relay.example");
 }
 
