@@ -153,7 +153,8 @@ absl::Status Sidecar::StartValidatorFace(const SidecarSettings& settings) {
   port.max_body_bytes = settings.max_body_bytes;
   // The preset the beacon watcher told the enforcer: a won block's SSZ is laid out by it.
   port.preset = [enforcer = enforcer_.get()] { return enforcer->preset(); };
-  validator_port_ = std::make_unique<validator::ValidatorPort>(std::move(port), *client_);
+  validator_port_ =
+      std::make_unique<validator::ValidatorPort>(std::move(port), *client_, SystemClock());
   return validator_port_->Start();
 }
 
