@@ -90,6 +90,11 @@ ABSL_FLAG(double, hello_timeout_seconds, 10,
           "How many seconds a Connect stream may stay open without saying hello; then it ends "
           "with DEADLINE_EXCEEDED, counted in breakerd_refused_total. 1..600.");
 
+ABSL_FLAG(double, write_timeout_seconds, 30,
+          "How many seconds a message breakerd writes to a stream (Connect, WatchPolicy) may wait "
+          "for its peer to read it; then the stream ends at once with DEADLINE_EXCEEDED, counted "
+          "in breakerd_write_timeouts_total. 1..600.");
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "breakerd: the staking pool's shared builder circuit breaker.\n"
@@ -153,6 +158,9 @@ int main(int argc, char** argv) {
   const double hello_seconds = absl::GetFlag(FLAGS_hello_timeout_seconds);
   options.hello_timeout =
       std::isnan(hello_seconds) ? absl::InfiniteDuration() : absl::Seconds(hello_seconds);
+  const double write_seconds = absl::GetFlag(FLAGS_write_timeout_seconds);
+  options.write_timeout =
+      std::isnan(write_seconds) ? absl::InfiniteDuration() : absl::Seconds(write_seconds);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   return breaker::service::RunBreakerd(std::move(options), stop_signals);
 }

@@ -303,8 +303,9 @@ void Fleet::Enqueue(std::unique_ptr<Work> work) {
 absl::Status Fleet::ParseStored(uint64_t sequence, const std::string& bytes, Work& work) {
   work.replay = true;
   if (!work.parsed.ParseFromString(bytes)) {
-    return absl::DataLossError(absl::StrCat(
-        "journal entry ", sequence, " cannot be parsed; restore the state directory from a backup"));
+    return absl::DataLossError(
+        absl::StrCat("journal entry ", sequence,
+                     " cannot be parsed; restore the state directory from a backup"));
   }
   if (!work.parsed.observations().batch().empty()) {
     // Moved out: the entry keeps only the node id, as a submitted one (Work::parsed).
@@ -641,8 +642,7 @@ absl::Status Fleet::RecoverStorage() {
     std::vector<Work> landed;
     for (const auto& [sequence, bytes] : stored->journal) {
       if (sequence <= journal_sequence_) continue;
-      if (absl::Status parsed = ParseStored(sequence, bytes, landed.emplace_back());
-          !parsed.ok()) {
+      if (absl::Status parsed = ParseStored(sequence, bytes, landed.emplace_back()); !parsed.ok()) {
         return parsed;
       }
     }
@@ -665,8 +665,8 @@ absl::Status Fleet::RecoverStorage() {
 
 void Fleet::ApplyOne(Work& work) {
   const state::v1::JournalEntry& entry = work.parsed;
-  const codec::AppliedEntry applied = codec::ApplyJournalEntry(
-      entry, engine_, work.batch.has_value() ? &*work.batch : nullptr);
+  const codec::AppliedEntry applied =
+      codec::ApplyJournalEntry(entry, engine_, work.batch.has_value() ? &*work.batch : nullptr);
   work.status = applied.status;
   switch (entry.change_case()) {
     case state::v1::JournalEntry::kObservations:

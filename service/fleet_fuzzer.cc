@@ -323,7 +323,8 @@ class Run {
       }
       case v1::NodeMessage::kObservations: {
         const v1::ObservationBatch& batch = message.observations();
-        if (node.empty() || batch.observations_size() > core::bounds::kMaxObservationsPerBatch) break;
+        if (node.empty() || batch.observations_size() > core::bounds::kMaxObservationsPerBatch)
+          break;
         auto expected = std::make_shared<ExpectedAck>();
         for (const v1::Observation& observation : batch.observations()) {
           expected->highest = std::max(expected->highest, observation.sequence());

@@ -193,7 +193,8 @@ TEST_F(FleetStorageTest, AFullJournalByBytesIsFoldedIntoASnapshot) {
   EXPECT_TRUE(folded.journal.empty());
   EXPECT_EQ(folded.snapshot_sequence, folded.last_sequence());
   ASSERT_NO_FATAL_FAILURE(Open());
-  EXPECT_THAT(Builders(), ElementsAre(std::make_tuple(5u, 1u, true), std::make_tuple(6u, 1u, true)));
+  EXPECT_THAT(Builders(),
+              ElementsAre(std::make_tuple(5u, 1u, true), std::make_tuple(6u, 1u, true)));
 }
 
 TEST_F(FleetStorageTest, RestartsAfterKillsBeforeTheSnapshotReplayABoundedJournal) {

@@ -55,8 +55,7 @@ void JournalWriter::RequestRecovery() {
 
 void JournalWriter::Sync() {
   MutexLock lock(&mu_);
-  while (!queue_.empty() || recovery_requested_ || appending_ || stored_.has_value() ||
-         applying_) {
+  while (!queue_.empty() || recovery_requested_ || appending_ || stored_.has_value() || applying_) {
     changed_.Wait(&mu_);
   }
 }

@@ -31,8 +31,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "common/mutex.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "service/metrics_sink.h"
 #include "service/storage/state_store.h"
 #include "service/storage_supervisor.h"
@@ -60,8 +60,7 @@ class JournalWriter {
     virtual bool Apply(const JournalChanges& changes, uint64_t last_sequence) = 0;
     // Answers the submitters of `changes`, applying none: the store failed with `fault`.
     // `written`: they were in the write that failed, which may have landed after all.
-    virtual void Refuse(const JournalChanges& changes, const absl::Status& fault,
-                        bool written) = 0;
+    virtual void Refuse(const JournalChanges& changes, const absl::Status& fault, bool written) = 0;
     // Stores a snapshot of everything applied. On the applier thread.
     virtual absl::Status WriteSnapshot() = 0;
     // Tries the store again after a fault (see RequestRecovery). On the appender thread.

@@ -7,11 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/fake_clock.h"
 #include "common/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/storage/memory_state_store.h"
-#include "common/fake_clock.h"
 #include "tests/support/test_util.h"
 
 namespace breaker::service {
@@ -192,7 +192,8 @@ TEST_F(JournalWriterTest, GroupsWhatIsQueuedDuringAnAppendIntoOneWrite) {
   release_first_append.Notify();
   writer->Sync();
   EXPECT_EQ(appends.load(), 2);
-  EXPECT_THAT(sink_.rounds(), ElementsAre(RecordingSink::Round{1, 1}, RecordingSink::Round{10, 11}));
+  EXPECT_THAT(sink_.rounds(),
+              ElementsAre(RecordingSink::Round{1, 1}, RecordingSink::Round{10, 11}));
 }
 
 // A store that takes at most three entries in one Append.
@@ -228,9 +229,8 @@ TEST(JournalWriterRoundsTest, SplitsARoundWhereTheStoresLimitIs) {
   for (int i = 0; i < 7; ++i) writer.Submit(Change(absl::StrCat("queued ", i)));
   release_first_append.Notify();
   writer.Sync();
-  EXPECT_THAT(sink.rounds(),
-              ElementsAre(RecordingSink::Round{1, 1}, RecordingSink::Round{3, 4},
-                          RecordingSink::Round{3, 7}, RecordingSink::Round{1, 8}));
+  EXPECT_THAT(sink.rounds(), ElementsAre(RecordingSink::Round{1, 1}, RecordingSink::Round{3, 4},
+                                         RecordingSink::Round{3, 7}, RecordingSink::Round{1, 8}));
   EXPECT_EQ(store.Load().value().journal.size(), 8u);
 }
 

@@ -224,6 +224,17 @@ Metrics::Metrics()
                       "node stream subscribed at the time.")
                   .Register(*registry_)
                   .Add({}, FanOutBuckets());
+  prometheus::Family<prometheus::Counter>& write_timeouts =
+      prometheus::BuildCounter()
+          .Name("breakerd_write_timeouts_total")
+          .Help(
+              "Streams ended because a message breakerd wrote to them was not read within "
+              "--write_timeout_seconds: the peer stopped reading. By rpc: connect (a node's "
+              "stream), watch_policy.")
+          .Register(*registry_);
+  for (StreamRpc rpc : kStreamRpcs) {
+    write_timeouts_[rpc] = &write_timeouts.Add({{"rpc", std::string(Label(rpc))}});
+  }
 }
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Start(const std::string& listen_address) {
@@ -248,23 +259,26 @@ void Metrics::SetFleet(const Fleet* fleet) { state_->SetFleet(fleet); }
 void Metrics::ReportReplica(std::shared_ptr<std::atomic<uint64_t>> leadership_changes) {
   etcd_reachable_ = &prometheus::BuildGauge()
                          .Name("breakerd_etcd_reachable")
-                         .Help("1 when etcd answered this replica's last call to it (lease "
-                               "grant or keepalive, campaign, read, write), even with a "
-                               "refusal; 0 when no endpoint answered in time. Leader and "
-                               "standby alike; absent on SQLite.")
+                         .Help(
+                             "1 when etcd answered this replica's last call to it (lease "
+                             "grant or keepalive, campaign, read, write), even with a "
+                             "refusal; 0 when no endpoint answered in time. Leader and "
+                             "standby alike; absent on SQLite.")
                          .Register(*registry_)
                          .Add({});
   leader_ = &prometheus::BuildGauge()
                  .Name("breakerd_leader")
-                 .Help("1 while this replica holds the leader key in etcd, 0 while it is a "
-                       "standby (campaigning). Exactly one replica of a prefix should be at 1.")
+                 .Help(
+                     "1 while this replica holds the leader key in etcd, 0 while it is a "
+                     "standby (campaigning). Exactly one replica of a prefix should be at 1.")
                  .Register(*registry_)
                  .Add({});
   leadership_changes_ =
       &prometheus::BuildCounter()
            .Name("breakerd_leadership_changes_total")
-           .Help("Times this breakerd process took or lost the lead in etcd (a loss is "
-                 "counted once etcd deposed it, or a won lead could not restore its state).")
+           .Help(
+               "Times this breakerd process took or lost the lead in etcd (a loss is "
+               "counted once etcd deposed it, or a won lead could not restore its state).")
            .Register(*registry_)
            .Add({});
   leadership_changes_->Increment(static_cast<double>(leadership_changes->load()));
@@ -313,5 +327,7 @@ void Metrics::StoreWrite(StoreOperation operation, absl::Duration duration) {
 }
 
 void Metrics::FanOut(absl::Duration latency) { fan_out_->Observe(absl::ToDoubleSeconds(latency)); }
+
+void Metrics::WriteTimedOut(StreamRpc rpc) { write_timeouts_.at(rpc)->Increment(); }
 
 }  // namespace breaker::service

@@ -63,6 +63,7 @@ class Metrics final : public MetricsSink {
   void FailureRecorded(FailureTarget target) override;
   void StoreWrite(StoreOperation operation, absl::Duration duration) override;
   void FanOut(absl::Duration latency) override;
+  void WriteTimedOut(StreamRpc rpc) override;
 
  private:
   class StateCollector;
@@ -86,6 +87,7 @@ class Metrics final : public MetricsSink {
   absl::flat_hash_map<FailureTarget, prometheus::Counter*> failures_;
   absl::flat_hash_map<StoreOperation, prometheus::Histogram*> store_writes_;
   prometheus::Histogram* fan_out_ = nullptr;
+  absl::flat_hash_map<StreamRpc, prometheus::Counter*> write_timeouts_;
 
   // Set by ReportReplica before the replica's threads report to them.
   prometheus::Gauge* etcd_reachable_ = nullptr;

@@ -52,4 +52,14 @@ absl::string_view Label(StoreOperation operation) {
   return "unknown";
 }
 
+absl::string_view Label(StreamRpc rpc) {
+  switch (rpc) {
+    case StreamRpc::kConnect:
+      return "connect";
+    case StreamRpc::kWatchPolicy:
+      return "watch_policy";
+  }
+  return "unknown";
+}
+
 }  // namespace breaker::service

@@ -27,6 +27,8 @@ enum class RefusedInput {
 enum class FailureTarget { kBuilder, kRelay };
 // What the state store wrote.
 enum class StoreOperation { kAppend, kSnapshot };
+// The rpc of a stream breakerd writes to.
+enum class StreamRpc { kConnect, kWatchPolicy };
 
 // Each enum's values, and their Prometheus label values ("no_effect", "message", ...).
 inline constexpr ObservationOutcome kObservationOutcomes[] = {
@@ -35,14 +37,15 @@ inline constexpr ObservationOutcome kObservationOutcomes[] = {
 inline constexpr RefusedInput kRefusedInputs[] = {RefusedInput::kObservation,
                                                   RefusedInput::kMessage, RefusedInput::kConnect,
                                                   RefusedInput::kReport, RefusedInput::kAdmin};
-inline constexpr FailureTarget kFailureTargets[] = {FailureTarget::kBuilder,
-                                                    FailureTarget::kRelay};
+inline constexpr FailureTarget kFailureTargets[] = {FailureTarget::kBuilder, FailureTarget::kRelay};
 inline constexpr StoreOperation kStoreOperations[] = {StoreOperation::kAppend,
                                                       StoreOperation::kSnapshot};
+inline constexpr StreamRpc kStreamRpcs[] = {StreamRpc::kConnect, StreamRpc::kWatchPolicy};
 absl::string_view Label(ObservationOutcome outcome);
 absl::string_view Label(RefusedInput input);
 absl::string_view Label(FailureTarget target);
 absl::string_view Label(StoreOperation operation);
+absl::string_view Label(StreamRpc rpc);
 
 // Implementations are thread-safe and never block: they are called on the fleet's writer
 // thread and on gRPC's threads, some under the fleet's engine lock.
@@ -66,6 +69,10 @@ class MetricsSink {
 
   // A node stream finished writing a policy version `latency` after the fleet published it.
   virtual void FanOut(absl::Duration /*latency*/) {}
+
+  // A stream of `rpc` was ended because a message written to it was not read in time: its
+  // peer stopped reading.
+  virtual void WriteTimedOut(StreamRpc /*rpc*/) {}
 };
 
 // The sink used when metrics are off.

@@ -38,11 +38,11 @@ using ::breaker::testing::EtcdCluster;
 using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
 using ::breaker::testing::WaitFor;
-using ::testing::HasSubstr;
 using test_support::Bid;
 using test_support::kSlot;
 using test_support::Missing;
 using test_support::NodeClient;
+using ::testing::HasSubstr;
 
 // GET /metrics over a plain socket, as Prometheus does; returns the body, or "" on error.
 std::string Scrape(int port) {
@@ -171,8 +171,7 @@ TEST_F(MetricsTest, CountsWhatNodesAndOperatorsDo) {
   // applied.
   const std::string relay = "https://relay.example.com";
   ASSERT_TRUE(node->ObserveAndAwaitAck({Missing(1, 5, 'a'), Missing(2, 5, 'a'), Bid(3, 6, relay)}));
-  ASSERT_TRUE(
-      node->ObserveAndAwaitAck({Bid(3, 6, relay), Missing(4, 7, 'b', 0.9, kSlot + 100)}));
+  ASSERT_TRUE(node->ObserveAndAwaitAck({Bid(3, 6, relay), Missing(4, 7, 'b', 0.9, kSlot + 100)}));
   ASSERT_TRUE(node->AwaitPolicy([](const v1::Policy& p) { return p.banned_builders_size() > 0; }));
 
   // An operator ban.
@@ -310,7 +309,9 @@ TEST_F(ReplicaMetricsTest, LeaderAndStandbyEachSayWhetherTheyLeadAndReachEtcd) {
   const int standby_port = (*standby)->metrics_port();
   ASSERT_GT(standby_port, 0);
   EXPECT_TRUE(WaitFor(
-      [&] { return Sample(::breaker::service::Scrape(standby_port), "breakerd_etcd_reachable") == 1; },
+      [&] {
+        return Sample(::breaker::service::Scrape(standby_port), "breakerd_etcd_reachable") == 1;
+      },
       absl::Seconds(30)));
   text = ::breaker::service::Scrape(standby_port);
   EXPECT_EQ(Sample(text, "breakerd_leader"), 0) << text;
@@ -320,7 +321,9 @@ TEST_F(ReplicaMetricsTest, LeaderAndStandbyEachSayWhetherTheyLeadAndReachEtcd) {
   // etcd goes: the standby's next campaign try, and the leader's next write, go unanswered.
   cluster_->Kill(0);
   EXPECT_TRUE(WaitFor(
-      [&] { return Sample(::breaker::service::Scrape(standby_port), "breakerd_etcd_reachable") == 0; },
+      [&] {
+        return Sample(::breaker::service::Scrape(standby_port), "breakerd_etcd_reachable") == 0;
+      },
       absl::Seconds(30)));
   EXPECT_THAT(BanBuilder(10, "during the outage"), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_TRUE(WaitForSample("breakerd_etcd_reachable", 0)) << Scrape();
@@ -330,7 +333,9 @@ TEST_F(ReplicaMetricsTest, LeaderAndStandbyEachSayWhetherTheyLeadAndReachEtcd) {
   // etcd back, the standby's campaign is answered again.
   ASSERT_THAT(cluster_->Restart(0), IsOk());
   EXPECT_TRUE(WaitFor(
-      [&] { return Sample(::breaker::service::Scrape(standby_port), "breakerd_etcd_reachable") == 1; },
+      [&] {
+        return Sample(::breaker::service::Scrape(standby_port), "breakerd_etcd_reachable") == 1;
+      },
       absl::Seconds(60)));
   standby->reset();
 }

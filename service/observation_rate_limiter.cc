@@ -40,10 +40,11 @@ int ObservationRateLimiter::Take(const std::string& node_id, int wanted, std::st
   const int taken = static_cast<int>(std::min<double>(wanted, std::floor(bucket.tokens)));
   bucket.tokens -= taken;
   if (taken < wanted) {
-    *refusal = absl::StrCat("node ", node_id, " is over its observation rate (node_observation_rate ",
-                            rate_, " per second, node_observation_burst ", burst_,
-                            "); not applied: send fewer observations, or raise those limits in "
-                            "breakerd's configuration");
+    *refusal =
+        absl::StrCat("node ", node_id, " is over its observation rate (node_observation_rate ",
+                     rate_, " per second, node_observation_burst ", burst_,
+                     "); not applied: send fewer observations, or raise those limits in "
+                     "breakerd's configuration");
   }
   return taken;
 }

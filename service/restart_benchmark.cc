@@ -124,7 +124,8 @@ int Run() {
     const pid_t child = fork();
     CHECK_GE(child, 0);
     if (child == 0) {
-      RestartAndFill(dir, absl::StrCat(kill * per_kill, " journaled observations (kill ", kill, ")"),
+      RestartAndFill(dir,
+                     absl::StrCat(kill * per_kill, " journaled observations (kill ", kill, ")"),
                      per_kill, nodes, kill * rounds_per_kill);
     }
     int status = 0;

@@ -44,12 +44,14 @@ TEST(ServiceLimitsTest, AValueOutOfRangeNamesTheFieldAndTheRange) {
     std::string message;
   };
   for (const Case& c : std::initializer_list<Case>{
-           {&breaker::v1::Config::set_max_connected_nodes, 0, "max_connected_nodes is 0; accepted: 1..100000"},
+           {&breaker::v1::Config::set_max_connected_nodes, 0,
+            "max_connected_nodes is 0; accepted: 1..100000"},
            {&breaker::v1::Config::set_node_observation_rate, 1'000'001,
             "node_observation_rate is 1000001; accepted: 1..1000000"},
            {&breaker::v1::Config::set_node_observation_burst, 10,
             "node_observation_burst is 10; accepted: 1000..10000000"},
-           {&breaker::v1::Config::set_max_known_nodes, 0, "max_known_nodes is 0; accepted: 1..1000000"},
+           {&breaker::v1::Config::set_max_known_nodes, 0,
+            "max_known_nodes is 0; accepted: 1..1000000"},
        }) {
     breaker::v1::Config proto;
     (proto.*c.set)(c.value);

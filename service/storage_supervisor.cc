@@ -5,8 +5,7 @@
 
 namespace breaker::service {
 
-StorageSupervisor::StorageSupervisor(const Clock& clock,
-                                     std::function<void()> schedule_changed)
+StorageSupervisor::StorageSupervisor(const Clock& clock, std::function<void()> schedule_changed)
     : clock_(clock), schedule_changed_(std::move(schedule_changed)) {}
 
 absl::Status StorageSupervisor::status() const {

@@ -17,8 +17,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "common/mutex.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace breaker::service {
 

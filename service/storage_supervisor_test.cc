@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "common/fake_clock.h"
+#include "gtest/gtest.h"
 
 namespace breaker::service {
 namespace {
@@ -49,10 +49,10 @@ TEST_F(StorageSupervisorTest, FailedAttemptsWaitTwiceAsLongUpToTheLongestWait) {
     waits.push_back(wait);
     EXPECT_EQ(supervisor_.next_attempt(), clock_.Now() + wait);
   }
-  EXPECT_EQ(waits, (std::vector<absl::Duration>{absl::Seconds(2), absl::Seconds(4),
-                                                absl::Seconds(8), absl::Seconds(16),
-                                                absl::Seconds(30), absl::Seconds(30),
-                                                absl::Seconds(30), absl::Seconds(30)}));
+  EXPECT_EQ(waits,
+            (std::vector<absl::Duration>{absl::Seconds(2), absl::Seconds(4), absl::Seconds(8),
+                                         absl::Seconds(16), absl::Seconds(30), absl::Seconds(30),
+                                         absl::Seconds(30), absl::Seconds(30)}));
   EXPECT_EQ(supervisor_.status(), absl::UnavailableError("still full"));
 }
 

@@ -6,13 +6,14 @@
 
 namespace breaker::service {
 
-Ticker::Ticker(const Clock& clock, std::function<absl::Time()> next,
-               std::function<void()> tick)
+Ticker::Ticker(const Clock& clock, std::function<absl::Time()> next, std::function<void()> tick)
     : clock_(clock), next_(std::move(next)), tick_(std::move(tick)) {}
 
 Ticker::~Ticker() { Stop(); }
 
-void Ticker::Start() { thread_ = std::thread([this] { Loop(); }); }
+void Ticker::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void Ticker::Stop() {
   {

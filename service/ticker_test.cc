@@ -2,8 +2,8 @@
 
 #include <atomic>
 
-#include "gtest/gtest.h"
 #include "common/fake_clock.h"
+#include "gtest/gtest.h"
 #include "tests/support/test_util.h"
 
 namespace breaker::service {
@@ -42,8 +42,7 @@ TEST(TickerTest, TicksAtOnceForATimePassedAndAsksAgainAfter) {
   std::atomic<int> ticks{0};
   // Due now twice, then never.
   Ticker ticker(
-      clock, [&] { return ticks.load() < 2 ? kStart : absl::InfiniteFuture(); },
-      [&] { ++ticks; });
+      clock, [&] { return ticks.load() < 2 ? kStart : absl::InfiniteFuture(); }, [&] { ++ticks; });
   ticker.Start();
   ASSERT_TRUE(testing::WaitFor([&] { return ticks.load() == 2; }, kDeadline));
 }

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-folders=(bindings client common core ctl examples packaging proto sidecar tests)
+folders=(bindings client common core ctl examples packaging proto service sidecar tests)
 
 mapfile -t files < <(git ls-files -- "${folders[@]/%//*.cc}" "${folders[@]/%//*.h}")
 if [ "${#files[@]}" -eq 0 ]; then

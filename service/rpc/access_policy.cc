@@ -131,8 +131,7 @@ const Principal* AccessPolicy::FindByTokenSha256(absl::string_view token_sha256)
   return it == by_token_sha256_.end() ? nullptr : &principals_[it->second];
 }
 
-const Principal* AccessPolicy::FindByCertificate(
-    const std::vector<std::string>& identities) const {
+const Principal* AccessPolicy::FindByCertificate(const std::vector<std::string>& identities) const {
   for (const std::string& identity : identities) {
     auto it = by_certificate_identity_.find(identity);
     if (it != by_certificate_identity_.end()) return &principals_[it->second];

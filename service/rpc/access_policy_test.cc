@@ -15,8 +15,7 @@ using ::breaker::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // printf %s "secret" | sha256sum
-constexpr char kSecretSha256[] =
-    "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b";
+constexpr char kSecretSha256[] = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b";
 
 absl::StatusOr<AccessPolicy> Parse(const std::string& text) {
   v1::AccessPolicy proto;
@@ -40,10 +39,11 @@ TEST(RoleAllowsTest, EachRoleItsPermissions) {
 }
 
 TEST(AccessPolicyTest, FindsPrincipalsByTokenAndCertificate) {
-  absl::StatusOr<AccessPolicy> policy = Parse(absl::StrCat(R"pb(
-    principal { name: "node-a" role: ROLE_NODE certificate_identity: "node-a.pool" }
-    principal { name: "ops" role: ROLE_ADMIN token_sha256: ")pb",
-                                                           kSecretSha256, R"pb(" })pb"));
+  absl::StatusOr<AccessPolicy> policy = Parse(absl::StrCat(
+      R"pb(
+        principal { name: "node-a" role: ROLE_NODE certificate_identity: "node-a.pool" }
+        principal { name: "ops" role: ROLE_ADMIN token_sha256: ")pb",
+      kSecretSha256, R"pb(" })pb"));
   ASSERT_TRUE(policy.ok()) << policy.status();
   EXPECT_EQ(policy->size(), 2u);
 
@@ -66,9 +66,8 @@ TEST(AccessPolicyTest, FindsPrincipalsByTokenAndCertificate) {
 TEST(AccessPolicyTest, UpperCaseDigestsMatch) {
   std::string upper = kSecretSha256;
   for (char& c : upper) c = static_cast<char>(std::toupper(c));
-  absl::StatusOr<AccessPolicy> policy = Parse(
-      absl::StrCat(R"pb(principal { name: "ops" role: ROLE_ADMIN token_sha256: ")pb", upper,
-                   R"pb(" })pb"));
+  absl::StatusOr<AccessPolicy> policy = Parse(absl::StrCat(
+      R"pb(principal { name: "ops" role: ROLE_ADMIN token_sha256: ")pb", upper, R"pb(" })pb"));
   ASSERT_TRUE(policy.ok()) << policy.status();
   EXPECT_NE(policy->FindByToken("secret"), nullptr);
 }
@@ -88,8 +87,7 @@ class BadAccessFileTest : public ::testing::TestWithParam<BadFile> {};
 
 TEST_P(BadAccessFileTest, IsRefusedNamingThePrincipalAndTheFix) {
   absl::StatusOr<AccessPolicy> policy = Parse(GetParam().text);
-  EXPECT_THAT(policy, StatusIs(absl::StatusCode::kInvalidArgument,
-                               HasSubstr(GetParam().error)));
+  EXPECT_THAT(policy, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(GetParam().error)));
   EXPECT_THAT(policy.status().message(), HasSubstr("access.textproto: principal"));
 }
 

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -38,12 +39,18 @@ absl::Status AdminService::Authorize(grpc::CallbackServerContext* context,
 }
 
 // A WatchPolicy call: the current policy, then each newer one. One write in flight; a slow
-// reader gets the newest version next and skips those in between.
+// reader gets the newest version next and skips those in between, and one that stops reading
+// is ended at its write deadline (EndIfWriteOverdue).
 class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyListener {
  public:
   // `credentials`: the caller's, authorized for Permission::kView.
-  PolicyWatch(AdminService* service, Fleet* fleet, Credentials credentials)
-      : service_(service), fleet_(fleet), credentials_(std::move(credentials)) {
+  PolicyWatch(AdminService* service, Fleet* fleet, grpc::CallbackServerContext* context,
+              Credentials credentials)
+      : service_(service),
+        fleet_(fleet),
+        peer_(context->peer()),
+        credentials_(std::move(credentials)),
+        cancel_(context) {
     fleet_->Subscribe(this);
     OnPolicy(fleet_->policy());
   }
@@ -74,6 +81,24 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
     return true;
   }
 
+  // Ends the call at once, counted, when the write in flight started `timeout` or more before
+  // `now` (the fleet clock's monotonic reading): the caller stopped reading.
+  void EndIfWriteOverdue(absl::Duration now, absl::Duration timeout) {
+    const grpc::Status status(
+        grpc::StatusCode::DEADLINE_EXCEEDED,
+        absl::StrCat("breakerd's policy was not read within ", absl::FormatDuration(timeout),
+                     ": the caller stopped reading its WatchPolicy call (a watch must read it "
+                     "continuously); call again"));
+    {
+      MutexLock lock(&mu_);
+      if (!stream_.AbandonOverdueWrite(now, timeout, status)) return;
+    }
+    LOG(WARNING) << "policy watch from " << peer_ << " ended: " << status.error_message();
+    fleet_->metrics().WriteTimedOut(StreamRpc::kWatchPolicy);
+    // Without the watch's lock: OnWriteDone(false), which finishes, may run meanwhile.
+    cancel_.Cancel(status);
+  }
+
   // Ends the call with `status` (shutting down), after the write in flight.
   void End(const grpc::Status& status) {
     MutexLock lock(&mu_);
@@ -97,6 +122,7 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
   }
 
   void OnDone() override {
+    cancel_.Done();
     service_->Forget(this);
     fleet_->Unsubscribe(this);
     delete this;
@@ -108,13 +134,16 @@ class PolicyWatch : public grpc::ServerWriteReactor<v1::Policy>, public PolicyLi
     }
     sent_ = latest_->generation;
     current_ = latest_;
-    stream_.WriteStarted();
+    stream_.WriteStarted(fleet_->clock().Monotonic());
     StartWrite(&current_->proto);
   }
 
   AdminService* const service_;
   Fleet* const fleet_;
+  const std::string peer_;
   const Credentials credentials_;
+  // Ends the call at once, a write in flight included (EndIfWriteOverdue).
+  CallCancel cancel_;
   Mutex mu_;
   StreamFinish stream_ ABSL_GUARDED_BY(mu_);
   // The generation (PublishedPolicy) of the publication sent last.
@@ -354,8 +383,8 @@ grpc::ServerWriteReactor<v1::Policy>* AdminService::WatchPolicy(
   if (absl::Status allowed = Authorize(context, Permission::kView); !allowed.ok()) {
     return new FinishedCall<grpc::ServerWriteReactor<v1::Policy>>(ToGrpcStatus(allowed));
   }
-  auto* watch =
-      new PolicyWatch(this, fleet(), Authorizer::CredentialsOf(*context).value_or(Credentials{}));
+  auto* watch = new PolicyWatch(this, fleet(), context,
+                                Authorizer::CredentialsOf(*context).value_or(Credentials{}));
   MutexLock lock(&mu_);
   if (!shutdown_.ok()) {
     watch->End(ToGrpcStatus(shutdown_));
@@ -387,6 +416,39 @@ size_t AdminService::Reauthorize() {
   size_t ended = 0;
   for (PolicyWatch* watch : watches_) ended += watch->Reauthorize(*authorizer_) ? 1 : 0;
   return ended;
+}
+
+AdminService::AdminService(std::shared_ptr<const ServedFleet> served, const Authorizer* authorizer,
+                           AccessReloader reload_access, ReplicationReader replication,
+                           absl::Duration write_timeout)
+    : served_(std::move(served)),
+      authorizer_(authorizer),
+      reload_access_(std::move(reload_access)),
+      replication_(std::move(replication)),
+      write_timeout_(write_timeout),
+      deadline_checks_([this] { CheckDeadlines(); }) {}
+
+AdminService::~AdminService() {
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  stop_checks_.SignalAll();
+  deadline_checks_.join();
+}
+
+void AdminService::CheckDeadlines() {
+  MutexLock lock(&mu_);
+  while (true) {
+    if (!stopping_) stop_checks_.WaitFor(&mu_, kDeadlineCheckPeriod);
+    if (stopping_) return;
+    // A watch is only opened once the fleet is served.
+    if (watches_.empty()) continue;
+    const absl::Duration now = fleet()->clock().Monotonic();
+    // Under mu_: a watch is deleted only after Forget, which waits for it. Cancelling runs none
+    // of the call's reactions (OnDone, which forgets it) on this thread.
+    for (PolicyWatch* watch : watches_) watch->EndIfWriteOverdue(now, write_timeout_);
+  }
 }
 
 void AdminService::Forget(PolicyWatch* watch) {

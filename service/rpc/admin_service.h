@@ -6,10 +6,12 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <thread>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/time/time.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "common/mutex.h"
 #include "service/fleet.h"
@@ -30,21 +32,27 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
 
   // Every call is authorized first: the reads need Permission::kView, the changes
   // Permission::kOperate. `reload_access` answers ReloadAccess; null: FAILED_PRECONDITION.
-  // `replication` fills ListNodesResponse.replication; null: left out (SQLite).
+  // `replication` fills ListNodesResponse.replication; null: left out (SQLite). A WatchPolicy
+  // call whose caller has not read a policy breakerd wrote to it within `write_timeout`, by
+  // the fleet's clock, is ended with DEADLINE_EXCEEDED at once, and counted
+  // (breakerd_write_timeouts_total).
   // REQUIRES: `fleet` and `authorizer` outlive the service and every call.
   AdminService(Fleet* fleet, const Authorizer* authorizer, AccessReloader reload_access = nullptr,
-               ReplicationReader replication = nullptr)
+               ReplicationReader replication = nullptr,
+               absl::Duration write_timeout = kDefaultWriteTimeout)
       : AdminService(std::make_shared<const ServedFleet>(fleet), authorizer,
-                     std::move(reload_access), std::move(replication)) {}
+                     std::move(reload_access), std::move(replication), write_timeout) {}
   // As above, over the fleet `served` is given once the gate opens: until then every call ends
   // with ServedFleet::Admit's refusal, whoever makes it. REQUIRES: `authorizer`, and the fleet
   // given, outlive the service and every call.
   AdminService(std::shared_ptr<const ServedFleet> served, const Authorizer* authorizer,
-               AccessReloader reload_access = nullptr, ReplicationReader replication = nullptr)
-      : served_(std::move(served)),
-        authorizer_(authorizer),
-        reload_access_(std::move(reload_access)),
-        replication_(std::move(replication)) {}
+               AccessReloader reload_access = nullptr, ReplicationReader replication = nullptr,
+               absl::Duration write_timeout = kDefaultWriteTimeout);
+  ~AdminService() override;
+
+  static constexpr absl::Duration kDefaultWriteTimeout = absl::Seconds(30);
+  // How often, in real time, the watches are checked for their write deadline.
+  static constexpr absl::Duration kDeadlineCheckPeriod = absl::Seconds(1);
 
   grpc::ServerUnaryReactor* GetPolicy(grpc::CallbackServerContext* context,
                                       const breaker::v1::GetPolicyRequest* request,
@@ -124,6 +132,8 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
 
   // A watch is done (its OnDone).
   void Forget(PolicyWatch* watch);
+  // Ends the watches past their write deadline, every kDeadlineCheckPeriod until stopped.
+  void CheckDeadlines();
 
   // A call about to wait for the fleet, answered once by PendingCall::Answer or by Shutdown;
   // null, and the call answered, after Shutdown(kEnd).
@@ -148,7 +158,10 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   const Authorizer* const authorizer_;
   const AccessReloader reload_access_;
   const ReplicationReader replication_;
+  const absl::Duration write_timeout_;
   Mutex mu_;
+  CondVar stop_checks_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Not OK once Shutdown ran: what every watch is ended with.
   absl::Status shutdown_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<PolicyWatch*> watches_ ABSL_GUARDED_BY(mu_);
@@ -157,6 +170,8 @@ class AdminService final : public breaker::v1::Admin::CallbackService {
   // The calls waiting for the fleet; each is owned by the fleet's callback, which forgets it
   // before it goes.
   absl::flat_hash_set<PendingCall*> pending_ ABSL_GUARDED_BY(mu_);
+  // Runs CheckDeadlines. Last: it starts once the rest is built.
+  std::thread deadline_checks_;
 };
 
 }  // namespace breaker::service

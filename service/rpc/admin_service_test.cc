@@ -523,6 +523,58 @@ TEST_F(ServerTest, WatchPolicyStreamsNewVersions) {
   EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 
+TEST_F(ServerTest, AWatchThatStopsReadingEndsAtTheWriteDeadlineAndIsCounted) {
+  ServerOptions options = Options();
+  options.write_timeout = absl::Seconds(30);
+  options.metrics_listen = "127.0.0.1:0";
+  WriteConfig("");
+  StartServerWith(options);
+  ASSERT_NO_FATAL_FAILURE(GrowPolicyPastAStreamWindow());
+  auto write_timeouts = [&] {
+    return test_support::MetricSample(server_->metrics_port(),
+                                      "breakerd_write_timeouts_total{rpc=\"watch_policy\"}");
+  };
+  // A watch that never reads, over a connection of its own whose window it does not grow.
+  grpc::ChannelArguments arguments;
+  arguments.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  std::unique_ptr<v1::Admin::Stub> stalled_admin =
+      v1::Admin::NewStub(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                                   grpc::InsecureChannelCredentials(), arguments));
+  grpc::ClientContext stalled_context;
+  stalled_context.set_deadline(Deadline());
+  std::unique_ptr<grpc::ClientReader<v1::Policy>> stalled =
+      stalled_admin->WatchPolicy(&stalled_context, v1::WatchPolicyRequest());
+  // breakerd's headers go with its first write: the policy's, which waits for the reader.
+  stalled->WaitForInitialMetadata();
+  grpc::ClientContext live_context;
+  live_context.set_deadline(Deadline());
+  std::unique_ptr<grpc::ClientReader<v1::Policy>> live =
+      admin_->WatchPolicy(&live_context, v1::WatchPolicyRequest());
+  v1::Policy policy;
+  ASSERT_TRUE(live->Read(&policy));
+  EXPECT_EQ(write_timeouts(), 0);
+
+  // Past the deadline, by the fleet's clock: the stalled watch ends at once, counted (before
+  // it reads: reading would let the write complete); the live one goes on.
+  clock_.Advance(absl::Seconds(31));
+  EXPECT_TRUE(WaitFor([&] { return write_timeouts() == 1; }, absl::Seconds(10)));
+  while (stalled->Read(&policy)) {
+  }
+  const grpc::Status status = stalled->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("not read within 30s"));
+  absl::StatusOr<v1::Policy> unbanned = UnbanBuilder(1);
+  ASSERT_THAT(unbanned, IsOk());
+  ASSERT_TRUE(live->Read(&policy));
+  EXPECT_EQ(policy.version(), unbanned->version());
+  live_context.TryCancel();
+  while (live->Read(&policy)) {
+  }
+  EXPECT_EQ(live->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(write_timeouts(), 1);
+}
+
 TEST_F(ServerTest, ShutdownReportsNotServingWhileDraining) {
   WriteConfig("");
   ServerOptions options = Options();

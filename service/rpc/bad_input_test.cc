@@ -670,9 +670,7 @@ TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
        [](BadInputTest& t) { return t.StreamEnd({HelloMessage(std::string(129, 'n'))}); },
        absl::StatusCode::kInvalidArgument, "hello.node_id is 129 bytes"},
       {"node id forging a log line",
-       [](BadInputTest& t) {
-         return t.StreamEnd({HelloMessage("bn-1\nE1201 00:00:00 forged")});
-       },
+       [](BadInputTest& t) { return t.StreamEnd({HelloMessage("bn-1\nE1201 00:00:00 forged")}); },
        absl::StatusCode::kInvalidArgument, "printable ASCII"},
       {"node id with a DEL byte",
        [](BadInputTest& t) { return t.StreamEnd({HelloMessage("bn\x7f")}); },
@@ -683,9 +681,7 @@ TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
        },
        absl::StatusCode::kInvalidArgument, "hello.client_version is 129 bytes"},
       {"network one past its bound",
-       [](BadInputTest& t) {
-         return t.StreamEnd({HelloWith("h2", "", std::string(65, 'n'), "")});
-       },
+       [](BadInputTest& t) { return t.StreamEnd({HelloWith("h2", "", std::string(65, 'n'), "")}); },
        absl::StatusCode::kInvalidArgument, "hello.network is 65 bytes"},
       {"a 200 KB network is refused with a short message",
        [huge_network](BadInputTest& t) {
@@ -742,14 +738,11 @@ TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
        absl::StatusCode::kInvalidArgument, "bid_seen.builder_pubkey is 5 bytes"},
       // --- Admin ---
       {"ban reason one past its bound",
-       [](BadInputTest& t) {
-         return FromStatus(t.BanBuilder(9, std::string(1025, 'r')).status());
-       },
+       [](BadInputTest& t) { return FromStatus(t.BanBuilder(9, std::string(1025, 'r')).status()); },
        absl::StatusCode::kInvalidArgument, "reason is 1025 bytes"},
       {"ban until more than 2^20 epochs ahead",
        [](BadInputTest& t) {
-         return FromStatus(
-             t.BanBuilder(9, "x", kStartEpoch + (uint64_t{1} << 20) + 1).status());
+         return FromStatus(t.BanBuilder(9, "x", kStartEpoch + (uint64_t{1} << 20) + 1).status());
        },
        absl::StatusCode::kInvalidArgument, "more than 1048576 epochs ahead"},
       {"ban until epoch 2^64-1: forever has one spelling",
@@ -799,13 +792,17 @@ TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
        absl::StatusCode::kInvalidArgument, "/breaker.v1.Breaker/Report could not be parsed"},
       // --- Reload: numbers that wrapped, lists and strings past their bounds ---
       {"reload: blacklist period 2^64-1",
-       [](BadInputTest& t) { return t.ReloadWith("blacklist_period_epochs: 18446744073709551615\n"); },
+       [](BadInputTest& t) {
+         return t.ReloadWith("blacklist_period_epochs: 18446744073709551615\n");
+       },
        absl::StatusCode::kInvalidArgument, "blacklist_period_epochs is 18446744073709551615"},
       {"reload: critical blacklist period one past 2^20",
        [](BadInputTest& t) { return t.ReloadWith("critical_blacklist_period_epochs: 1048577\n"); },
        absl::StatusCode::kInvalidArgument, "critical_blacklist_period_epochs is 1048577"},
       {"reload: back-off period near 2^64",
-       [](BadInputTest& t) { return t.ReloadWith("backoff_period_epochs: 18446744073709551000\n"); },
+       [](BadInputTest& t) {
+         return t.ReloadWith("backoff_period_epochs: 18446744073709551000\n");
+       },
        absl::StatusCode::kInvalidArgument, "backoff_period_epochs is 18446744073709551000"},
       {"reload: relay blacklist period near 2^64",
        [](BadInputTest& t) {
@@ -834,15 +831,20 @@ TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
        absl::StatusCode::kInvalidArgument, "let a policy reach"},
       {"reload: a missed-slot count that could never trip",
        [](BadInputTest& t) {
-         return t.ReloadWith("missed_slots { preset: \"custom\" max_consecutive_missed_slots: 1000 }\n");
+         return t.ReloadWith(
+             "missed_slots { preset: \"custom\" max_consecutive_missed_slots: 1000 }\n");
        },
        absl::StatusCode::kInvalidArgument, "max_consecutive_missed_slots is 1000"},
       // --- breakerd's flags ---
       {"--max_message_bytes negative",
-       [](BadInputTest&) { return Flags([](ServerOptions& o) { o.max_receive_message_bytes = -1; }); },
+       [](BadInputTest&) {
+         return Flags([](ServerOptions& o) { o.max_receive_message_bytes = -1; });
+       },
        absl::StatusCode::kInvalidArgument, "--max_message_bytes is -1"},
       {"--max_message_bytes 0",
-       [](BadInputTest&) { return Flags([](ServerOptions& o) { o.max_receive_message_bytes = 0; }); },
+       [](BadInputTest&) {
+         return Flags([](ServerOptions& o) { o.max_receive_message_bytes = 0; });
+       },
        absl::StatusCode::kInvalidArgument, "--max_message_bytes is 0"},
       {"--max_concurrent_streams 0",
        [](BadInputTest&) { return Flags([](ServerOptions& o) { o.max_concurrent_streams = 0; }); },
@@ -857,6 +859,11 @@ TEST_F(BadInputTest, EveryInputPastItsBoundIsRefusedAndChangesNothing) {
          return Flags([](ServerOptions& o) { o.hello_timeout = absl::ZeroDuration(); });
        },
        absl::StatusCode::kInvalidArgument, "--hello_timeout_seconds is 0; accepted: 1..600"},
+      {"--write_timeout_seconds 601",
+       [](BadInputTest&) {
+         return Flags([](ServerOptions& o) { o.write_timeout = absl::Seconds(601); });
+       },
+       absl::StatusCode::kInvalidArgument, "--write_timeout_seconds is 10m1s; accepted: 1..600"},
       {"--listen without a port",
        [](BadInputTest&) { return Flags([](ServerOptions& o) { o.listen_address = "0.0.0.0"; }); },
        absl::StatusCode::kInvalidArgument, "--listen is \"0.0.0.0\""},

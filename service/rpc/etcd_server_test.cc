@@ -40,8 +40,8 @@ using ::breaker::testing::IsOk;
 using ::breaker::testing::StatusIs;
 using ::breaker::testing::WaitFor;
 using ::google::protobuf::util::MessageDifferencer;
-using ::testing::HasSubstr;
 using test_support::ServerTest;
+using ::testing::HasSubstr;
 
 class EtcdServerTest : public ServerTest {
  protected:

@@ -24,7 +24,8 @@ class MalformedRequestInterceptor : public grpc::experimental::Interceptor {
     if (unparsed_ && methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       // gRPC's own answer to it; breakerd never answers UNIMPLEMENTED without a message.
       const grpc::Status status = methods->GetSendStatus();
-      if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && status.error_message().empty()) {
+      if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
+          status.error_message().empty()) {
         const std::string method = info_->method();
         LOG(WARNING) << "call " << method << " from " << info_->server_context()->peer()
                      << " refused: its request could not be parsed";

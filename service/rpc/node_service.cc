@@ -27,7 +27,8 @@ constexpr int kMaxPendingRefusals = 100;
 // One node's Connect stream. At most one read and one write are in flight. The next message is
 // read only once the previous batch is durable, which bounds what a node can have queued.
 // Writes are coalesced: a newer policy replaces an unsent one, acknowledgements merge, so a
-// node that stops reading costs a bounded amount of memory.
+// node that stops reading costs a bounded amount of memory, and only until its write deadline
+// (EndIfWriteOverdue).
 //
 // Owned by shared pointers: its own (released in OnDone) and those of pending fleet callbacks,
 // which may outlive the call; after OnDone they find it finished and do nothing.
@@ -44,7 +45,8 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
         peer_(context->peer()),
         caller_(std::move(caller)),
         credentials_(std::move(credentials)),
-        opened_at_(fleet_->clock().Monotonic()) {}
+        opened_at_(fleet_->clock().Monotonic()),
+        cancel_(context) {}
 
   void Start(std::shared_ptr<NodeStream> self) {
     self_ = std::move(self);
@@ -70,6 +72,27 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     Kick(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                       absl::StrCat("no hello within ", absl::FormatDuration(timeout),
                                    " of opening the stream; a Connect stream says hello first")));
+  }
+
+  // Ends the stream at once, counted, when the write in flight started `timeout` or more
+  // before `now` (the fleet clock's monotonic reading): the node stopped reading its stream,
+  // and a write it does not read would hold the stream, ended or not, forever.
+  void EndIfWriteOverdue(absl::Duration now, absl::Duration timeout) {
+    const grpc::Status status(
+        grpc::StatusCode::DEADLINE_EXCEEDED,
+        absl::StrCat("breakerd's message was not read within ", absl::FormatDuration(timeout),
+                     ": the node stopped reading its Connect stream (a node must read it "
+                     "continuously); reconnect"));
+    {
+      MutexLock lock(&mu_);
+      if (!stream_.AbandonOverdueWrite(now, timeout, status)) return;
+    }
+    // A write follows the hello: node_id_ is set.
+    LOG(WARNING) << "stream from " << peer_ << " (node " << node_id_
+                 << ") ended: " << status.error_message();
+    fleet_->metrics().WriteTimedOut(StreamRpc::kConnect);
+    // Without the stream's lock: OnWriteDone(false), which finishes, may run meanwhile.
+    cancel_.Cancel(status);
   }
 
   // Checks the stream's credential against the access file in force, and its node id once the
@@ -327,6 +350,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   }
 
   void OnDone() override {
+    cancel_.Done();
     fleet_->Unsubscribe(this);
     service_->Closed(this);
     if (!node_id_.empty()) {
@@ -378,7 +402,7 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
     } else {
       return;
     }
-    stream_.WriteStarted();
+    stream_.WriteStarted(fleet_->clock().Monotonic());
     StartWrite(&write_buffer_);
   }
 
@@ -408,6 +432,8 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   // When the stream opened, by the fleet clock's monotonic reading: its hello is due within
   // the service's hello timeout.
   const absl::Duration opened_at_;
+  // Ends the call at once, a write in flight included (EndIfWriteOverdue).
+  CallCancel cancel_;
 
   Mutex mu_;
   StreamFinish stream_ ABSL_GUARDED_BY(mu_);
@@ -436,15 +462,18 @@ class NodeStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBu
   std::optional<absl::Duration> writing_published_at_ ABSL_GUARDED_BY(mu_);
 };
 
-NodeService::NodeService(Fleet* fleet, const Authorizer* authorizer, absl::Duration hello_timeout)
-    : NodeService(std::make_shared<const ServedFleet>(fleet), authorizer, hello_timeout) {}
+NodeService::NodeService(Fleet* fleet, const Authorizer* authorizer, absl::Duration hello_timeout,
+                         absl::Duration write_timeout)
+    : NodeService(std::make_shared<const ServedFleet>(fleet), authorizer, hello_timeout,
+                  write_timeout) {}
 
 NodeService::NodeService(std::shared_ptr<const ServedFleet> served, const Authorizer* authorizer,
-                         absl::Duration hello_timeout)
+                         absl::Duration hello_timeout, absl::Duration write_timeout)
     : served_(std::move(served)),
       authorizer_(authorizer),
       hello_timeout_(hello_timeout),
-      hello_checks_([this] { CheckHellos(); }) {}
+      write_timeout_(write_timeout),
+      deadline_checks_([this] { CheckDeadlines(); }) {}
 
 NodeService::~NodeService() {
   {
@@ -452,15 +481,15 @@ NodeService::~NodeService() {
     stopping_ = true;
   }
   stop_checks_.SignalAll();
-  hello_checks_.join();
+  deadline_checks_.join();
 }
 
-void NodeService::CheckHellos() {
+void NodeService::CheckDeadlines() {
   while (true) {
     std::vector<std::shared_ptr<NodeStream>> open;
     {
       MutexLock lock(&mu_);
-      if (!stopping_) stop_checks_.WaitFor(&mu_, kHelloCheckPeriod);
+      if (!stopping_) stop_checks_.WaitFor(&mu_, kDeadlineCheckPeriod);
       if (stopping_) return;
       for (const auto& [raw, weak] : open_streams_) {
         if (std::shared_ptr<NodeStream> stream = weak.lock()) open.push_back(std::move(stream));
@@ -469,8 +498,10 @@ void NodeService::CheckHellos() {
     // A stream is only opened once the fleet is served (ServedFleet::Admit).
     if (open.empty()) continue;
     const absl::Duration now = fleet()->clock().Monotonic();
-    for (const std::shared_ptr<NodeStream>& stream : open)
+    for (const std::shared_ptr<NodeStream>& stream : open) {
       stream->EndIfNoHello(now, hello_timeout_);
+      stream->EndIfWriteOverdue(now, write_timeout_);
+    }
   }
 }
 

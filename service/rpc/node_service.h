@@ -27,22 +27,28 @@ class NodeService final
           breaker::v1::Breaker::WithRawCallbackMethod_Connect<breaker::v1::Breaker::Service>> {
  public:
   // Connect and Report need Permission::kNodeStream, and a node credential may only name its
-  // own node id. A Connect stream that has not said hello within `hello_timeout`, by the
-  // fleet's clock, is ended with DEADLINE_EXCEEDED and counted (breakerd_refused_total,
-  // input "connect"): streams that never speak cannot pile up.
+  // own node id. By the fleet's clock: a Connect stream that has not said hello within
+  // `hello_timeout` is ended with DEADLINE_EXCEEDED and counted (breakerd_refused_total, input
+  // "connect"), and one whose node has not read a message breakerd wrote to it within
+  // `write_timeout` is ended with DEADLINE_EXCEEDED at once, the write abandoned, and counted
+  // (breakerd_write_timeouts_total): streams that never speak, or stop reading, cannot pile
+  // up.
   // REQUIRES: `fleet` and `authorizer` outlive the service and every stream.
   NodeService(Fleet* fleet, const Authorizer* authorizer,
-              absl::Duration hello_timeout = kDefaultHelloTimeout);
+              absl::Duration hello_timeout = kDefaultHelloTimeout,
+              absl::Duration write_timeout = kDefaultWriteTimeout);
   // As above, over the fleet `served` is given once the gate opens: until then every call ends
   // with ServedFleet::Admit's refusal, whoever makes it. REQUIRES: `authorizer`, and the fleet
   // given, outlive the service and every stream.
   NodeService(std::shared_ptr<const ServedFleet> served, const Authorizer* authorizer,
-              absl::Duration hello_timeout = kDefaultHelloTimeout);
+              absl::Duration hello_timeout = kDefaultHelloTimeout,
+              absl::Duration write_timeout = kDefaultWriteTimeout);
   ~NodeService() override;
 
   static constexpr absl::Duration kDefaultHelloTimeout = absl::Seconds(10);
-  // How often, in real time, the streams are checked for their hello deadline.
-  static constexpr absl::Duration kHelloCheckPeriod = absl::Seconds(1);
+  static constexpr absl::Duration kDefaultWriteTimeout = absl::Seconds(30);
+  // How often, in real time, the streams are checked for their hello and write deadlines.
+  static constexpr absl::Duration kDeadlineCheckPeriod = absl::Seconds(1);
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -53,8 +59,8 @@ class NodeService final
 
   // Ends every stream with `why` (UNAVAILABLE: shutdown, or a replica that stopped leading;
   // nodes reconnect elsewhere or later) and refuses new ones.
-  void Shutdown(const absl::Status& why =
-                    absl::UnavailableError("breakerd is shutting down; reconnect"));
+  void Shutdown(
+      const absl::Status& why = absl::UnavailableError("breakerd is shutting down; reconnect"));
 
   // Checks every stream's credential against the access file in force (after a reload) and
   // ends, with PERMISSION_DENIED, each one that lost Permission::kNodeStream or whose node id
@@ -78,12 +84,14 @@ class NodeService final
 
   // REQUIRES: ServedFleet::Admit returned OK for the call, or for the one of the stream.
   Fleet* fleet() const { return served_->fleet(); }
-  // Ends the streams past their hello deadline, every kHelloCheckPeriod until stopped.
-  void CheckHellos();
+  // Ends the streams past their hello or write deadline, every kDeadlineCheckPeriod until
+  // stopped.
+  void CheckDeadlines();
 
   const std::shared_ptr<const ServedFleet> served_;
   const Authorizer* const authorizer_;
   const absl::Duration hello_timeout_;
+  const absl::Duration write_timeout_;
   Mutex mu_;
   CondVar stop_checks_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -94,8 +102,8 @@ class NodeService final
   // Every stream not yet done, hello or not, for Shutdown.
   absl::flat_hash_map<const NodeStream*, std::weak_ptr<NodeStream>> open_streams_
       ABSL_GUARDED_BY(mu_);
-  // Runs CheckHellos. Last: it starts once the rest is built.
-  std::thread hello_checks_;
+  // Runs CheckDeadlines. Last: it starts once the rest is built.
+  std::thread deadline_checks_;
 };
 
 }  // namespace breaker::service

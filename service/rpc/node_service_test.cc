@@ -163,6 +163,92 @@ TEST_F(ServerTest, AStreamThatSaysNoHelloEndsAtTheHelloDeadline) {
   EXPECT_TRUE(talking->ObserveAndAwaitAck({Bid(1, 7, "")}).has_value());
 }
 
+// Nodes that stop reading their stream, while breakerd has a policy larger than a stream's
+// flow-control window to write to them.
+class StalledStreamTest : public ServerTest {
+ protected:
+  // A server with a 30 s write timeout, metrics, and the large policy.
+  void StartWithLargePolicy() {
+    ServerOptions options = Options();
+    options.write_timeout = absl::Seconds(30);
+    options.metrics_listen = "127.0.0.1:0";
+    WriteConfig("");
+    StartServerWith(options);
+    ASSERT_NO_FATAL_FAILURE(GrowPolicyPastAStreamWindow());
+  }
+
+  // A node that says hello, then never reads, over a connection of its own whose window it
+  // does not grow; returned once breakerd's write of the policy to it has started (and waits
+  // for the node).
+  std::unique_ptr<NodeClient> StalledNode(const std::string& node_id) {
+    grpc::ChannelArguments arguments;
+    arguments.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    auto node = std::make_unique<NodeClient>(
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                  grpc::InsecureChannelCredentials(), arguments));
+    // A batch is read only once the hello is handled, which started the policy's write.
+    std::optional<v1::Node> known = FindNode(node_id);
+    const uint64_t sequence = (known.has_value() ? known->last_sequence() : 0) + 1;
+    EXPECT_TRUE(node->Hello(node_id));
+    EXPECT_TRUE(node->Observe({Bid(sequence, 7, "")}));
+    EXPECT_TRUE(::breaker::testing::WaitFor(
+        [&] {
+          std::optional<v1::Node> info = FindNode(node_id);
+          return info.has_value() && info->last_sequence() == sequence;
+        },
+        absl::Seconds(10)))
+        << node_id << "'s batch was not handled";
+    return node;
+  }
+
+  // Node streams ended at their write deadline, by the server's metrics.
+  double WriteTimeouts() {
+    return test_support::MetricSample(server_->metrics_port(),
+                                      "breakerd_write_timeouts_total{rpc=\"connect\"}");
+  }
+};
+
+TEST_F(StalledStreamTest, AStreamThatStopsReadingEndsAtTheWriteDeadlineAndIsCounted) {
+  ASSERT_NO_FATAL_FAILURE(StartWithLargePolicy());
+  std::unique_ptr<NodeClient> live = ConnectedNode("bn-live");
+  std::unique_ptr<NodeClient> stalled = StalledNode("bn-stalled");
+  EXPECT_EQ(WriteTimeouts(), 0);
+
+  // Past the deadline, by the fleet's clock: the stalled stream ends at once, counted; the live
+  // one, whose writes complete, goes on.
+  clock_.Advance(absl::Seconds(31));
+  // Not reading yet: reading would let the write complete.
+  EXPECT_TRUE(::breaker::testing::WaitFor([&] { return !GetNode("bn-stalled").connected(); },
+                                          absl::Seconds(10)));
+  EXPECT_EQ(WriteTimeouts(), 1);
+  const grpc::Status status = stalled->AwaitEnd();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("not read within 30s"));
+  EXPECT_THAT(status.error_message(), HasSubstr("stopped reading"));
+  ASSERT_THAT(UnbanBuilder(1), IsOk());
+  EXPECT_TRUE(live->AwaitPolicy([](const v1::Policy& p) { return !Bans(p, 1); }).has_value());
+  EXPECT_TRUE(live->ObserveAndAwaitAck({Bid(1, 7, "")}).has_value());
+  EXPECT_TRUE(GetNode("bn-live").connected());
+  EXPECT_EQ(WriteTimeouts(), 1);
+}
+
+// A stalled node reconnects: its old stream, ended (replaced) but holding a write the node
+// never reads, still ends at the deadline; the new stream is the node's.
+TEST_F(StalledStreamTest, AReplacedStreamHoldingAnUnreadWriteEndsAtTheWriteDeadline) {
+  ASSERT_NO_FATAL_FAILURE(StartWithLargePolicy());
+  std::unique_ptr<NodeClient> stalled = StalledNode("bn-1");
+  std::unique_ptr<NodeClient> again = ConnectedNode("bn-1");
+
+  clock_.Advance(absl::Seconds(31));
+  EXPECT_TRUE(::breaker::testing::WaitFor([&] { return WriteTimeouts() == 1; }, absl::Seconds(10)));
+  const grpc::Status status = stalled->AwaitEnd();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("not read within 30s"));
+  EXPECT_TRUE(GetNode("bn-1").connected());
+  EXPECT_TRUE(again->ObserveAndAwaitAck({Bid(2, 7, "")}).has_value());
+}
+
 TEST_F(ServerTest, HelloWithoutNodeIdIsRefused) {
   StartServer();
   NodeClient node(channel_);

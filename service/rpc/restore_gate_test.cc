@@ -65,8 +65,8 @@ class GatedServer {
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     for (grpc::Service* service : services) builder.RegisterService(service);
     server_ = builder.BuildAndStart();
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_),
-                                   grpc::InsecureChannelCredentials());
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials());
   }
   ~GatedServer() { server_->Shutdown(std::chrono::system_clock::now()); }
 
@@ -199,9 +199,9 @@ TEST(RestoreGateTest, AHeldNodeStreamEndsWithTheFailure) {
   gate.Fail(absl::UnavailableError("breakerd could not restore its state"));
   v1::ServerMessage message;
   EXPECT_FALSE(stream->Read(&message));
-  EXPECT_THAT(FromGrpc(stream->Finish()),
-              StatusIs(absl::StatusCode::kUnavailable,
-                       HasSubstr("breakerd could not restore its state")));
+  EXPECT_THAT(
+      FromGrpc(stream->Finish()),
+      StatusIs(absl::StatusCode::kUnavailable, HasSubstr("breakerd could not restore its state")));
 }
 
 TEST(RestoreGateTest, ACallWhoseHoldRunsOutIsToldToRetry) {

@@ -159,8 +159,7 @@ grpc::ByteBuffer ToBuffer(absl::string_view bytes) {
 
 std::string Describe(const grpc::Status& status) {
   return absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
-                      " \"",
-                      absl::CHexEscape(core::bounds::Truncate(status.error_message(), 300)),
+                      " \"", absl::CHexEscape(core::bounds::Truncate(status.error_message(), 300)),
                       "\" (", status.error_message().size(), " bytes)");
 }
 
@@ -290,8 +289,8 @@ class Harness {
   void CheckAck(absl::string_view what, const v1::ObservationAck& ack) {
     for (const v1::ObservationRefusal& refusal : ack.refused()) {
       if (refusal.message().empty() || refusal.message().size() > kMaxErrorMessageBytes) {
-        Fail(absl::StrCat(what, ": a refusal of sequence ", refusal.sequence(), " with a message of ",
-                          refusal.message().size(), " bytes: ",
+        Fail(absl::StrCat(what, ": a refusal of sequence ", refusal.sequence(),
+                          " with a message of ", refusal.message().size(), " bytes: ",
                           absl::CHexEscape(core::bounds::Truncate(refusal.message(), 300))));
       }
     }
@@ -403,8 +402,8 @@ class Harness {
     auto await = [&](const char* operation) {
       void* tag = nullptr;
       bool ok = false;
-      const grpc::CompletionQueue::NextStatus next = queue.AsyncNext(
-          &tag, &ok, std::chrono::system_clock::now() + kCallDeadline + kHangAfter);
+      const grpc::CompletionQueue::NextStatus next =
+          queue.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + kCallDeadline + kHangAfter);
       if (next != grpc::CompletionQueue::GOT_EVENT) {
         Fail(absl::StrCat(path, ": ", operation, " did not complete; messages of", written,
                           " bytes"));

@@ -48,9 +48,7 @@ class Events {
 
 int RunBreakerd(ServerOptions options, const sigset_t& signals) {
   Events events;
-  options.on_stepped_down = [&events](const absl::Status& why) {
-    events.Post({0, why});
-  };
+  options.on_stepped_down = [&events](const absl::Status& why) { events.Post({0, why}); };
   // Takes the signals until a stop signal, which it posts last.
   std::thread signal_taker([&events, &signals] {
     int signal = 0;

@@ -53,10 +53,10 @@ absl::Status CheckAddress(absl::string_view flag, absl::string_view address) {
   if (colon == 0 || port.empty() || port.size() > 5 ||
       !std::all_of(port.begin(), port.end(), absl::ascii_isdigit) ||
       !absl::SimpleAtoi(port, &number) || number > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, " is \"", core::bounds::QuotePrefix(address),
-        "\"; accepted: HOST:PORT with a port in 0..65535 (0 picks a free one), e.g. "
-        "127.0.0.1:50051 or [::1]:50051"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " is \"", core::bounds::QuotePrefix(address),
+                     "\"; accepted: HOST:PORT with a port in 0..65535 (0 picks a free one), e.g. "
+                     "127.0.0.1:50051 or [::1]:50051"));
   }
   return absl::OkStatus();
 }
@@ -83,16 +83,16 @@ absl::Status CheckServerOptions(const ServerOptions& options) {
   }
   if (options.max_receive_message_bytes < kMinReceiveMessageBytes ||
       options.max_receive_message_bytes > kMaxReceiveMessageBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--max_message_bytes is ", options.max_receive_message_bytes, "; accepted: ",
-        kMinReceiveMessageBytes, "..", kMaxReceiveMessageBytes,
-        " (below, a full batch of observations would not fit)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_message_bytes is ", options.max_receive_message_bytes,
+                     "; accepted: ", kMinReceiveMessageBytes, "..", kMaxReceiveMessageBytes,
+                     " (below, a full batch of observations would not fit)"));
   }
   if (options.max_concurrent_streams < kMinConcurrentStreams ||
       options.max_concurrent_streams > kMaxConcurrentStreams) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--max_concurrent_streams is ", options.max_concurrent_streams, "; accepted: ",
-        kMinConcurrentStreams, "..", kMaxConcurrentStreams,
+        "--max_concurrent_streams is ", options.max_concurrent_streams,
+        "; accepted: ", kMinConcurrentStreams, "..", kMaxConcurrentStreams,
         " (a node's connection holds its stream and still needs calls for health and reports)"));
   }
   // Written so that NaN fails too.
@@ -106,6 +106,12 @@ absl::Status CheckServerOptions(const ServerOptions& options) {
         absl::StrCat("--hello_timeout_seconds is ", absl::FormatDuration(options.hello_timeout),
                      "; accepted: ", absl::ToInt64Seconds(kMinHelloTimeout), "..",
                      absl::ToInt64Seconds(kMaxHelloTimeout), " seconds"));
+  }
+  if (!(options.write_timeout >= kMinWriteTimeout && options.write_timeout <= kMaxWriteTimeout)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--write_timeout_seconds is ", absl::FormatDuration(options.write_timeout),
+                     "; accepted: ", absl::ToInt64Seconds(kMinWriteTimeout), "..",
+                     absl::ToInt64Seconds(kMaxWriteTimeout), " seconds"));
   }
   if (!options.advertise_address.empty()) {
     if (options.store != "etcd") {
@@ -129,8 +135,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     config = *std::move(loaded);
   }
   // Security settings are checked before anything is locked or loaded.
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(
-      options.tls, options.listen_address, options.allow_insecure_listen);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(options.tls, options.listen_address, options.allow_insecure_listen);
   if (!credentials.ok()) return credentials.status();
   std::optional<AccessPolicy> access;
   if (!options.access_file.empty()) {
@@ -153,15 +159,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   server->gate_ = std::make_unique<RestoreGate>(kMaxRestoreHold);
   server->served_fleet_ = std::make_shared<ServedFleet>(server->gate_.get());
   server->authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
-  server->node_service_ = std::make_unique<NodeService>(
-      server->served_fleet_, server->authorizer_.get(), options.hello_timeout);
+  server->node_service_ =
+      std::make_unique<NodeService>(server->served_fleet_, server->authorizer_.get(),
+                                    options.hello_timeout, options.write_timeout);
   AdminService::ReplicationReader replication;
   if (options.store == "etcd") {
     replication = [server = server.get()] { return server->ReadReplication(); };
   }
   server->admin_service_ = std::make_unique<AdminService>(
       server->served_fleet_, server->authorizer_.get(),
-      [server = server.get()] { return server->ReloadAccess(); }, std::move(replication));
+      [server = server.get()] { return server->ReloadAccess(); }, std::move(replication),
+      options.write_timeout);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -185,7 +193,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   server->drain_period_ = options.drain_period;
   // Tools read the port from "(port N)": keep that part as it is.
   LOG(INFO) << "breakerd listening on " << options.listen_address << " (port " << port << "), "
-            << (options.tls.cert_file.empty()          ? "plaintext"
+            << (options.tls.cert_file.empty()        ? "plaintext"
                 : options.tls.client_ca_file.empty() ? "TLS"
                                                      : "mutual TLS")
             << (options.access_file.empty() ? ", no access file" : ", access file ")
@@ -205,7 +213,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   absl::StatusOr<std::unique_ptr<StateStore>> store = OpenSqliteStore(options.state_dir);
   absl::Status restored = store.status();
-  if (restored.ok()) restored = server->Restore(options, std::move(config), *std::move(store), nullptr);
+  if (restored.ok())
+    restored = server->Restore(options, std::move(config), *std::move(store), nullptr);
   if (!restored.ok()) {
     // The calls waiting learn that this start failed, not only that the server went away.
     server->gate_->Fail(absl::UnavailableError(
@@ -268,11 +277,12 @@ void Server::RunReplica(const ServerOptions& options, const ServiceConfig& confi
       // What etcd holds is another process's word: escaped and bounded like any input.
       const std::string leader = core::bounds::ForLog(value);
       LOG(INFO) << "standby for " << prefix << ": the leader is at " << leader;
-      gate_->Refuse(absl::UnavailableError(absl::StrCat(
-                        "this breakerd is a standby for ", prefix, " in etcd; the leader is at ",
-                        leader, ": connect there (a client given every replica's address tries "
-                        "the next)")),
-                    leader);
+      gate_->Refuse(
+          absl::UnavailableError(absl::StrCat(
+              "this breakerd is a standby for ", prefix, " in etcd; the leader is at ", leader,
+              ": connect there (a client given every replica's address tries "
+              "the next)")),
+          leader);
     };
     hooks.cancelled = [this] {
       MutexLock lock(&replica_mu_);
@@ -339,9 +349,9 @@ void Server::RunReplica(const ServerOptions& options, const ServiceConfig& confi
 void Server::StepDown(const ServerOptions& options, const absl::Status& why) {
   fleet_->WatchStorage(nullptr);  // a retry must not turn health back on
   SetServing(*server_, false);
-  const absl::Status ended = absl::UnavailableError(
-      absl::StrCat("this breakerd no longer leads ", options.etcd.prefix,
-                   "; reconnect to the new leader (", why.message(), ")"));
+  const absl::Status ended =
+      absl::UnavailableError(absl::StrCat("this breakerd no longer leads ", options.etcd.prefix,
+                                          "; reconnect to the new leader (", why.message(), ")"));
   node_service_->Shutdown(ended);
   // An operator's change waiting for the store is told the same, not left to be cancelled
   // when the server goes.

@@ -1,8 +1,8 @@
 #ifndef SERVICE_RPC_SERVER_H_
 #define SERVICE_RPC_SERVER_H_
 
-// breakerd assembled: the fleet state over a SQLite or etcd store, the node and admin services, health
-// and reflection, on one gRPC server.
+// breakerd assembled: the fleet state over a SQLite or etcd store, the node and admin services,
+// health and reflection, on one gRPC server.
 
 #include <atomic>
 #include <cstdint>
@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "absl/base/thread_annotations.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "grpcpp/channel.h"
@@ -91,6 +91,9 @@ struct ServerOptions {
   // How long a Connect stream may stay open without saying hello (by `clock`); then it ends
   // with DEADLINE_EXCEEDED, counted.
   absl::Duration hello_timeout = absl::Seconds(10);
+  // How long a message breakerd writes to a stream (Connect, WatchPolicy) may wait for its peer
+  // to read it (by `clock`); then the stream ends with DEADLINE_EXCEEDED at once, counted.
+  absl::Duration write_timeout = absl::Seconds(30);
 };
 
 // How long a call that arrives while the state is restored waits for it; then it ends with
@@ -116,10 +119,12 @@ inline constexpr int kMaxConcurrentStreams = 100'000;
 inline constexpr absl::Duration kMaxDrainPeriod = absl::Minutes(10);
 inline constexpr absl::Duration kMinHelloTimeout = absl::Seconds(1);
 inline constexpr absl::Duration kMaxHelloTimeout = absl::Minutes(10);
+inline constexpr absl::Duration kMinWriteTimeout = absl::Seconds(1);
+inline constexpr absl::Duration kMaxWriteTimeout = absl::Minutes(10);
 
 // INVALID_ARGUMENT, naming the flag, for an address without a port, a message limit, stream
-// limit, drain period or hello timeout outside its range, a store selection CheckStoreSelection
-// refuses, or an advertised address without --store=etcd.
+// limit, drain period, hello or write timeout outside its range, a store selection
+// CheckStoreSelection refuses, or an advertised address without --store=etcd.
 absl::Status CheckServerOptions(const ServerOptions& options);
 
 class Metrics;
@@ -140,11 +145,11 @@ class Server {
   // Once it leads, it restores the state as above and serves. When etcd deposes it, it ends
   // its streams with UNAVAILABLE, goes NOT_SERVING, acknowledges nothing more, and calls
   // on_stepped_down.
-  // Returns CheckServerOptions' errors, the configuration file's errors (NOT_FOUND, INVALID_ARGUMENT
-  // naming the field), the TLS files' and access file's errors, FAILED_PRECONDITION for
-  // plaintext on a non-loopback address (see MakeServerCredentials), INVALID_ARGUMENT when the
-  // state directory cannot be created, the state store's errors, or UNAVAILABLE when the
-  // address cannot be bound.
+  // Returns CheckServerOptions' errors, the configuration file's errors (NOT_FOUND,
+  // INVALID_ARGUMENT naming the field), the TLS files' and access file's errors,
+  // FAILED_PRECONDITION for plaintext on a non-loopback address (see MakeServerCredentials),
+  // INVALID_ARGUMENT when the state directory cannot be created, the state store's errors, or
+  // UNAVAILABLE when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
 
   ~Server();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <functional>
@@ -27,6 +28,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "service/rpc/server.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
@@ -106,6 +108,18 @@ inline std::vector<uint64_t> Indices(const v1::ListBuildersResponse& response) {
   std::vector<uint64_t> indices;
   for (const v1::Builder& builder : response.builders()) indices.push_back(builder.builder_index());
   return indices;
+}
+
+// The value of `series` (name and labels exactly as exposed, e.g. `x{a="b"}`) on the metrics
+// port `port`; -1 when the scrape fails or does not hold it.
+inline double MetricSample(int port, const std::string& series) {
+  httplib::Client client("127.0.0.1", port);
+  httplib::Result result = client.Get("/metrics");
+  if (!result || result->status != 200) return -1;
+  const std::string prefix = "\n" + series + " ";
+  const size_t at = ("\n" + result->body).find(prefix);
+  if (at == std::string::npos) return -1;
+  return std::strtod(result->body.c_str() + at + series.size() + 1, nullptr);
 }
 
 // A beacon node holding a Connect stream (the generated synchronous stub). Every read or write
@@ -412,6 +426,21 @@ class ServerTest : public ::testing::Test {
     v1::UnbanRelayRequest request;
     request.set_relay(relay);
     return Call(&v1::Admin::Stub::async::UnbanRelay, request);
+  }
+
+  // Makes the policy larger than a stream's flow-control window (64 KiB, for a client that
+  // does not grow it): every operator ban there may be, with long names and reasons. Bans
+  // builders 1..256.
+  void GrowPolicyPastAStreamWindow() {
+    for (int relay = 0; relay < 64; ++relay) {
+      ASSERT_THAT(BanRelay("https://relay-" + std::to_string(relay) + "." + std::string(480, 'r'),
+                           std::string(96, 'x')),
+                  ::breaker::testing::IsOk());
+    }
+    for (uint64_t builder = 1; builder <= 256; ++builder) {
+      ASSERT_THAT(BanBuilder(builder, std::string(96, 'x')), ::breaker::testing::IsOk());
+    }
+    ASSERT_GT(GetPolicy().ByteSizeLong(), 66000u);
   }
 
   absl::StatusOr<v1::Builder> GetBuilder(uint64_t builder) {

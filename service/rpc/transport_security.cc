@@ -51,9 +51,10 @@ absl::Status CheckKeyPair(const ServerTlsFiles& tls, const std::string& cert_pem
     status = absl::InvalidArgumentError(absl::StrCat(
         "--tls_cert '", tls.cert_file, "' holds no PEM certificate; give breakerd's certificate"));
   } else if (key == nullptr) {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "--tls_key '", tls.key_file, "' holds no PEM private key (an encrypted key is not "
-        "supported); give the certificate's unencrypted key"));
+    status = absl::InvalidArgumentError(
+        absl::StrCat("--tls_key '", tls.key_file,
+                     "' holds no PEM private key (an encrypted key is not "
+                     "supported); give the certificate's unencrypted key"));
   } else if (X509_check_private_key(cert, key) != 1) {
     status = absl::InvalidArgumentError(absl::StrCat("--tls_key '", tls.key_file,
                                                      "' is not the key of --tls_cert '",

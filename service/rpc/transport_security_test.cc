@@ -20,9 +20,9 @@ TEST(IsLoopbackAddressTest, OnlyThisMachine) {
                               "ipv4:127.0.0.1:1", "unix:/run/breakerd.sock"}) {
     EXPECT_TRUE(IsLoopbackAddress(address)) << address;
   }
-  for (const char* address : {"0.0.0.0:50051", "[::]:50051", "10.0.0.5:50051", ":50051",
-                              "breakerd.pool.internal:50051", "128.0.0.1:1", "127.0.0.1.5:1",
-                              "127.0.0.256:1", "localhost.evil.example:1"}) {
+  for (const char* address :
+       {"0.0.0.0:50051", "[::]:50051", "10.0.0.5:50051", ":50051", "breakerd.pool.internal:50051",
+        "128.0.0.1:1", "127.0.0.1.5:1", "127.0.0.256:1", "localhost.evil.example:1"}) {
     EXPECT_FALSE(IsLoopbackAddress(address)) << address;
   }
 }
@@ -50,23 +50,22 @@ TEST(MakeServerCredentialsTest, NamesWhatIsWrong) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("go together")));
   EXPECT_THAT(MakeServerCredentials({"", "", Fixture("ca.pem")}, "127.0.0.1:0", false),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls_client_ca needs TLS")));
-  EXPECT_THAT(
-      MakeServerCredentials({Fixture("missing.pem"), Fixture("server.key"), ""}, "127.0.0.1:0",
-                            false),
-      StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.pem")));
-  EXPECT_THAT(MakeServerCredentials({Fixture("server.pem"), Fixture("node_a.key"), ""},
+  EXPECT_THAT(MakeServerCredentials({Fixture("missing.pem"), Fixture("server.key"), ""},
                                     "127.0.0.1:0", false),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("is not the key of --tls_cert")));
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.pem")));
+  EXPECT_THAT(
+      MakeServerCredentials({Fixture("server.pem"), Fixture("node_a.key"), ""}, "127.0.0.1:0",
+                            false),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not the key of --tls_cert")));
   EXPECT_THAT(MakeServerCredentials({Fixture("server.key"), Fixture("server.key"), ""},
                                     "127.0.0.1:0", false),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("holds no PEM certificate")));
   EXPECT_THAT(MakeServerCredentials({Fixture("server.pem"), Fixture("server.pem"), ""},
                                     "127.0.0.1:0", false),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("holds no PEM private key")));
-  EXPECT_THAT(MakeServerCredentials({Fixture("server.pem"), Fixture("server.key"),
-                                     Fixture("missing_ca.pem")},
-                                    "127.0.0.1:0", false),
+  EXPECT_THAT(MakeServerCredentials(
+                  {Fixture("server.pem"), Fixture("server.key"), Fixture("missing_ca.pem")},
+                  "127.0.0.1:0", false),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing_ca.pem")));
 }
 

@@ -237,8 +237,8 @@ absl::Status EtcdStateStore::CheckOptions(const Options& options) {
   }
   for (const std::string& endpoint : options.endpoints) {
     if (endpoint.empty() || endpoint.find(':') == std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--etcd_endpoints has '", endpoint, "'; each is host:port, e.g. 127.0.0.1:2379"));
+      return absl::InvalidArgumentError(absl::StrCat("--etcd_endpoints has '", endpoint,
+                                                     "'; each is host:port, e.g. 127.0.0.1:2379"));
     }
   }
   if (options.prefix.size() < 2 || options.prefix[0] != '/' || options.prefix.back() == '/') {
@@ -317,9 +317,9 @@ EtcdStateStore::~EtcdStateStore() {
   etcdserverpb::LeaseRevokeResponse response;
   const grpc::Status status = Current().lease->LeaseRevoke(&context, request, &response);
   if (!status.ok()) {
-    LOG(WARNING) << "could not revoke etcd lease " << absl::StrFormat("%x", lease_id_)
-                 << " (" << status.error_message() << "): the leader key under "
-                 << options_.prefix << " frees when the lease expires";
+    LOG(WARNING) << "could not revoke etcd lease " << absl::StrFormat("%x", lease_id_) << " ("
+                 << status.error_message() << "): the leader key under " << options_.prefix
+                 << " frees when the lease expires";
   }
 }
 
@@ -344,9 +344,9 @@ void EtcdStateStore::Resign() {
                  << " frees when the lease expires";
   }
   MutexLock lock(&lease_mu_);
-  deposed_ = absl::UnavailableError(absl::StrCat(
-      "this breakerd resigned the lead of ", options_.prefix,
-      " to stop; nothing more is written: write to the new leader"));
+  deposed_ = absl::UnavailableError(
+      absl::StrCat("this breakerd resigned the lead of ", options_.prefix,
+                   " to stop; nothing more is written: write to the new leader"));
   for (grpc::ClientContext* call : calls_) call->TryCancel();
   lease_changed_.SignalAll();
 }
@@ -413,8 +413,7 @@ absl::Status EtcdStateStore::Campaign() {
     return status;
   });
   if (!granting.status.ok()) {
-    return EtcdError(granting.status, granting.address, "granting a lease",
-                     options_.call_timeout);
+    return EtcdError(granting.status, granting.address, "granting a lease", options_.call_timeout);
   }
   lease_id_ = granted.id();
   // etcd may grant more than asked (its minimum TTL), never less; count what was asked.
@@ -476,9 +475,8 @@ absl::Status EtcdStateStore::TakeLeaderKey() {
           absl::StrCat("stopped campaigning for ", options_.prefix, " in etcd"));
     }
     if (absl::Status leading = CheckLeading(); !leading.ok()) {
-      return absl::UnavailableError(absl::StrCat(
-          "lost the etcd lease while campaigning for ", options_.prefix, ": ",
-          leading.message()));
+      return absl::UnavailableError(absl::StrCat("lost the etcd lease while campaigning for ",
+                                                 options_.prefix, ": ", leading.message()));
     }
     TxnRequest request;
     Compare* absent = request.add_compare();
@@ -540,10 +538,11 @@ absl::Status EtcdStateStore::TakeLeaderKey() {
         holder = absl::StrCat("'", holder_kv->value(), "' (lease ",
                               absl::StrFormat("%x", holder_kv->lease()), ")");
       }
-      return absl::FailedPreconditionError(absl::StrCat(
-          "another breakerd leads ", options_.prefix, " in etcd: ", leader_key, " is held by ",
-          holder, "; stop it, wait for its lease to expire (its TTL), or pass another "
-                  "--etcd_prefix"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("another breakerd leads ", options_.prefix, " in etcd: ", leader_key,
+                       " is held by ", holder,
+                       "; stop it, wait for its lease to expire (its TTL), or pass another "
+                       "--etcd_prefix"));
     }
     // After an endpoint failed, the next at once; a key held by another, and a round in which
     // every endpoint failed (all refusing at once, say), asked again soon rather than in a spin.
@@ -574,10 +573,11 @@ absl::StatusOr<EtcdStateStore::Replicas> EtcdStateStore::ReadReplicas() const {
                      options_.call_timeout);
   }
   if (response.responses_size() != 2) {
-    return absl::UnavailableError(absl::StrCat(
-        "etcd at ", reading.address, " answered the read of the replicas with ",
-        response.responses_size(), " results instead of 2; check that --etcd_endpoints name "
-        "etcd v3 members"));
+    return absl::UnavailableError(
+        absl::StrCat("etcd at ", reading.address, " answered the read of the replicas with ",
+                     response.responses_size(),
+                     " results instead of 2; check that --etcd_endpoints name "
+                     "etcd v3 members"));
   }
   Replicas result;
   const RangeResponse& leader = response.responses(0).response_range();
@@ -678,8 +678,9 @@ absl::Status EtcdStateStore::CheckLeading() {
   if (since < granted_ttl_ - options_.lease_margin) return absl::OkStatus();
   Depose(absl::UnavailableError(absl::StrCat(
       "this breakerd no longer leads ", options_.prefix, ": no keepalive of its etcd lease ",
-      absl::StrFormat("%x", lease_id_), " succeeded for ", absl::FormatDuration(since),
-      " (TTL ", absl::FormatDuration(granted_ttl_), "), so another breakerd may lead; nothing "
+      absl::StrFormat("%x", lease_id_), " succeeded for ", absl::FormatDuration(since), " (TTL ",
+      absl::FormatDuration(granted_ttl_),
+      "), so another breakerd may lead; nothing "
       "more is written. breakerd steps down and campaigns again; check etcd (etcdctl "
       "endpoint health)")));
   return leadership();
@@ -718,8 +719,7 @@ absl::Duration EtcdStateStore::last_keepalive() const {
   return renewed_at_;
 }
 
-absl::StatusOr<TxnResponse> EtcdStateStore::LeaderTxn(TxnRequest& request,
-                                                       absl::string_view what) {
+absl::StatusOr<TxnResponse> EtcdStateStore::LeaderTxn(TxnRequest& request, absl::string_view what) {
   // On failure, the leader key shows whether this store still leads.
   request.add_failure()->mutable_request_range()->set_key(Key("leader"));
   absl::Status leading;
@@ -744,15 +744,14 @@ absl::StatusOr<TxnResponse> EtcdStateStore::LeaderTxn(TxnRequest& request,
         absl::StrCat(error.message(), ". The write may have been committed all the same"));
   }
   if (response.succeeded()) return response;
-  const RangeResponse& leader =
-      response.responses(response.responses_size() - 1).response_range();
+  const RangeResponse& leader = response.responses(response.responses_size() - 1).response_range();
   if (leader.kvs_size() == 0 || leader.kvs(0).create_revision() != leader_revision_) {
     Depose(absl::UnavailableError(absl::StrCat(
         "this breakerd no longer leads ", options_.prefix, ": its leader key ", Key("leader"),
-        leader.kvs_size() == 0
-            ? std::string(" is gone (its lease ended)")
-            : absl::StrCat(" is now held by '", leader.kvs(0).value(), "'"),
-        ", so etcd refused ", what, "; nothing more is written. breakerd steps down and "
+        leader.kvs_size() == 0 ? std::string(" is gone (its lease ended)")
+                               : absl::StrCat(" is now held by '", leader.kvs(0).value(), "'"),
+        ", so etcd refused ", what,
+        "; nothing more is written. breakerd steps down and "
         "campaigns again")));
     return leadership();
   }
@@ -795,10 +794,12 @@ absl::Status EtcdStateStore::ReadSequencesOnce() {
   if (pointer_range.kvs_size() > 0) {
     std::optional<SnapshotPointer> pointer = DecodePointer(pointer_range.kvs(0).value());
     if (!pointer) {
-      return absl::DataLossError(absl::StrCat(
-          "etcd key ", Key("snapshot"), " holds no snapshot pointer breakerd wrote; "
-          "restore the prefix from a backup (etcdctl snapshot restore) or delete it "
-          "(etcdctl del --prefix ", options_.prefix, "/) to start from empty state"));
+      return absl::DataLossError(
+          absl::StrCat("etcd key ", Key("snapshot"),
+                       " holds no snapshot pointer breakerd wrote; "
+                       "restore the prefix from a backup (etcdctl snapshot restore) or delete it "
+                       "(etcdctl del --prefix ",
+                       options_.prefix, "/) to start from empty state"));
     }
     sequences.snapshot_sequence = pointer->sequence;
     sequences.generation = pointer->generation;
@@ -809,7 +810,8 @@ absl::Status EtcdStateStore::ReadSequencesOnce() {
     const std::string& key = journal.kvs(0).key();
     uint64_t sequence = 0;
     if (!absl::SimpleAtoi(absl::string_view(key).substr(key.rfind('/') + 1), &sequence)) {
-      return absl::DataLossError(absl::StrCat("etcd key ", key, " is no journal key breakerd "
+      return absl::DataLossError(absl::StrCat("etcd key ", key,
+                                              " is no journal key breakerd "
                                               "wrote; delete it or restore the prefix"));
     }
     sequences.last_sequence = std::max(sequences.last_sequence, sequence);
@@ -831,9 +833,9 @@ absl::StatusOr<StoredState> EtcdStateStore::Load() {
     }
   }
   if (state.status().code() == absl::StatusCode::kAborted) {
-    return absl::UnavailableError(absl::StrCat("loading the state under ", options_.prefix,
-                                               " raced with compactions: ",
-                                               state.status().message(), "; try again"));
+    return absl::UnavailableError(
+        absl::StrCat("loading the state under ", options_.prefix,
+                     " raced with compactions: ", state.status().message(), "; try again"));
   }
   return state;
 }
@@ -920,9 +922,9 @@ absl::StatusOr<StoredState> EtcdStateStore::LoadOnce() {
             absl::StrCat("etcd key ", kv.key(), " is no journal key", restore_hint));
       }
       if (sequence != state.last_sequence() + 1) {
-        return absl::DataLossError(absl::StrCat(
-            "the journal under ", options_.prefix, " is missing entries: after ",
-            state.last_sequence(), " comes ", sequence, restore_hint));
+        return absl::DataLossError(
+            absl::StrCat("the journal under ", options_.prefix, " is missing entries: after ",
+                         state.last_sequence(), " comes ", sequence, restore_hint));
       }
       state.journal.emplace_back(sequence, kv.value());
     }
@@ -953,7 +955,8 @@ absl::StatusOr<uint64_t> EtcdStateStore::Append(const std::vector<std::string>& 
     return absl::InvalidArgumentError(absl::StrCat(
         entries.size(), " journal entries of ", bytes + entries.size() * kPerEntryOverhead,
         " bytes with their keys do not fit one etcd request, whose limit is ",
-        options_.max_request_bytes, " bytes; append fewer at once, or raise etcd's "
+        options_.max_request_bytes,
+        " bytes; append fewer at once, or raise etcd's "
         "--max-request-bytes on every member and breakerd's --etcd_max_request_bytes to "
         "match"));
   }
@@ -997,8 +1000,7 @@ absl::StatusOr<uint64_t> EtcdStateStore::Append(const std::vector<std::string>& 
   return last;
 }
 
-absl::Status EtcdStateStore::WriteSnapshot(absl::string_view snapshot,
-                                           uint64_t through_sequence) {
+absl::Status EtcdStateStore::WriteSnapshot(absl::string_view snapshot, uint64_t through_sequence) {
   MutexLock lock(&mu_);
   if (absl::Status leading = CheckLeading(); !leading.ok()) return leading;
   if (!sequences_) {
@@ -1006,10 +1008,10 @@ absl::Status EtcdStateStore::WriteSnapshot(absl::string_view snapshot,
   }
   if (through_sequence > sequences_->last_sequence ||
       through_sequence < sequences_->snapshot_sequence) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a snapshot through sequence ", through_sequence, " is outside ",
-        sequences_->snapshot_sequence, "..", sequences_->last_sequence,
-        " (the current snapshot's sequence .. the last appended)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a snapshot through sequence ", through_sequence, " is outside ",
+                     sequences_->snapshot_sequence, "..", sequences_->last_sequence,
+                     " (the current snapshot's sequence .. the last appended)"));
   }
   const uint64_t generation = sequences_->generation + 1;
   const uint64_t chunk_bytes = static_cast<uint64_t>(options_.snapshot_chunk_bytes);
@@ -1041,8 +1043,8 @@ absl::Status EtcdStateStore::WriteSnapshot(absl::string_view snapshot,
   // Older generations, and what a failed attempt at this one left beyond its chunks.
   AddDeleteRange(request, Key("snapshot/"), ChunkKey(generation, 0));
   AddDeleteRange(request, ChunkKey(generation, chunks), PrefixEnd(Key("snapshot/")));
-  absl::StatusOr<TxnResponse> flipped = LeaderTxn(
-      request, absl::StrCat("storing a snapshot through sequence ", through_sequence));
+  absl::StatusOr<TxnResponse> flipped =
+      LeaderTxn(request, absl::StrCat("storing a snapshot through sequence ", through_sequence));
   if (!flipped.ok()) {
     sequences_.reset();
     return flipped.status();
@@ -1062,8 +1064,7 @@ absl::Status EtcdStateStore::WriteSnapshot(absl::string_view snapshot,
   ReportAnswered(status);
   if (!status.ok() && status.error_code() != grpc::StatusCode::OUT_OF_RANGE) {
     LOG(WARNING) << "compacting etcd's history to revision " << compaction.revision()
-                 << " failed: " << status.error_message()
-                 << "; the next snapshot tries again";
+                 << " failed: " << status.error_message() << "; the next snapshot tries again";
   }
   return absl::OkStatus();
 }

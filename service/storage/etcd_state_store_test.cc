@@ -112,10 +112,9 @@ TEST_F(EtcdStateStoreTest, AppendLargerThanOneRequestIsInvalidArgument) {
   std::unique_ptr<EtcdStateStore> store = OpenStore(StoreOptions("a"));
   ASSERT_NE(store, nullptr);
   const std::string half(EtcdStateStore::kDefaultMaxRequestBytes / 2, 'x');
-  EXPECT_THAT(store->Append({half, half}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("do not fit one etcd request"),
-                             HasSubstr("--max-request-bytes"))));
+  EXPECT_THAT(store->Append({half, half}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                    AllOf(HasSubstr("do not fit one etcd request"),
+                                                          HasSubstr("--max-request-bytes"))));
   // Each alone fits, and nothing of the refused batch landed.
   ASSERT_THAT(store->Append({half}), IsOk());
   absl::StatusOr<StoredState> state = store->Load();
@@ -172,8 +171,8 @@ TEST_F(EtcdStateStoreTest, SecondStoreCannotLeadWhileTheFirstsLeaseLives) {
   second.campaign_timeout = absl::Milliseconds(300);
   EXPECT_THAT(EtcdStateStore::Open(second),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       AllOf(HasSubstr("another breakerd leads " + prefix_),
-                             HasSubstr("'first'"), HasSubstr("--etcd_prefix"))));
+                       AllOf(HasSubstr("another breakerd leads " + prefix_), HasSubstr("'first'"),
+                             HasSubstr("--etcd_prefix"))));
   // The first, kept alive meanwhile, still writes.
   EXPECT_THAT(first->Append({"a"}), IsOk());
   EXPECT_THAT(first->leadership(), IsOk());

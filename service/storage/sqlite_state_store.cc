@@ -168,8 +168,7 @@ absl::Status CheckDirectory(const std::string& directory) {
     const int error = errno;
     if (error == ENOENT || error == ENOTDIR) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "state directory ", directory,
-          " does not exist: create it, or pass the right one"));
+          "state directory ", directory, " does not exist: create it, or pass the right one"));
     }
     return absl::FailedPreconditionError(
         absl::StrCat("cannot access state directory ", directory, ": ", std::strerror(error)));
@@ -286,9 +285,10 @@ absl::StatusOr<std::unique_ptr<SqliteStateStore>> SqliteStateStore::Open(
     const std::string& directory, int page_size) {
   if (directory.empty()) return absl::InvalidArgumentError("the state directory is empty");
   if (page_size != 0 && (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "SQLite page size ", page_size, " refused: pass a power of two from 512 to 65536, or 0 "
-        "for SQLite's default"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("SQLite page size ", page_size,
+                     " refused: pass a power of two from 512 to 65536, or 0 "
+                     "for SQLite's default"));
   }
   if (absl::Status status = CheckDirectory(directory); !status.ok()) return status;
   std::string base = directory;

@@ -103,8 +103,8 @@ class SqliteStateStore : public StateStore {
   };
 
   // The lock of `directory`, whose LOCK file is `lock_path`.
-  static absl::StatusOr<std::unique_ptr<DirectoryLock>> LockDirectory(
-      const std::string& directory, const std::string& lock_path);
+  static absl::StatusOr<std::unique_ptr<DirectoryLock>> LockDirectory(const std::string& directory,
+                                                                      const std::string& lock_path);
 
   SqliteStateStore(std::unique_ptr<DirectoryLock> lock, std::string path,
                    std::unique_ptr<sqlite3, ConnectionCloser> db,

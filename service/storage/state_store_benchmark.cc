@@ -98,11 +98,24 @@ void BM_SqliteGroupCommit(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * entries * kObservationsPerEntry);
 }
 // 64 entries: the harness's 64 senders, each with one batch in flight.
-BENCHMARK(BM_SqliteGroupCommit)->Arg(1)->Arg(8)->Arg(64)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SqliteGroupCommit)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(64)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // One entry of 1 KiB (a small group commit); 100 of 1 KiB (a busy one).
-BENCHMARK(BM_SqliteAppend)->Args({1, 1024})->Args({100, 1024})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_EtcdAppend)->Args({1, 1024})->Args({100, 1024})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SqliteAppend)
+    ->Args({1, 1024})
+    ->Args({100, 1024})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EtcdAppend)
+    ->Args({1, 1024})
+    ->Args({100, 1024})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace breaker::service

@@ -1,7 +1,6 @@
 // One conformance suite for every StateStore (in the manner of ml-metadata's
 // metadata_store_test_suite), then the tests particular to each implementation.
 
-#include "common/mutex.h"
 #include "service/storage/state_store.h"
 
 #include <signal.h>
@@ -29,13 +28,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/storage/etcd_state_store.h"
 #include "service/storage/memory_state_store.h"
 #include "service/storage/sqlite_state_store.h"
-#include "tests/support/status_matchers.h"
 #include "tests/support/etcd_cluster.h"
+#include "tests/support/status_matchers.h"
 
 namespace breaker::service {
 
@@ -513,11 +513,11 @@ TEST(SqliteStateStoreTest, OneStoreAtATimeHoldsTheDirectory) {
   {
     absl::StatusOr<std::unique_ptr<SqliteStateStore>> first = SqliteStateStore::Open(directory);
     ASSERT_THAT(first, IsOk());
-    EXPECT_THAT(SqliteStateStore::Open(directory),
-                StatusIs(absl::StatusCode::kFailedPrecondition,
-                         AllOf(HasSubstr("another breakerd is using the state directory " +
-                                         directory),
-                               HasSubstr("--state_dir"))));
+    EXPECT_THAT(
+        SqliteStateStore::Open(directory),
+        StatusIs(absl::StatusCode::kFailedPrecondition,
+                 AllOf(HasSubstr("another breakerd is using the state directory " + directory),
+                       HasSubstr("--state_dir"))));
   }
   // Released with the store.
   EXPECT_THAT(SqliteStateStore::Open(directory), IsOk());
@@ -579,8 +579,8 @@ TEST(SqliteStateStoreTest, ASnapshotDoesNotWriteTheEntriesItFoldsAgain) {
   // Freeing the entries' pages rewrites the pages of the table that held them, not every page
   // freed: with SQLite 3.40 in 32 KiB pages, 9 pages, against 43 when it zeroes freed pages.
   EXPECT_LT(after.st_size - before.st_size, entries.size() * entries[0].size() / 2)
-      << "the snapshot wrote " << after.st_size - before.st_size << " bytes for "
-      << entries.size() << " entries of " << entries[0].size() << " bytes";
+      << "the snapshot wrote " << after.st_size - before.st_size << " bytes for " << entries.size()
+      << " entries of " << entries[0].size() << " bytes";
   absl::StatusOr<StoredState> state = (*store)->Load();
   ASSERT_THAT(state, IsOk());
   EXPECT_TRUE(state->journal.empty());

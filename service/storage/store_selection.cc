@@ -35,8 +35,7 @@ bool AnyEtcdFlag(const StoreSelection& selection) {
 }
 
 // The store's options from its flags, TLS files read. MakeEtcdCredentials' errors.
-absl::StatusOr<EtcdStateStore::Options> EtcdOptions(const EtcdSelection& etcd,
-                                                    const Clock* clock) {
+absl::StatusOr<EtcdStateStore::Options> EtcdOptions(const EtcdSelection& etcd, const Clock* clock) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeEtcdCredentials(etcd.tls);
   if (!credentials.ok()) return credentials.status();

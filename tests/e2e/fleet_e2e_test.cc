@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -23,10 +24,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "breaker/v1/breaker.grpc.pb.h"
 #include "client/channel_security.h"
 #include "core/types.h"
+#include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "tests/support/fleet_harness.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/subprocess.h"
@@ -394,6 +398,91 @@ TEST_F(FleetTest, SighupReloadsTheAccessFile) {
                   .has_value());
   EXPECT_THAT(get_policy(), IsOk());
   EXPECT_EQ(Health(), "SERVING");
+}
+
+// A node that says hello and then never reads its stream, while breakerd has a policy larger
+// than the stream's flow-control window to write to it: breakerd ends that stream at its write
+// deadline and counts it, and the node beside it streams on.
+TEST_F(FleetTest, ANodeThatStopsReadingIsEndedAtTheWriteDeadlineAndTheOthersGoOn) {
+  ASSERT_NO_FATAL_FAILURE(Configure(GloasChain()));
+  const int metrics_port = ::breaker::testing::FreeLoopbackPort();
+  breakerd_flags_ = {"--write_timeout_seconds=2",
+                     absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port)};
+  ASSERT_NO_FATAL_FAILURE(StartBreakerd());
+  StartNodes(1);
+  auto write_timeouts = [&]() -> double {
+    httplib::Client client("127.0.0.1", metrics_port);
+    httplib::Result result = client.Get("/metrics");
+    if (!result || result->status != 200) return -1;
+    const std::string series = "\nbreakerd_write_timeouts_total{rpc=\"connect\"} ";
+    const size_t at = result->body.find(series);
+    if (at == std::string::npos) return -1;
+    return std::strtod(result->body.c_str() + at + series.size(), nullptr);
+  };
+  // Every operator ban there may be, with long names and reasons: a policy over 64 KiB.
+  for (int relay = 0; relay < 64; ++relay) {
+    v1::BanRelayRequest ban;
+    ban.set_relay(absl::StrCat("https://relay-", relay, ".", std::string(480, 'r')));
+    ban.set_reason(std::string(96, 'x'));
+    ASSERT_THAT(Call(&v1::Admin::Stub::async::BanRelay, ban), IsOk());
+  }
+  for (core::BuilderIndex builder = 1; builder <= 256; ++builder) {
+    v1::BanBuilderRequest ban;
+    ban.set_builder_index(builder);
+    ban.set_reason(std::string(96, 'x'));
+    ASSERT_THAT(Call(&v1::Admin::Stub::async::BanBuilder, ban), IsOk());
+  }
+  absl::StatusOr<v1::Policy> policy = GetPolicy();
+  ASSERT_THAT(policy, IsOk());
+  ASSERT_GT(policy->ByteSizeLong(), 66000u);
+  ASSERT_TRUE(node(0).AwaitLatestPolicy(
+      [&](const PolicyLine& line) { return line.version == policy->version(); }));
+  std::optional<v1::Node> live = NodeInfo("bn-1");
+  ASSERT_TRUE(live.has_value() && live->connected());
+  EXPECT_EQ(write_timeouts(), 0);
+
+  // The stalled node, over a connection of its own whose window it does not grow.
+  grpc::ChannelArguments arguments;
+  arguments.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(grpc::CreateCustomChannel(
+      absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials(), arguments));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(::breaker::testing::Deadline()));
+  std::unique_ptr<grpc::ClientReaderWriter<v1::NodeMessage, v1::ServerMessage>> stalled =
+      stub->Connect(&context);
+  v1::NodeMessage hello;
+  hello.mutable_hello()->set_node_id("bn-stalled");
+  hello.mutable_hello()->set_network(::breaker::testing::kNetwork);
+  hello.mutable_hello()->set_client_version("stalled/1.0");
+  ASSERT_TRUE(stalled->Write(hello));
+
+  // Ended and counted, before it reads anything (reading would let the write complete).
+  EXPECT_TRUE(PollUntil([&] { return write_timeouts() == 1; })) << "never counted";
+  EXPECT_TRUE(PollUntil([&] {
+    std::optional<v1::Node> info = NodeInfo("bn-stalled");
+    return info.has_value() && !info->connected();
+  }));
+  v1::ServerMessage ignored;
+  while (stalled->Read(&ignored)) {
+  }
+  const grpc::Status status = stalled->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_THAT(status.error_message(), ::testing::HasSubstr("not read within 2s"));
+
+  // bn-1 kept its stream all along, and takes the next policy.
+  std::optional<v1::Node> after = NodeInfo("bn-1");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_TRUE(after->connected());
+  EXPECT_EQ(after->connected_since().seconds(), live->connected_since().seconds());
+  EXPECT_EQ(after->connected_since().nanos(), live->connected_since().nanos());
+  v1::UnbanBuilderRequest unban;
+  unban.set_builder_index(1);
+  absl::StatusOr<v1::Policy> unbanned = Call(&v1::Admin::Stub::async::UnbanBuilder, unban);
+  ASSERT_THAT(unbanned, IsOk());
+  EXPECT_TRUE(node(0).AwaitLatestPolicy(
+      [&](const PolicyLine& line) { return line.version == unbanned->version(); }));
+  EXPECT_EQ(write_timeouts(), 1);
 }
 
 TEST_F(FleetTest, PartitionedNodeKeepsTheFleetPolicyThenAddsItsOwnUntilTheLinkIsBack) {
