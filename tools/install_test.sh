@@ -280,17 +280,25 @@ podman exec "$container" breakerctl builders --banned | grep -q "from the image"
   fail "the image's breakerd does not list the ban"
 # The stop is timed by breakerd's own log, from the signal's arrival to its last line: podman's
 # commands alone take a second or more on a loaded machine.
-podman kill --signal=TERM "$container" >/dev/null
-exit_code=$(podman wait "$container")
+podman kill --signal=TERM "$container" >/dev/null || fail "podman kill --signal=TERM failed"
+exit_code=$(podman wait "$container") || fail "podman wait failed"
 [ "$exit_code" = 0 ] || fail "the image's breakerd exited with $exit_code at SIGTERM"
 # log_ms TEXT: the time of day, in ms, of breakerd's log line holding TEXT (glog's format).
+# Every command reads its whole input, and no match is an empty answer: one that stopped at the
+# first match (grep -m1) could end `podman logs` by SIGPIPE, and a failed pipeline would end
+# the script silently.
 log_ms() {
-  podman logs "$container" 2>&1 | grep -m1 -- "$1" |
+  podman logs "$container" 2>&1 | { grep -- "$1" || true; } |
     sed -n 's/^[IWEF][0-9]\{8\} \([0-9]*\):\([0-9]*\):\([0-9]*\)\.\([0-9]\{3\}\).*/\1 \2 \3 \4/p' |
-    awk '{ print (($1 * 60 + $2) * 60 + $3) * 1000 + $4 }'
+    awk 'NR == 1 { print (($1 * 60 + $2) * 60 + $3) * 1000 + $4 }'
 }
-received=$(log_ms "signal 15 received")
-stopped=$(log_ms "breakerd stopped")
+# The container's last lines may reach its log a moment after it exits.
+for _ in $(seq 25); do
+  received=$(log_ms "signal 15 received")
+  stopped=$(log_ms "breakerd stopped")
+  if [ -n "$received" ] && [ -n "$stopped" ]; then break; fi
+  sleep 0.2
+done
 if [ -z "$received" ] || [ -z "$stopped" ]; then
   fail "the image's breakerd did not log its stop: $(podman logs "$container" 2>&1 | tail -n 5)"
 fi
