@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_deadline.h"
 #include "core/input_bounds.h"
 #include "glog/logging.h"
 #include "google/protobuf/util/time_util.h"
@@ -474,7 +474,7 @@ void Server::Shutdown() {
       node_service_->Shutdown();
       admin_service_->Shutdown();
     }
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    server_->Shutdown(GrpcDeadlineIn(absl::Seconds(5)));
   }
   if (fleet_ != nullptr) {
     if (metrics_ != nullptr) metrics_->SetFleet(nullptr);  // scrapes stop reading the fleet
