@@ -497,11 +497,11 @@ absl::Status RunWatch(const CommandContext& context) {
   PolicyWatch watch(*context.admin);
   // breakerd sends the current policy at once: waiting longer than --timeout for it means it
   // is not answering. Later versions come when they come.
-  absl::Time deadline = absl::Now() + context.options.timeout;
+  absl::Duration timeout = context.options.timeout;
   for (uint64_t received = 0; count == 0 || received < count; ++received) {
-    absl::StatusOr<v1::Policy> policy = watch.Next(deadline);
+    absl::StatusOr<v1::Policy> policy = watch.Next(timeout);
     if (!policy.ok()) return policy.status();
-    deadline = absl::InfiniteFuture();
+    timeout = absl::InfiniteDuration();
     if (context.options.json) {
       context.out.Json(*policy);
     } else {

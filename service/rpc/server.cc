@@ -386,24 +386,18 @@ void Server::ReportLeading(bool leading) {
 }
 
 bool Server::WaitForShutdown(absl::Duration timeout) {
-  const absl::Time until = absl::Now() + timeout;
   MutexLock lock(&replica_mu_);
-  while (!stopping_) {
-    const absl::Duration left = until - absl::Now();
-    if (left <= absl::ZeroDuration()) return false;
-    replica_changed_.WaitFor(&replica_mu_, left);
-  }
-  return true;
+  return replica_changed_.Await(
+      &replica_mu_, timeout,
+      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(replica_mu_) { return stopping_; });
 }
 
 bool Server::WaitUntilLeading(absl::Duration timeout) {
-  const absl::Time until = absl::Now() + timeout;
   MutexLock lock(&replica_mu_);
-  while (role_ == Role::kStandby && !stopping_) {
-    const absl::Duration left = until - absl::Now();
-    if (left <= absl::ZeroDuration()) return false;
-    replica_changed_.WaitFor(&replica_mu_, left);
-  }
+  replica_changed_.Await(&replica_mu_, timeout,
+                         [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(replica_mu_) {
+                           return role_ != Role::kStandby || stopping_;
+                         });
   return role_ == Role::kLeading && !stopping_ && deposed_.ok();
 }
 
