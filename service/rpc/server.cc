@@ -156,7 +156,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   // Bound before the state is restored, so that nodes reconnecting meanwhile find breakerd
   // listening; the gate holds their calls until the services have the fleet.
-  server->gate_ = std::make_unique<RestoreGate>(kMaxRestoreHold);
+  server->gate_ = std::make_unique<RestoreGate>(*options.clock, kMaxRestoreHold);
   server->served_fleet_ = std::make_shared<ServedFleet>(server->gate_.get());
   server->authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
   server->node_service_ =
