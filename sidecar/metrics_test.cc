@@ -264,7 +264,7 @@ TEST(MetricsTest, ServesTheValidatorPortsBlockProductionByModeAndSource) {
   validator::ValidatorPortOptions options;
   options.beacon_node_url = node.url();
   options.beacon_node_base = node.url();
-  validator::ValidatorPort port(options, client);
+  validator::ValidatorPort port(options, client, SystemClock());
   ASSERT_THAT(port.Start(), IsOk());
   Enforcer enforcer(client, {{kRelay, false}});
   MetricsSources sources(enforcer, client);

@@ -151,7 +151,10 @@ absl::Status Sidecar::StartValidatorFace(const SidecarSettings& settings) {
   port.beacon_node_path_prefix = settings.beacon_node_path_prefix;
   port.own_ports = OwnPorts(settings, *proxy_);
   port.max_body_bytes = settings.max_body_bytes;
-  validator_port_ = std::make_unique<validator::ValidatorPort>(std::move(port), *client_);
+  // The preset the beacon watcher told the enforcer: a won block's SSZ is laid out by it.
+  port.preset = [enforcer = enforcer_.get()] { return enforcer->preset(); };
+  validator_port_ =
+      std::make_unique<validator::ValidatorPort>(std::move(port), *client_, SystemClock());
   return validator_port_->Start();
 }
 

@@ -134,6 +134,11 @@ void Enforcer::SetPreset(const ssz::Preset& preset) {
   preset_ = preset;
 }
 
+ssz::Preset Enforcer::preset() const {
+  MutexLock lock(&mu_);
+  return preset_;
+}
+
 Enforcer::Counters Enforcer::counters(size_t index) const {
   MutexLock lock(&mu_);
   return state_.at(index).counters;

@@ -113,6 +113,7 @@ class Enforcer {
 
   // The limits blocks are read with: the beacon node's preset (mainnet's until it is known).
   void SetPreset(const ssz::Preset& preset);
+  ssz::Preset preset() const;
 
  private:
   struct Header {

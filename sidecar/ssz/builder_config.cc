@@ -1,5 +1,7 @@
 #include "sidecar/ssz/builder_config.h"
 
+#include <array>
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -61,35 +63,30 @@ std::string Uint64Bytes(uint64_t value) {
   return out;
 }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+// Each byte's value as a hex digit, -1 for a byte that is none: a table, since keys, signatures
+// and auth data make most of a JSON BuilderConfig's bytes.
+constexpr std::array<int8_t, 256> HexDigits() {
+  std::array<int8_t, 256> digits{};
+  for (int c = 0; c < 256; ++c) {
+    digits[c] = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+  }
+  return digits;
 }
+constexpr std::array<int8_t, 256> kHexDigits = HexDigits();
+
+int HexDigit(char c) { return kHexDigits[static_cast<unsigned char>(c)]; }
 
 // 0x-hex of exactly `size` bytes (`exact`) or at most `size`.
 absl::StatusOr<std::string> BytesFromHex(const Json& json, uint64_t size, bool exact,
                                          const std::string& path) {
   if (!json.is_string()) return Invalid(path, "expected a 0x-prefixed hex string");
-  const std::string& text = json.get_ref<const std::string&>();
-  if (text.size() < 2 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) {
-    return Invalid(path, "expected a 0x-prefixed hex string");
-  }
-  const uint64_t digits = text.size() - 2;
-  if (digits % 2 != 0 || (exact ? digits != 2 * size : digits > 2 * size)) {
-    return Invalid(path, absl::StrCat(digits, " hex digits, expected ", exact ? "" : "at most ",
-                                      2 * size, " (", size, " bytes)"));
-  }
-  std::string out;
-  out.reserve(digits / 2);
-  for (uint64_t i = 2; i < text.size(); i += 2) {
-    const int high = HexDigit(text[i]);
-    const int low = HexDigit(text[i + 1]);
-    if (high < 0 || low < 0) return Invalid(path, "not hex");
-    out.push_back(static_cast<char>(high * 16 + low));
-  }
-  return out;
+  absl::StatusOr<std::string> bytes =
+      BytesFromHexText(json.get_ref<const std::string&>(), size, exact);
+  if (!bytes.ok()) return Invalid(path, bytes.status().message());
+  return bytes;
 }
 
 // The member `name` of the object `json`; InvalidArgument naming it when missing.
@@ -203,24 +200,49 @@ const Type& BuilderConfigType() {
   return *kType;
 }
 
+absl::StatusOr<uint64_t> Uint64FromDecimal(absl::string_view text) {
+  if (text.empty() || text.size() > 20) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected a decimal string of 1 to 20 digits, got ", text.size(), " characters"));
+  }
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return absl::InvalidArgumentError("expected a decimal string");
+    const uint64_t digit = c - '0';
+    if (value > (UINT64_MAX - digit) / 10) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", text, "\" is over uint64"));
+    }
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+absl::StatusOr<std::string> BytesFromHexText(absl::string_view text, uint64_t size, bool exact) {
+  if (text.size() < 2 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) {
+    return absl::InvalidArgumentError("expected a 0x-prefixed hex string");
+  }
+  const uint64_t digits = text.size() - 2;
+  if (digits % 2 != 0 || (exact ? digits != 2 * size : digits > 2 * size)) {
+    return absl::InvalidArgumentError(absl::StrCat(digits, " hex digits, expected ",
+                                                   exact ? "" : "at most ", 2 * size, " (", size,
+                                                   " bytes)"));
+  }
+  std::string out(digits / 2, '\0');
+  for (uint64_t i = 0; i < out.size(); ++i) {
+    const int high = HexDigit(text[2 + 2 * i]);
+    const int low = HexDigit(text[3 + 2 * i]);
+    if ((high | low) < 0) return absl::InvalidArgumentError("not hex");
+    out[i] = static_cast<char>(high * 16 + low);
+  }
+  return out;
+}
+
 absl::StatusOr<uint64_t> Uint64FromJson(const Json& json, const std::string& path) {
   if (json.is_number_unsigned()) return json.get<uint64_t>();
   if (json.is_number_integer() && json.get<int64_t>() >= 0) return json.get<uint64_t>();
   if (!json.is_string()) return Invalid(path, "expected a decimal string");
-  const std::string& text = json.get_ref<const std::string&>();
-  if (text.empty() || text.size() > 20) {
-    return Invalid(path, absl::StrCat("expected a decimal string of 1 to 20 digits, got ",
-                                      text.size(), " characters"));
-  }
-  uint64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return Invalid(path, "expected a decimal string");
-    const uint64_t digit = c - '0';
-    if (value > (UINT64_MAX - digit) / 10) {
-      return Invalid(path, absl::StrCat("\"", text, "\" is over uint64"));
-    }
-    value = value * 10 + digit;
-  }
+  absl::StatusOr<uint64_t> value = Uint64FromDecimal(json.get_ref<const std::string&>());
+  if (!value.ok()) return Invalid(path, value.status().message());
   return value;
 }
 

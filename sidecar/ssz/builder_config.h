@@ -96,6 +96,13 @@ absl::StatusOr<BuilderConfigSszParts> SplitBuilderConfigSsz(absl::string_view by
 // naming `path`, otherwise.
 absl::StatusOr<uint64_t> Uint64FromJson(const nlohmann::json& json, const std::string& path);
 
+// The rules of a JSON string field, for the readers that hold the string without a document
+// (builder_config_scan.h): a uint64's decimal string (1 to 20 digits, within uint64), and 0x-hex
+// of exactly `size` bytes (`exact`) or at most `size`, decoded. InvalidArgument saying what is
+// wrong, without a path.
+absl::StatusOr<uint64_t> Uint64FromDecimal(absl::string_view text);
+absl::StatusOr<std::string> BytesFromHexText(absl::string_view text, uint64_t size, bool exact);
+
 // A whole BuilderConfig, every entry read strictly. InvalidArgument as above.
 absl::StatusOr<BuilderConfig> BuilderConfigFromSsz(absl::string_view bytes);
 absl::StatusOr<BuilderConfig> BuilderConfigFromJson(const nlohmann::json& json);

@@ -25,6 +25,41 @@ absl::StatusOr<std::vector<absl::string_view>> MessageFields(const Type& signed_
                         absl::StrCat(path, path.empty() ? "" : ".", "message"));
 }
 
+// PTC_SIZE (presets/*/gloas.yaml): 512, and 16 in the minimal preset.
+uint64_t PtcSize(const Preset& preset) { return preset == Preset::kMinimal ? 16 : 512; }
+constexpr uint64_t kMaxPayloadAttestations = 4;
+
+// A Gloas BeaconBlock: Electra's full block's header and body fields but for the execution
+// payload, its blob commitments and requests, which the bid and the parent's requests replace.
+absl::StatusOr<Type> GloasBeaconBlock(const Preset& preset) {
+  absl::StatusOr<const Type*> electra = BeaconBlockType(Fork::kElectra, BlockKind::kFull, preset);
+  if (!electra.ok()) return electra.status();
+  const Type& electra_body = (*electra)->fields.back().type;
+  const auto field = [&electra_body](absl::string_view name) {
+    return electra_body.fields[*FieldIndex(electra_body, name)];
+  };
+  std::vector<Field> body;
+  for (absl::string_view name : {"randao_reveal", "eth1_data", "graffiti", "proposer_slashings",
+                                 "attester_slashings", "attestations", "deposits",
+                                 "voluntary_exits", "sync_aggregate", "bls_to_execution_changes"}) {
+    body.push_back(field(name));
+  }
+  body.push_back({"signed_execution_payload_bid", SignedExecutionPayloadBid(preset)});
+  body.push_back({"payload_attestations",
+                  List(Container({{"aggregation_bits", Bitvector(PtcSize(preset))},
+                                  {"data", Container({{"beacon_block_root", ByteVector(32)},
+                                                      {"slot", Uint64()},
+                                                      // Booleans: a byte each.
+                                                      {"payload_present", ByteVector(1)},
+                                                      {"blob_data_available", ByteVector(1)}})},
+                                  {"signature", ByteVector(96)}}),
+                       kMaxPayloadAttestations)});
+  body.push_back({"parent_execution_requests", field("execution_requests").type});
+  std::vector<Field> block((*electra)->fields.begin(), (*electra)->fields.end() - 1);
+  block.push_back({"body", Container(std::move(body))});
+  return Container(std::move(block));
+}
+
 }  // namespace
 
 Type SignedExecutionPayloadBid(const Preset& preset) {
@@ -60,6 +95,24 @@ absl::StatusOr<uint64_t> BidBuilderIndexFromSsz(absl::string_view ssz, const Pre
   if (!fields.ok()) return fields.status();
   const size_t builder_index = *FieldIndex(bid.fields[0].type, "builder_index");
   return DecodeUint64((*fields)[builder_index], "message.builder_index");
+}
+
+absl::StatusOr<uint64_t> BlockBidBuilderIndexFromSsz(absl::string_view ssz, const Preset& preset) {
+  absl::StatusOr<Type> block = GloasBeaconBlock(preset);
+  if (!block.ok()) return block.status();
+  absl::StatusOr<std::vector<absl::string_view>> fields = SplitContainer(*block, ssz, "");
+  if (!fields.ok()) return fields.status();
+  const Type& body = block->fields.back().type;
+  absl::StatusOr<std::vector<absl::string_view>> body_fields =
+      SplitContainer(body, fields->back(), "body");
+  if (!body_fields.ok()) return body_fields.status();
+  const absl::string_view bid = (*body_fields)[*FieldIndex(body, "signed_execution_payload_bid")];
+  absl::StatusOr<uint64_t> builder = BidBuilderIndexFromSsz(bid, preset);
+  if (!builder.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("body.signed_execution_payload_bid.", builder.status().message()));
+  }
+  return builder;
 }
 
 absl::StatusOr<std::vector<std::string>> RegistrationPubkeysFromSsz(absl::string_view ssz) {

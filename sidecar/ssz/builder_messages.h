@@ -31,6 +31,14 @@ Type SignedValidatorRegistrationV1();
 // when `ssz` is not the layout of one (its offsets out of place, too short).
 absl::StatusOr<uint64_t> BidBuilderIndexFromSsz(absl::string_view ssz, const Preset& preset);
 
+// The builder_index of the bid in an SSZ Gloas BeaconBlock (consensus-specs
+// specs/gloas/beacon-chain.md: its body's signed_execution_payload_bid), as produceBlockV4
+// answers when the payload is not included: read by the block's and the body's layouts, the
+// body's fixed fields sized by `preset`. InvalidArgument, naming the field, when `ssz` is not
+// that layout. The body's lists are Electra's types (a Gloas progressive list is encoded as a
+// list), read no deeper than their offsets.
+absl::StatusOr<uint64_t> BlockBidBuilderIndexFromSsz(absl::string_view ssz, const Preset& preset);
+
 // The public keys ("0x" and lower-case hex) of an SSZ list of SignedValidatorRegistrationV1,
 // in order. InvalidArgument when its length is not a multiple of a registration's.
 absl::StatusOr<std::vector<std::string>> RegistrationPubkeysFromSsz(absl::string_view ssz);

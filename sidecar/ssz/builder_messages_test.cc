@@ -26,6 +26,24 @@ TEST(BuilderMessagesTest, TheLayoutsOfTheSpecs) {
   EXPECT_EQ(FixedSize(SignedValidatorRegistrationV1()), 180u);
 }
 
+TEST(BuilderMessagesTest, TheBuilderIndexOfAGloasBlocksBidAsChainsafeEncodedIt) {
+  for (bool minimal : {false, true}) {
+    const GloasTestBlock block = ReadGloasTestBlock(minimal);
+    const Preset& preset = minimal ? Preset::kMinimal : Preset::kMainnet;
+    absl::StatusOr<uint64_t> builder = BlockBidBuilderIndexFromSsz(block.ssz, preset);
+    ASSERT_THAT(builder, IsOk());
+    EXPECT_EQ(*builder, block.builder_index);
+    // The other preset's sync aggregate moves every offset of the body.
+    EXPECT_THAT(
+        BlockBidBuilderIndexFromSsz(block.ssz, minimal ? Preset::kMainnet : Preset::kMinimal),
+        StatusIs(absl::StatusCode::kInvalidArgument));
+    EXPECT_THAT(BlockBidBuilderIndexFromSsz(block.ssz.substr(0, block.ssz.size() / 2), preset),
+                StatusIs(absl::StatusCode::kInvalidArgument));
+  }
+  EXPECT_THAT(BlockBidBuilderIndexFromSsz("", Preset::kMainnet),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 TEST(BuilderMessagesTest, ABidsBuilderIndexWithAndWithoutCommitments) {
   absl::StatusOr<uint64_t> builder = BidBuilderIndexFromSsz(SignedBidSsz(42, 5), Preset::kMainnet);
   ASSERT_THAT(builder, IsOk());

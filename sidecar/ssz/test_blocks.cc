@@ -37,6 +37,14 @@ std::string Unhex(const std::string& hex) {
 
 }  // namespace
 
+GloasTestBlock ReadGloasTestBlock(bool minimal) {
+  const Json vector = ReadJson(minimal ? "gloas_block_minimal" : "gloas_block_mainnet");
+  GloasTestBlock out;
+  out.ssz = Unhex(vector["ssz"]);
+  out.builder_index = std::stoull(vector["builder_index"].get<std::string>());
+  return out;
+}
+
 TestVector ReadTestVector(const std::string& name) {
   const Json vector = ReadJson(name);
   const Json& message = vector["block"]["message"];

@@ -28,6 +28,14 @@ struct TestVector {
 // testdata/<name>.json (e.g. "deneb_0"). Aborts when it cannot be read.
 TestVector ReadTestVector(const std::string& name);
 
+// A Gloas BeaconBlock in SSZ as produceBlockV4 answers it without its payload
+// (testdata/gloas_block_<preset>.json), and the builder index of the bid it carries.
+struct GloasTestBlock {
+  std::string ssz;
+  uint64_t builder_index = 0;
+};
+GloasTestBlock ReadGloasTestBlock(bool minimal);
+
 // The JSON of a valid Bellatrix blinded block at `slot` whose payload header's block hash is
 // `block_hash` (0x and 64 hex digits).
 std::string BlindedBlockJson(uint64_t slot, const std::string& block_hash);

@@ -1,20 +1,21 @@
 #include "sidecar/validator/block_production.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/relay_id.h"
 #include "nlohmann/json.hpp"
 #include "sidecar/ssz/builder_config.h"
+#include "sidecar/ssz/builder_config_scan.h"
 
 namespace breaker::sidecar::validator {
 namespace {
-
-using Json = nlohmann::json;
 
 constexpr uint64_t kNoBidIsEnough = UINT64_MAX;
 constexpr absl::string_view kSszContentType = "application/octet-stream";
@@ -61,34 +62,34 @@ std::optional<EntryRelay> RelayOf(absl::string_view url, const RewriteRules& rul
   return relay;
 }
 
-Verdict Judge(const ssz::BuilderEntry& entry, const RewriteRules& rules) {
+Verdict Judge(const std::string& url, const std::vector<std::string>& keys,
+              const RewriteRules& rules) {
   Verdict verdict;
   if (rules.mode == core::Mode::kSelfBuild) return verdict;
-  const std::optional<EntryRelay> relay = RelayOf(entry.url, rules);
+  const std::optional<EntryRelay> relay = RelayOf(url, rules);
   if (!relay.has_value() || relay->banned) return verdict;
   // Through an untrusted relay in TRUSTED_ONLY, only trusted builders' keys may stay.
   const bool keys_must_be_trusted = rules.mode == core::Mode::kTrustedOnly && !relay->trusted;
-  for (size_t i = 0; i < entry.builder_pubkeys.size(); ++i) {
-    const std::string& key = entry.builder_pubkeys[i];
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string& key = keys[i];
     if (rules.banned_keys.contains(key)) continue;
     if (keys_must_be_trusted && !rules.trusted_keys.contains(key)) continue;
     verdict.kept_keys.push_back(i);
   }
   // An empty list means any builder: an entry whose every key went must go whole, and one that
   // had none may stay only where any builder may.
-  verdict.keep =
-      verdict.kept_keys.empty() ? entry.builder_pubkeys.empty() && !keys_must_be_trusted : true;
+  verdict.keep = verdict.kept_keys.empty() ? keys.empty() && !keys_must_be_trusted : true;
   return verdict;
 }
 
-// The counts of an entry's verdict.
-void Count(const ssz::BuilderEntry& entry, const Verdict& verdict, V4Rewrite& out) {
+// The counts of the verdict on an entry of `keys` keys.
+void Count(size_t keys, const Verdict& verdict, V4Rewrite& out) {
   if (!verdict.keep) {
     ++out.refused;
     return;
   }
   ++out.kept;
-  out.keys_dropped += entry.builder_pubkeys.size() - verdict.kept_keys.size();
+  out.keys_dropped += keys - verdict.kept_keys.size();
 }
 
 bool RanksP2pDown(core::Mode mode) { return mode != core::Mode::kAllBuilders; }
@@ -130,8 +131,8 @@ V4Rewrite RewriteSsz(absl::string_view body, const RewriteRules& rules) {
       ++out.malformed;
       continue;
     }
-    const Verdict verdict = Judge(*entry, rules);
-    Count(*entry, verdict, out);
+    const Verdict verdict = Judge(entry->url, entry->builder_pubkeys, rules);
+    Count(entry->builder_pubkeys.size(), verdict, out);
     if (!verdict.keep) continue;
     std::vector<std::string> keys;
     for (size_t i : verdict.kept_keys) keys.push_back(std::move(entry->builder_pubkeys[i]));
@@ -148,66 +149,86 @@ V4Rewrite RewriteSsz(absl::string_view body, const RewriteRules& rules) {
   return out;
 }
 
-// The top level of a JSON BuilderConfig: an object with its two numbers and a list of at most
-// the limit's entries.
-absl::Status CheckJsonTopLevel(const Json& json) {
-  if (!json.is_object()) return absl::InvalidArgumentError("the body is not a JSON object");
-  for (const char* name : {"min_bid", "builder_boost_factor"}) {
-    const auto it = json.find(name);
-    if (it == json.end()) return absl::InvalidArgumentError(absl::StrCat(name, ": missing"));
-    absl::StatusOr<uint64_t> value = ssz::Uint64FromJson(*it, name);
-    if (!value.ok()) return value.status();
+// A piece of the answer: bytes [begin, end) of the body replaced by `text`.
+struct Splice {
+  ssz::JsonSpan span;
+  std::string text;
+};
+
+// The body with `splices` (in order, apart) made.
+std::string Spliced(absl::string_view body, const std::vector<Splice>& splices) {
+  std::string out;
+  size_t at = 0;
+  for (const Splice& splice : splices) {
+    absl::StrAppend(&out, body.substr(at, splice.span.begin - at), splice.text);
+    at = splice.span.end;
   }
-  const auto builders = json.find("builders");
-  if (builders == json.end() || !builders->is_array()) {
-    return absl::InvalidArgumentError("builders: missing or not an array");
-  }
-  if (builders->size() > ssz::kMaxBuilderEntries) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "builders: ", builders->size(), " entries, over the limit ", ssz::kMaxBuilderEntries));
-  }
-  return absl::OkStatus();
+  absl::StrAppend(&out, body.substr(at));
+  return out;
 }
 
-V4Rewrite RewriteJson(absl::string_view body, const RewriteRules& rules) {
-  Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return Unreadable(body, false, rules, "the body is not JSON");
-  if (absl::Status top = CheckJsonTopLevel(json); !top.ok()) {
-    return Unreadable(body, false, rules, std::string(top.message()));
+absl::string_view Bytes(absl::string_view body, ssz::JsonSpan span) {
+  return body.substr(span.begin, span.end - span.begin);
+}
+
+// A kept entry as it came, but for its builder_pubkeys narrowed to `kept_keys` (each key as it
+// was spelled).
+void AppendEntry(absl::string_view body, const ssz::ScannedBuilderEntry& entry,
+                 const std::vector<size_t>& kept_keys, std::string& out) {
+  if (kept_keys.size() == entry.builder_pubkeys.size()) {
+    absl::StrAppend(&out, Bytes(body, entry.bytes));
+    return;
   }
+  absl::StrAppend(&out, body.substr(entry.bytes.begin, entry.keys_array.begin - entry.bytes.begin),
+                  "[");
+  for (size_t i = 0; i < kept_keys.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : ",", Bytes(body, entry.key_bytes[kept_keys[i]]));
+  }
+  absl::StrAppend(&out, "]",
+                  body.substr(entry.keys_array.end, entry.bytes.end - entry.keys_array.end));
+}
+
+// The kept entries' bytes are copied as they came, and only what changes is written: the
+// builders array, and in the modes that rank P2P bids down, the top-level numbers. A member the
+// body names more than once has each of its values replaced, whichever one the node reads.
+V4Rewrite RewriteJson(absl::string_view body, const RewriteRules& rules) {
+  absl::StatusOr<ssz::ScannedBuilderConfig> config = ssz::ScanBuilderConfigJson(body);
+  if (!config.ok()) return Unreadable(body, false, rules, std::string(config.status().message()));
   V4Rewrite out;
-  Json& builders = json["builders"];
-  out.entries = builders.size();
-  Json kept = Json::array();
-  for (Json& entry_json : builders) {
-    absl::StatusOr<ssz::BuilderEntry> entry = ssz::BuilderEntryFromJson(entry_json);
-    if (!entry.ok()) {
+  out.entries = config->builders.size();
+  std::string builders = "[";
+  for (const ssz::ScannedBuilderEntry& entry : config->builders) {
+    if (!entry.well_formed) {
       ++out.malformed;
       continue;
     }
-    const Verdict verdict = Judge(*entry, rules);
-    Count(*entry, verdict, out);
+    const Verdict verdict = Judge(entry.url, entry.builder_pubkeys, rules);
+    Count(entry.builder_pubkeys.size(), verdict, out);
     if (!verdict.keep) continue;
-    if (verdict.kept_keys.size() != entry->builder_pubkeys.size()) {
-      // The keys kept, as they were spelled.
-      Json keys = Json::array();
-      for (size_t i : verdict.kept_keys) keys.push_back(entry_json["builder_pubkeys"][i]);
-      entry_json["builder_pubkeys"] = std::move(keys);
-    }
-    kept.push_back(std::move(entry_json));
+    if (builders.size() > 1) builders.push_back(',');
+    AppendEntry(body, entry, verdict.kept_keys, builders);
   }
+  builders.push_back(']');
   const bool top_changes = RanksP2pDown(rules.mode);
-  out.changed = top_changes || out.kept != out.entries || out.keys_dropped > 0;
+  out.changed = top_changes || out.kept != out.entries || out.keys_dropped > 0 ||
+                config->builders_values.size() > 1;
   if (!out.changed) {
     out.body = std::string(body);
     return out;
   }
-  builders = std::move(kept);
+  std::vector<Splice> splices;
+  for (ssz::JsonSpan span : config->builders_values) splices.push_back({span, builders});
   if (top_changes) {
-    json["min_bid"] = std::to_string(kNoBidIsEnough);
-    json["builder_boost_factor"] = "0";
+    for (ssz::JsonSpan span : config->min_bid_values) {
+      splices.push_back({span, absl::StrCat("\"", kNoBidIsEnough, "\"")});
+    }
+    for (ssz::JsonSpan span : config->builder_boost_factor_values) {
+      splices.push_back({span, "\"0\""});
+    }
   }
-  out.body = json.dump();
+  std::sort(splices.begin(), splices.end(),
+            [](const Splice& a, const Splice& b) { return a.span.begin < b.span.begin; });
+  out.body = Spliced(body, splices);
   return out;
 }
 

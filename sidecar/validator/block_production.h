@@ -23,7 +23,11 @@
 // is dropped here too. A body whose top level cannot be read is forwarded untouched in
 // ALL_BUILDERS (the node refuses it as well), and replaced by the self-build BuilderConfig in the
 // other modes, so that no refusal by the sidecar ever costs the slot and no builder slips past
-// the policy. The answer is in the encoding received.
+// the policy. The answer is in the encoding received. A JSON answer copies the kept entries'
+// bytes as they came and writes only what changes (sidecar/ssz/builder_config_scan.h): an entry
+// that names its url or builder_pubkeys twice is therefore malformed, since the node could read
+// the value the sidecar did not judge, and every value of a top-level member named twice is
+// replaced.
 //
 // produceBlockV3 (GET /eth/v3/validator/blocks/{slot}): in SELF_BUILD, builder_boost_factor=0
 // replaces any value in the query; other modes leave it as sent.

@@ -233,6 +233,39 @@ TEST(RewriteV4JsonTest, KeepsUnknownMembersAndTheKeysSpelling) {
             Json::array({"0x" + std::string(96, 'A')}));
 }
 
+TEST(RewriteV4JsonTest, CopiesKeptEntriesAsTheyCameAndWritesOnlyWhatChanges) {
+  const std::string trusted =
+      ssz::BuilderEntryToJson(Entry("https://trusted.example", {Key('T'), Key('x')})).dump(1);
+  const std::string banned = ssz::BuilderEntryToJson(Entry("https://banned.example")).dump();
+  // builders and min_bid named twice: every value is replaced, whichever one the node reads.
+  const std::string body =
+      "{\"builders\": [], \"min_bid\" : \"7\", \"min_bid\": 8,\n"
+      "\"builder_boost_factor\": 90, \"builders\": [ " +
+      trusted + " , " + banned + " ], \"x\": [1.50]}";
+  const V4Rewrite rewrite =
+      RewriteProduceBlockV4(body, "application/json", Rules(core::Mode::kTrustedOnly));
+  EXPECT_EQ(rewrite.kept, 1u);
+  EXPECT_EQ(rewrite.refused, 1u);
+  const std::string kept = "[" + trusted + "]";
+  EXPECT_EQ(rewrite.body, "{\"builders\": " + kept +
+                              ", \"min_bid\" : \"18446744073709551615\", "
+                              "\"min_bid\": \"18446744073709551615\",\n"
+                              "\"builder_boost_factor\": \"0\", \"builders\": " +
+                              kept + ", \"x\": [1.50]}");
+}
+
+TEST(RewriteV4JsonTest, AnEntryNamingItsUrlTwiceIsMalformed) {
+  // The node could read either url; the sidecar judged one.
+  std::string twice = ssz::BuilderEntryToJson(Entry("https://a.example")).dump();
+  twice.insert(1, "\"url\":\"https://banned.example\",");
+  const std::string body =
+      R"({"min_bid":"1","builder_boost_factor":"2","builders":[)" + twice + "]}";
+  const V4Rewrite rewrite =
+      RewriteProduceBlockV4(body, "application/json", Rules(core::Mode::kAllBuilders));
+  EXPECT_EQ(rewrite.malformed, 1u);
+  EXPECT_THAT(Decode(rewrite.body, Encoding::kJson).builders, IsEmpty());
+}
+
 TEST(RewriteV4SszTest, AMalformedEntryIsDroppedAndTheRestRead) {
   ssz::BuilderEntry long_url = Entry(std::string(ssz::kMaxBuilderUrlBytes + 1, 'a'));
   const std::string body = ssz::BuilderConfigToSsz(

@@ -15,6 +15,7 @@
 #include "nlohmann/json.hpp"
 #include "sidecar/http/connection_threads.h"
 #include "sidecar/http/headers.h"
+#include "sidecar/ssz/builder_messages.h"
 
 namespace breaker::sidecar::validator {
 namespace {
@@ -43,10 +44,10 @@ bool IncludePayload(const httplib::Request& request) {
   return absl::EqualsIgnoreCase(request.get_param_value("include_payload"), "true");
 }
 
-// The builder index of a produced block's bid: a JSON answer's
+// The builder index of a produced block's bid in a JSON answer:
 // data.body.signed_execution_payload_bid.message.builder_index (optionally without the
 // {"version", "data"} envelope, or inside a BlockContents' "block").
-std::optional<core::BuilderIndex> WinningBuilder(absl::string_view body) {
+std::optional<core::BuilderIndex> WinningBuilderOfJson(absl::string_view body) {
   const nlohmann::json json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!json.is_object()) return std::nullopt;
   const nlohmann::json* block = json.contains("data") ? &json["data"] : &json;
@@ -61,21 +62,38 @@ std::optional<core::BuilderIndex> WinningBuilder(absl::string_view body) {
   return std::nullopt;
 }
 
+// The builder index of a produced block's bid, in the answer's encoding: an SSZ answer is the
+// Gloas BeaconBlock a builder-API win comes as (no payload included), laid out by `preset`.
+absl::StatusOr<core::BuilderIndex> WinningBuilder(absl::string_view body,
+                                                  absl::string_view content_type,
+                                                  const ssz::Preset& preset) {
+  if (absl::StrContains(absl::AsciiStrToLower(content_type), "octet-stream")) {
+    return ssz::BlockBidBuilderIndexFromSsz(body, preset);
+  }
+  const std::optional<core::BuilderIndex> builder = WinningBuilderOfJson(body);
+  if (!builder.has_value()) {
+    return absl::InvalidArgumentError(
+        "the JSON answer has no data.body.signed_execution_payload_bid.message.builder_index");
+  }
+  return *builder;
+}
+
 }  // namespace
 
 // One request's exchange with the beacon node, on a thread of its own, so that the answer's
-// body can stream to the caller while it arrives.
+// body can stream to the caller while it arrives. It takes a kept-alive connection when there
+// is one (not for an event stream, which holds its own), and gives it back once the answer has
+// been read whole.
 class ValidatorPort::Exchange {
  public:
-  Exchange(const ValidatorPortOptions& options, httplib::Request request, bool event_stream)
-      : client_(options.beacon_node_base), request_(std::move(request)) {
-    client_.set_connection_timeout(absl::ToChronoMicroseconds(options.connect_timeout));
-    const absl::Duration read = event_stream ? kEventStreamReadTimeout : options.answer_timeout;
-    client_.set_read_timeout(absl::ToChronoMicroseconds(read));
-    client_.set_write_timeout(absl::ToChronoMicroseconds(options.answer_timeout));
-    client_.set_decompress(false);
-    client_.set_keep_alive(false);
-    client_.set_tcp_nodelay(true);
+  Exchange(const ValidatorPortOptions& options, NodeConnections& connections,
+           httplib::Request request, bool event_stream)
+      : connections_(connections), event_stream_(event_stream), request_(std::move(request)) {
+    if (!event_stream) connection_ = connections.TakeIdle();
+    reused_ = connection_ != nullptr && connection_->is_socket_open();
+    if (connection_ == nullptr) connection_ = connections.Open();
+    read_timeout_ = event_stream ? kEventStreamReadTimeout : options.answer_timeout;
+    write_timeout_ = options.answer_timeout;
     request_.response_handler = [this](const httplib::Response& response) {
       MutexLock lock(&mu_);
       status_ = response.status;
@@ -96,9 +114,17 @@ class ValidatorPort::Exchange {
     thread_ = std::thread([this] { Run(); });
   }
 
+  // Whether the exchange went over a connection an earlier one had opened.
+  bool reused() const { return reused_; }
+
   ~Exchange() {
     Cancel();
     thread_.join();
+    MutexLock lock(&mu_);
+    // Read whole, on a connection that stays open: the next request may take it.
+    if (done_ && error_.empty() && !stopped_ && !event_stream_) {
+      connections_.GiveBack(std::move(connection_));
+    }
   }
 
   // Waits for the answer's head, for at most `timeout`. False: none came (error() says why;
@@ -148,21 +174,22 @@ class ValidatorPort::Exchange {
     return true;
   }
 
-  // Ends the exchange: the connection is shut, whatever it was waiting for.
+  // Ends the exchange: a connection still in use is shut, whatever it was waiting for.
   void Cancel() {
-    {
-      MutexLock lock(&mu_);
-      cancelled_ = true;
-      changed_.SignalAll();
+    MutexLock lock(&mu_);
+    cancelled_ = true;
+    changed_.SignalAll();
+    if (!done_) {
+      stopped_ = true;
+      connection_->stop();
     }
-    client_.stop();
   }
 
  private:
   void Run() {
     httplib::Response response;
     httplib::Error error = httplib::Error::Success;
-    const bool ok = client_.send(request_, response, error);
+    const bool ok = Send(response, error);
     MutexLock lock(&mu_);
     if (!ok) {
       error_ = httplib::to_string(error);
@@ -174,9 +201,30 @@ class ValidatorPort::Exchange {
     changed_.SignalAll();
   }
 
-  httplib::Client client_;
+  // Sends the request on the connection (which opens a new socket in place of one the node
+  // closed while it was idle).
+  bool Send(httplib::Response& response, httplib::Error& error) {
+    httplib::Client* connection;
+    {
+      MutexLock lock(&mu_);
+      connection = connection_.get();
+    }
+    connection->set_read_timeout(absl::ToChronoMicroseconds(read_timeout_));
+    connection->set_write_timeout(absl::ToChronoMicroseconds(write_timeout_));
+    return connection->send(request_, response, error);
+  }
+
+  NodeConnections& connections_;
+  const bool event_stream_;
+  bool reused_ = false;
+  absl::Duration read_timeout_;
+  absl::Duration write_timeout_;
   httplib::Request request_;
   mutable Mutex mu_;
+  // Used by Run() and, to stop it, by Cancel(); given back by the destructor.
+  std::unique_ptr<httplib::Client> connection_ ABSL_GUARDED_BY(mu_);
+  // Cancel() shut the connection while it was in use.
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   CondVar changed_;
   bool head_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
@@ -190,8 +238,12 @@ class ValidatorPort::Exchange {
   std::thread thread_;
 };
 
-ValidatorPort::ValidatorPort(ValidatorPortOptions options, client::BreakerClient& client)
-    : options_(std::move(options)), client_(client) {}
+ValidatorPort::ValidatorPort(ValidatorPortOptions options, client::BreakerClient& client,
+                             const Clock& clock)
+    : options_(std::move(options)),
+      client_(client),
+      connections_(options_.beacon_node_base, options_.connect_timeout,
+                   options_.max_idle_node_connections, options_.node_idle_timeout, clock) {}
 
 ValidatorPort::~ValidatorPort() { Stop(); }
 
@@ -313,8 +365,9 @@ void ValidatorPort::Handle(const void* request_ptr, void* response_ptr) {
     ++counters_.requests;
     if (changed) ++counters_.rewritten_by_mode[ModeIndex(mode)];
     if (!stopping_) {
-      exchange = std::make_shared<Exchange>(options_, std::move(out), event_stream);
+      exchange = std::make_shared<Exchange>(options_, connections_, std::move(out), event_stream);
       in_flight_.insert(exchange.get());
+      if (exchange->reused()) ++counters_.node_connections_reused;
     }
   }
   if (exchange == nullptr) {
@@ -436,13 +489,13 @@ void ValidatorPort::ReportWin(const std::string& body, const std::string& conten
   absl::StatusOr<std::string> relay = core::NormalizeRelayId(builder_url);
   // The sidecar's own builder-API port saw the bid and reported it.
   if (relay.ok() && options_.own_ports.contains(*relay)) return;
-  const std::optional<core::BuilderIndex> builder =
-      absl::StrContains(absl::AsciiStrToLower(content_type), "octet-stream") ? std::nullopt
-                                                                             : WinningBuilder(body);
-  if (!relay.ok() || !builder.has_value()) {
+  const absl::StatusOr<core::BuilderIndex> builder =
+      WinningBuilder(body, content_type, options_.preset());
+  if (!relay.ok() || !builder.ok()) {
     LOG(WARNING) << "the builder-API bid that won slot " << slot << " through " << builder_url
                  << " cannot be reported: "
-                 << (relay.ok() ? "its builder index is not read from this answer"
+                 << (relay.ok() ? absl::StrCat("its builder index is not read from the answer: ",
+                                               builder.status().message())
                                 : relay.status().message());
     MutexLock lock(&mu_);
     ++counters_.bids_unreported;

@@ -13,6 +13,8 @@
 //   - A beacon node that refuses the connection, or does not accept it within connect_timeout, is
 //     answered at once: 503 naming it, so that the validator client moves to its fallback node.
 //     One that accepts but sends no answer head within answer_timeout: 504.
+//   - Connections to the node are kept alive between requests (node_connections.h); one the
+//     node closed while it was idle is found closed before the next request, which opens another.
 //   - Bounds: a request body over max_body_bytes is refused (413) before the node is contacted;
 //     a request line or header over 8 KiB is refused by the HTTP server (414 or 400). A caller
 //     that sends its request or reads its answer slower than caller_timeout per read or write
@@ -21,8 +23,9 @@
 //     rules of the policy in force at arrival (its version named in the log line). The answer's
 //     headers tell who won (ReadBlockOutcome), counted by mode and source; when a builder-API
 //     entry other than the sidecar's own ports won, its bid is reported to breakerd as a BidSeen
-//     (builder index read from a JSON answer's signed_execution_payload_bid; an SSZ answer's is
-//     not read, and is counted as unreported).
+//     (builder index read from the answer's signed_execution_payload_bid: in JSON, or in SSZ a
+//     Gloas BeaconBlock laid out by the node's preset; an answer it cannot be read from is
+//     counted as unreported).
 //
 // This class is thread-safe.
 
@@ -39,9 +42,12 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "core/types.h"
+#include "sidecar/ssz/beacon_block.h"
 #include "sidecar/validator/block_production.h"
+#include "sidecar/validator/node_connections.h"
 
 namespace httplib {
 class Server;
@@ -67,11 +73,21 @@ struct ValidatorPortOptions {
   // Connections served at once, each on a thread of its own (an idle kept-alive one or an event
   // stream holds its thread, and nothing else); more wait for a thread.
   size_t max_connections = 256;
+  // Kept-alive connections to the beacon node, idle between requests: at most this many, each
+  // for at most node_idle_timeout (short, so that the node's server seldom closes one first).
+  size_t max_idle_node_connections = 8;
+  absl::Duration node_idle_timeout = absl::Seconds(4);
+  // The beacon node's preset, which an SSZ block's layout depends on (the sidecar's beacon
+  // watcher learns it); mainnet's when not set.
+  std::function<sidecar::ssz::Preset()> preset = [] { return sidecar::ssz::Preset::kMainnet; };
 };
 
 // What the port did, since its start.
 struct ValidatorPortCounters {
   uint64_t requests = 0;
+  // Requests that took a kept-alive connection an earlier one had opened (a new one is opened
+  // in its place when the node closed it while it was idle).
+  uint64_t node_connections_reused = 0;
   // Answered 503 or 504 by the sidecar: the beacon node was down or did not answer in time.
   uint64_t beacon_node_unreachable = 0;
   // produceBlockV4 bodies and produceBlockV3 queries changed by the policy, by mode.
@@ -92,8 +108,8 @@ struct ValidatorPortCounters {
 
 class ValidatorPort {
  public:
-  // REQUIRES: `client` outlives the port.
-  ValidatorPort(ValidatorPortOptions options, client::BreakerClient& client);
+  // REQUIRES: `client` and `clock` outlive the port.
+  ValidatorPort(ValidatorPortOptions options, client::BreakerClient& client, const Clock& clock);
   ~ValidatorPort();
 
   ValidatorPort(const ValidatorPort&) = delete;
@@ -119,6 +135,7 @@ class ValidatorPort {
 
   const ValidatorPortOptions options_;
   client::BreakerClient& client_;
+  NodeConnections connections_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

@@ -75,7 +75,7 @@ struct Bench {
     ValidatorPortOptions options;
     options.beacon_node_url = node.url();
     options.beacon_node_base = node.url();
-    port = std::make_unique<ValidatorPort>(options, client);
+    port = std::make_unique<ValidatorPort>(options, client, SystemClock());
     started = port->Start().ok();
   }
   ~Bench() { port->Stop(); }

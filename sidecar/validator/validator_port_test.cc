@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "sidecar/ssz/builder_config.h"
+#include "sidecar/ssz/test_blocks.h"
 #include "tests/support/fake_beacon_node.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_util.h"
@@ -103,7 +105,10 @@ class ValidatorPortTest : public ::testing::Test {
     options.own_ports["http://127.0.0.1:18550"] = {"https://banned.example", false};
     options.max_body_bytes = 4 << 20;
     options.answer_timeout = answer_timeout;
-    port_ = std::make_unique<ValidatorPort>(options, client_);
+    options.preset = [this] {
+      return minimal_preset_ ? ssz::Preset::kMinimal : ssz::Preset::kMainnet;
+    };
+    port_ = std::make_unique<ValidatorPort>(options, client_, SystemClock());
     return port_->Start();
   }
 
@@ -143,6 +148,8 @@ class ValidatorPortTest : public ::testing::Test {
 
   client::FakeClient client_;
   FakeBeaconNode node_;
+  // The preset the port reads SSZ blocks with: mainnet's, or the minimal one.
+  std::atomic<bool> minimal_preset_{false};
   std::unique_ptr<ValidatorPort> port_;
 };
 
@@ -311,6 +318,32 @@ TEST_F(ValidatorPortTest, ABuilderApiWinIsReportedAsABidSeen) {
   EXPECT_EQ(bid->relay, "https://relay.example");
 }
 
+TEST_F(ValidatorPortTest, ABuilderApiWinInSszIsReportedByTheNodesPreset) {
+  const ssz::GloasTestBlock block = ssz::ReadGloasTestBlock(/*minimal=*/true);
+  node_.block_production().Script([&] {
+    ProductionScript s;
+    s.builder_url = "https://relay.example";
+    s.ssz_answer = block.ssz;
+    return s;
+  }());
+  // Read with mainnet's layout, the minimal preset's block is no block: counted, not reported.
+  httplib::Result answer = ProduceV4(ValidatorConfig(), false, "application/octet-stream");
+  ASSERT_TRUE(answer);
+  EXPECT_TRUE(answer->body == block.ssz);
+  ASSERT_TRUE(::breaker::testing::WaitFor([&] { return port_->counters().bids_unreported == 1; }));
+  EXPECT_TRUE(client_.reports().empty());
+  minimal_preset_ = true;
+  answer = ProduceV4(ValidatorConfig(), false, "application/octet-stream");
+  ASSERT_TRUE(answer);
+  ASSERT_TRUE(::breaker::testing::WaitFor([&] { return port_->counters().bids_reported == 1; }));
+  const std::vector<client::FakeClient::Reported> reports = client_.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  const auto* bid = std::get_if<core::BidSeen>(&reports[0].event);
+  ASSERT_NE(bid, nullptr);
+  EXPECT_EQ(bid->builder, block.builder_index);
+  EXPECT_EQ(bid->relay, "https://relay.example");
+}
+
 TEST_F(ValidatorPortTest, ThePolicyInForceAtArrivalDecides) {
   client_.SetPolicy(PolicyIn(core::Mode::kAllBuilders, 9), client::PolicySource::kFleet);
   node_.block_production().Script([] {
@@ -370,7 +403,7 @@ TEST(ValidatorPortDownTest, ABeaconNodeThatIsDownIsAnswered503AtOnce) {
   ValidatorPortOptions options;
   options.beacon_node_url = url;
   options.beacon_node_base = url;
-  ValidatorPort port(options, client);
+  ValidatorPort port(options, client, SystemClock());
   ASSERT_THAT(port.Start(), IsOk());
   httplib::Client caller("127.0.0.1", port.port());
   const absl::Time start = absl::Now();
@@ -380,6 +413,95 @@ TEST(ValidatorPortDownTest, ABeaconNodeThatIsDownIsAnswered503AtOnce) {
   EXPECT_EQ(answer->status, 503);
   EXPECT_THAT(answer->body, HasSubstr(url));
   EXPECT_EQ(port.counters().beacon_node_unreachable, 1u);
+}
+
+// A beacon node that answers {} to every request, on connections it keeps alive, or closes
+// after one answer as one does with a kept-alive connection idle past its timeout.
+class RawNode {
+ public:
+  explicit RawNode(bool close_after_answer) {
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof(address);
+    bind(listener_, reinterpret_cast<sockaddr*>(&address), size);
+    getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size);
+    port_ = ntohs(address.sin_port);
+    listen(listener_, 16);
+    thread_ = std::thread([this, close_after_answer] {
+      int connection;
+      // One connection at a time: the port sends one request at a time here.
+      while ((connection = accept(listener_, nullptr, nullptr)) >= 0) {
+        ++connections_;
+        std::string received;
+        char buffer[4096];
+        ssize_t got;
+        while ((got = read(connection, buffer, sizeof(buffer))) > 0) {
+          received.append(buffer, got);
+          size_t end;
+          while ((end = received.find("\r\n\r\n")) != std::string::npos) {
+            received.erase(0, end + 4);
+            const std::string answer =
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                "Content-Length: 2\r\n\r\n{}";
+            if (write(connection, answer.data(), answer.size()) < 0) break;
+          }
+          if (close_after_answer) break;
+        }
+        close(connection);
+      }
+    });
+  }
+  ~RawNode() {
+    shutdown(listener_, SHUT_RDWR);
+    close(listener_);
+    thread_.join();
+  }
+  std::string url() const { return absl::StrCat("http://127.0.0.1:", port_); }
+  int connections() const { return connections_; }
+
+ private:
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<int> connections_{0};
+  std::thread thread_;
+};
+
+// Requests through a port in front of `node` until one goes on a kept connection, then three
+// more; every one is answered 200. Returns the port's request count.
+uint64_t RequestUntilAConnectionIsKept(RawNode& node) {
+  client::FakeClient client;
+  ValidatorPortOptions options;
+  options.beacon_node_url = node.url();
+  options.beacon_node_base = node.url();
+  ValidatorPort port(options, client, SystemClock());
+  EXPECT_THAT(port.Start(), IsOk());
+  httplib::Client caller("127.0.0.1", port.port());
+  const auto ask = [&] {
+    httplib::Result answer = caller.Get("/eth/v1/node/syncing");
+    EXPECT_TRUE(answer && answer->status == 200) << (answer ? answer->body : "no answer");
+  };
+  EXPECT_TRUE(::breaker::testing::WaitFor([&] {
+    ask();
+    return port.counters().node_connections_reused > 0;
+  }));
+  for (int i = 0; i < 3; ++i) ask();
+  EXPECT_EQ(port.counters().beacon_node_unreachable, 0u);
+  return port.counters().requests;
+}
+
+TEST(ValidatorPortKeepAliveTest, KeepsItsConnectionToTheNodeAliveBetweenRequests) {
+  RawNode node(/*close_after_answer=*/false);
+  const uint64_t requests = RequestUntilAConnectionIsKept(node);
+  EXPECT_LT(node.connections(), static_cast<int>(requests));
+}
+
+TEST(ValidatorPortKeepAliveTest, AKeptConnectionTheNodeClosedIsReplaced) {
+  RawNode node(/*close_after_answer=*/true);
+  const uint64_t requests = RequestUntilAConnectionIsKept(node);
+  // Every request came on a connection of its own: a kept one was found closed.
+  EXPECT_EQ(node.connections(), static_cast<int>(requests));
 }
 
 TEST(ValidatorPortSlowTest, ABeaconNodeThatDoesNotAnswerIsAnswered504) {
@@ -394,7 +516,7 @@ TEST(ValidatorPortSlowTest, ABeaconNodeThatDoesNotAnswerIsAnswered504) {
   options.beacon_node_url = node.url();
   options.beacon_node_base = node.url();
   options.answer_timeout = absl::Milliseconds(200);
-  ValidatorPort port(options, client);
+  ValidatorPort port(options, client, SystemClock());
   ASSERT_THAT(port.Start(), IsOk());
   httplib::Client caller("127.0.0.1", port.port());
   httplib::Result answer = caller.Post(kV4Path, "{}", "application/json");

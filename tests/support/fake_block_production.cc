@@ -156,7 +156,9 @@ void FakeBlockProduction::ServeV4(const httplib::Request& request, const Product
   response.set_header("Eth-Consensus-Block-Value", kConsensusValue);
   if (builder_api) response.set_header("Eth-Builder-Url", script.builder_url);
   if (absl::StrContains(request.get_header_value("Accept"), "application/octet-stream")) {
-    response.set_content(SszLike(script.ssz_answer_bytes), "application/octet-stream");
+    response.set_content(
+        script.ssz_answer.empty() ? SszLike(script.ssz_answer_bytes) : script.ssz_answer,
+        "application/octet-stream");
     return;
   }
   const Json body{{"version", "gloas"},

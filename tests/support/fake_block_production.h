@@ -42,7 +42,9 @@ struct ProductionScript {
   core::BuilderIndex builder = 7;
   // How long the node takes to answer.
   absl::Duration delay = absl::ZeroDuration();
-  // The SSZ answer's size in bytes (V4 asked with Accept: application/octet-stream).
+  // The SSZ answer (V4 asked with Accept: application/octet-stream): `ssz_answer` when set (e.g.
+  // a Gloas block, sidecar/ssz/test_blocks.h), else SSZ-like bytes of `ssz_answer_bytes`.
+  std::string ssz_answer;
   size_t ssz_answer_bytes = 1024;
 };
 

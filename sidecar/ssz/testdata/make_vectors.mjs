@@ -1,13 +1,14 @@
 // Writes the block-root test vectors of //sidecar/ssz:beacon_block_test: random but valid
 // signed blinded blocks of every fork the builder API serves, in the mainnet preset and in the
 // minimal preset of test chains, each with the block root that @chainsafe/ssz computes, in the
-// builder API's JSON and in SSZ.
+// builder API's JSON and in SSZ; and a Gloas block of each preset in SSZ, as produceBlockV4
+// answers a builder's win, with its bid's builder index.
 //
 //   node sidecar/ssz/testdata/make_vectors.mjs [--node_modules=tests/lodestar/node_modules]
 //
 // (from the repository's top; tests/lodestar's node_modules comes from tools/setup.sh). Bellatrix
-// and Capella are @lodestar/types' containers (Lodestar 1.5.1, mainnet preset); Deneb, Electra
-// and Fulu are defined here from ethereum/consensus-specs with @chainsafe/ssz's types, as
+// and Capella are @lodestar/types' containers (Lodestar 1.5.1, mainnet preset); Deneb, Electra,
+// Fulu and Gloas are defined here from ethereum/consensus-specs with @chainsafe/ssz's types, as
 // Lodestar 1.5.1 predates them. The values are random from a fixed seed, so a rerun writes the
 // same files.
 
@@ -31,6 +32,7 @@ const presets = {
     MAX_VALIDATORS_PER_COMMITTEE: 2048,
     MAX_COMMITTEES_PER_SLOT: 64,
     SYNC_COMMITTEE_SIZE: 512,
+    PTC_SIZE: 512,
     MAX_BLOB_COMMITMENTS_PER_BLOCK: 4096,
     MAX_DEPOSIT_REQUESTS_PER_PAYLOAD: 8192,
     MAX_WITHDRAWAL_REQUESTS_PER_PAYLOAD: 16,
@@ -40,6 +42,7 @@ const presets = {
     MAX_VALIDATORS_PER_COMMITTEE: 2048,
     MAX_COMMITTEES_PER_SLOT: 4,
     SYNC_COMMITTEE_SIZE: 32,
+    PTC_SIZE: 16,
     MAX_BLOB_COMMITMENTS_PER_BLOCK: 4096,
     MAX_DEPOSIT_REQUESTS_PER_PAYLOAD: 8192,
     MAX_WITHDRAWAL_REQUESTS_PER_PAYLOAD: 16,
@@ -48,10 +51,12 @@ const presets = {
 };
 const MAX_ATTESTER_SLASHINGS_ELECTRA = 1;
 const MAX_ATTESTATIONS_ELECTRA = 8;
+const MAX_PAYLOAD_ATTESTATIONS = 4;
 
 const eth2 = { jsonCase: 'eth2' };
 const Uint64 = new s.UintBigintType(8);
 const Bytes20 = new s.ByteVectorType(20);
+const Bytes32 = new s.ByteVectorType(32);
 const Bytes48 = new s.ByteVectorType(48);
 const Bytes96 = new s.ByteVectorType(96);
 const container = (fields) => new s.ContainerType(fields, eth2);
@@ -121,7 +126,44 @@ function blindedBlocks(p) {
     executionRequests,
   });
   const blindedBlock = (body) => container({ ...ssz.capella.BlindedBeaconBlock.fields, body });
+  // Gloas (specs/gloas/beacon-chain.md): the full block produceBlockV4 answers without its
+  // payload, whose body carries the builder's bid in place of the payload. Its progressive lists
+  // and containers are encoded as lists and containers are.
+  const bid = signed(
+    container({
+      parentBlockHash: Bytes32,
+      parentBlockRoot: Bytes32,
+      blockHash: Bytes32,
+      prevRandao: Bytes32,
+      feeRecipient: Bytes20,
+      gasLimit: Uint64,
+      builderIndex: Uint64,
+      slot: Uint64,
+      value: Uint64,
+      executionPayment: Uint64,
+      blobKzgCommitments: new s.ListCompositeType(Bytes48, p.MAX_BLOB_COMMITMENTS_PER_BLOCK),
+      executionRequestsRoot: Bytes32,
+    }),
+  );
+  const payloadAttestation = container({
+    aggregationBits: new s.BitVectorType(p.PTC_SIZE),
+    data: container({
+      beaconBlockRoot: Bytes32,
+      slot: Uint64,
+      payloadPresent: new s.BooleanType(),
+      blobDataAvailable: new s.BooleanType(),
+    }),
+    signature: Bytes96,
+  });
+  const { executionPayloadHeader, blobKzgCommitments, ...kept } = electraBody.fields;
+  const gloasBody = container({
+    ...Object.fromEntries(Object.entries(kept).filter(([name]) => name !== 'executionRequests')),
+    signedExecutionPayloadBid: bid,
+    payloadAttestations: new s.ListCompositeType(payloadAttestation, MAX_PAYLOAD_ATTESTATIONS),
+    parentExecutionRequests: executionRequests,
+  });
   return {
+    gloas: container({ ...ssz.capella.BeaconBlock.fields, body: gloasBody }),
     capella: blindedBlock(capellaBody),
     deneb: blindedBlock(denebBody),
     electra: blindedBlock(electraBody),
@@ -216,4 +258,18 @@ for (const [name, { fork = name, preset = 'mainnet', kind, block }] of Object.en
     fs.writeFileSync(file, `${JSON.stringify(vector)}\n`);
     process.stdout.write(`${file}: ${vector.root}\n`);
   }
+}
+
+// Gloas blocks as produceBlockV4 answers them in SSZ, with their bid's builder index (of
+// //sidecar/ssz:builder_messages_test). After the blocks above, so that theirs stay the same.
+for (const [preset, types] of Object.entries({ mainnet, minimal })) {
+  const block = value(types.gloas, 2);
+  const vector = {
+    preset,
+    builder_index: block.body.signedExecutionPayloadBid.message.builderIndex.toString(),
+    ssz: hex(types.gloas.serialize(block)),
+  };
+  const file = path.join(here, `gloas_block_${preset}.json`);
+  fs.writeFileSync(file, `${JSON.stringify(vector)}\n`);
+  process.stdout.write(`${file}: builder ${vector.builder_index}\n`);
 }
