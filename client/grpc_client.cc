@@ -539,11 +539,10 @@ class GrpcClient : public BreakerClient {
       {
         // Often enough to notice staleness and slot changes; cheap when nothing changed.
         MutexLock lock(&state_mu_);
-        if (state_cv_.Await(&state_mu_, options_.evaluation_interval,
-                            [this]()
-                                ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_) { return stopping_; })) {
-          return;
-        }
+        const bool stopping = state_cv_.Await(
+            &state_mu_, options_.evaluation_interval,
+            [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_) { return stopping_; });
+        if (stopping) return;
       }
       {
         MutexLock lock(&local_mu_);

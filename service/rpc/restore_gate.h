@@ -9,12 +9,11 @@
 // Once the state is restored, Open() lets every held call on to its service as if it had just
 // arrived, and a node's hello is answered then.
 //
-// Every hold is bounded: a call waits at most `max_hold` (by the injected clock's Monotonic()),
-// after which it goes on to its
-// service, which has no fleet yet and ends it with UNAVAILABLE ("still restoring"; see
-// ServedFleet), and the client retries; Fail() (the restore failed) lets every held call on,
-// to be ended with the failure; a client that cancels, or whose deadline passes, ends its call
-// as usual.
+// Every hold is bounded: a call waits at most `max_hold` (by the injected clock's
+// Monotonic()), after which it goes on to its service, which has no fleet yet and ends it with
+// UNAVAILABLE ("still restoring"; see ServedFleet), and the client retries; Fail() (the restore
+// failed) lets every held call on, to be ended with the failure; a client that cancels, or
+// whose deadline passes, ends its call as usual.
 //
 // A standby (breakerd on etcd while another replica leads) has no state to restore yet: it
 // makes the closed gate refuse instead of hold (Refuse), so that a node learns at once where
