@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -283,10 +282,9 @@ class GrpcClient : public BreakerClient {
       if (Stopping()) return;
       const absl::Duration wait = rotation.Ended(attempt);
       if (wait <= absl::ZeroDuration()) continue;
-      const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
       MutexLock lock(&state_mu_);
-      while (!stopping_ && !state_cv_.WaitUntil(&state_mu_, deadline)) {
-      }
+      state_cv_.Await(&state_mu_, wait,
+                      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_) { return stopping_; });
     }
   }
 
@@ -540,12 +538,11 @@ class GrpcClient : public BreakerClient {
     while (true) {
       {
         // Often enough to notice staleness and slot changes; cheap when nothing changed.
-        const auto deadline = std::chrono::steady_clock::now() +
-                              absl::ToChronoNanoseconds(options_.evaluation_interval);
         MutexLock lock(&state_mu_);
-        while (!stopping_ && !state_cv_.WaitUntil(&state_mu_, deadline)) {
-        }
-        if (stopping_) return;
+        const bool stopping = state_cv_.Await(
+            &state_mu_, options_.evaluation_interval,
+            [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_) { return stopping_; });
+        if (stopping) return;
       }
       {
         MutexLock lock(&local_mu_);

@@ -10,11 +10,19 @@
 // std::mutex that clang knows as a capability: `--config=tsa` (.bazelrc) checks every
 // annotation, and TSan still sees every lock.
 //
-// Waits are written as loops over CondVar::Wait, never with a predicate lambda, so that the
-// analysis sees the condition read under the lock:
+// Waits are written as loops over CondVar::Wait, so that the analysis sees the condition read
+// under the lock:
 //
 //   MutexLock lock(&mu_);
 //   while (queue_.empty()) changed_.Wait(&mu_);
+//
+// A wait bounded in time is CondVar::Await, whose condition is a lambda that says it runs
+// under the lock, which the analysis then checks:
+//
+//   MutexLock lock(&mu_);
+//   changed_.Await(&mu_, timeout, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+//     return stopping_;
+//   });
 
 #include <chrono>
 #include <condition_variable>
@@ -104,10 +112,33 @@ class CondVar {
     return timed_out;
   }
 
+  // Waits until `condition()` holds or `timeout` (real time) has passed since the call,
+  // whichever comes first, and returns `condition()` as it is then. Spurious wakeups neither
+  // end the wait nor lengthen it, and the caller reads no clock: the timeout is measured on
+  // std::chrono::steady_clock, which a change of the system's time does not move. `condition`
+  // runs under `mu`. An infinite timeout (or one beyond a century) waits for the condition only.
+  template <typename Condition>
+  bool Await(Mutex* mu, absl::Duration timeout, Condition condition)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
+    bool held = true;
+    if (timeout >= kUnbounded) {
+      cv_.wait(lock, condition);
+    } else {
+      held = cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), condition);
+    }
+    lock.release();
+    return held;
+  }
+
   void Signal() { cv_.notify_one(); }
   void SignalAll() { cv_.notify_all(); }
 
  private:
+  // Await's timeouts from here on wait without one: steady_clock's time plus a longer one
+  // would overflow its 64-bit count of nanoseconds (292 years).
+  static constexpr absl::Duration kUnbounded = absl::Hours(24 * 365 * 100);
+
   std::condition_variable cv_;
 };
 

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 #include "ctl/command_line.h"
 #include "ctl/commands.h"
 
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   if (!options.ok())
     return ctl::ReportResult(line, ctl::GlobalOptions(), options.status(), std::cerr);
 
-  return ctl::ReportResult(line, *options, ctl::RunCommand(line, *options, std::cout, std::cerr),
-                           std::cerr);
+  return ctl::ReportResult(
+      line, *options, ctl::RunCommand(line, *options, breaker::SystemClock(), std::cout, std::cerr),
+      std::cerr);
 }

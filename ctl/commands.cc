@@ -13,7 +13,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/channel_security.h"
 #include "core/config.h"
@@ -476,11 +475,10 @@ absl::Status RunReset(const CommandContext& context) {
 
 // --- watch ----------------------------------------------------------------------------------
 
-// One line per policy version: when it arrived, then what it decides.
-std::string WatchLine(const v1::Policy& policy) {
-  return absl::StrCat(FormatUtc(absl::Now()), "  version ", policy.version(), "  ",
-                      ModeName(policy.mode()), "  ",
-                      Count(policy.banned_builders_size(), "builder", "builders"), ", ",
+// One line per policy version: when it arrived (`now`), then what it decides.
+std::string WatchLine(const v1::Policy& policy, absl::Time now) {
+  return absl::StrCat(FormatUtc(now), "  version ", policy.version(), "  ", ModeName(policy.mode()),
+                      "  ", Count(policy.banned_builders_size(), "builder", "builders"), ", ",
                       Count(policy.banned_relays_size(), "relay", "relays"), " banned  slot ",
                       policy.computed_at_slot(), " epoch ", policy.computed_at_epoch(),
                       policy.reason().empty() ? "" : "  ", policy.reason());
@@ -497,15 +495,15 @@ absl::Status RunWatch(const CommandContext& context) {
   PolicyWatch watch(*context.admin);
   // breakerd sends the current policy at once: waiting longer than --timeout for it means it
   // is not answering. Later versions come when they come.
-  absl::Time deadline = absl::Now() + context.options.timeout;
+  absl::Duration timeout = context.options.timeout;
   for (uint64_t received = 0; count == 0 || received < count; ++received) {
-    absl::StatusOr<v1::Policy> policy = watch.Next(deadline);
+    absl::StatusOr<v1::Policy> policy = watch.Next(timeout);
     if (!policy.ok()) return policy.status();
-    deadline = absl::InfiniteFuture();
+    timeout = absl::InfiniteDuration();
     if (context.options.json) {
       context.out.Json(*policy);
     } else {
-      context.out.Line(WatchLine(*policy));
+      context.out.Line(WatchLine(*policy, context.clock->Now()));
     }
     context.out.Flush();
   }
@@ -881,14 +879,14 @@ int PrintHelp(const CommandLine& line, std::ostream& out) {
   return kExitOk;
 }
 
-absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options,
+absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options, const Clock& clock,
                         std::ostream& out_stream, std::ostream& err_stream) {
   Output out(out_stream);
   Output err(err_stream);
   for (const Command& command : Commands()) {
     if (&command.spec != line.spec) continue;
     if (!command.calls_service)
-      return command.run(CommandContext{options, line, nullptr, out, err});
+      return command.run(CommandContext{options, line, nullptr, out, err, &clock});
     // Every replica's address: a standby, or one that is down, answers UNAVAILABLE before the
     // command prints anything, and the next one is asked.
     const std::vector<std::string> targets =
@@ -899,7 +897,8 @@ absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options,
       one.target = target;
       absl::StatusOr<std::unique_ptr<v1::Admin::Stub>> stub = NewAdminStub(one);
       if (!stub.ok()) return stub.status();
-      const absl::Status status = command.run(CommandContext{one, line, stub->get(), out, err});
+      const absl::Status status =
+          command.run(CommandContext{one, line, stub->get(), out, err, &clock});
       if (!absl::IsUnavailable(status) || targets.size() == 1) return status;
       unavailable.push_back(absl::StrCat(target, ": ", status.message()));
     }
@@ -956,7 +955,7 @@ int ReportResult(const CommandLine& line, const GlobalOptions& options, const ab
     default:
       for (const Command& command : Commands()) {
         if (&command.spec == line.spec && command.hint != nullptr) {
-          CommandContext context{options, line, nullptr, err, err};
+          CommandContext context{options, line, nullptr, err, err, nullptr};
           hint = command.hint(context, status);
         }
       }

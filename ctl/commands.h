@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "common/clock.h"
 #include "ctl/command_line.h"
 #include "ctl/format.h"
 
@@ -28,6 +29,8 @@ struct CommandContext {
   breaker::v1::Admin::Stub* admin;
   Output& out;
   Output& err;
+  // What `watch` stamps its lines with. Null for a hint (ReportResult), which reads no time.
+  const Clock* clock;
 };
 
 struct Command {
@@ -53,9 +56,10 @@ absl::StatusOr<std::unique_ptr<breaker::v1::Admin::Stub>> NewAdminStub(
 // command is given. Returns the exit code, 0.
 int PrintHelp(const CommandLine& line, std::ostream& out);
 
-// Runs the command of `line`. REQUIRES: `line` parsed without error and names a command.
-absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options, std::ostream& out,
-                        std::ostream& err);
+// Runs the command of `line`, on `clock` (SystemClock() but in tests). REQUIRES: `line`
+// parsed without error and names a command.
+absl::Status RunCommand(const CommandLine& line, const GlobalOptions& options, const Clock& clock,
+                        std::ostream& out, std::ostream& err);
 
 // Prints `status` to `err` unless it is OK: a usage error with the command's usage, an error
 // of breakerd with its gRPC code name and a hint. The message is escaped (format.h's

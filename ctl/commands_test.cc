@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "breaker/v1/breaker.grpc.pb.h"
+#include "common/fake_clock.h"
 #include "ctl/command_line.h"
 #include "gmock/gmock.h"
 #include "grpcpp/security/server_credentials.h"
@@ -220,13 +221,14 @@ class CommandsTest : public ::testing::Test {
     if (!options.ok()) return printed;
     std::ostringstream out;
     std::ostringstream err;
-    printed.status = RunCommand(line, *options, out, err);
+    printed.status = RunCommand(line, *options, clock_, out, err);
     printed.exit_code = ReportResult(line, *options, printed.status, err);
     printed.out = out.str();
     printed.err = err.str();
     return printed;
   }
 
+  ::breaker::testing::FakeClock clock_{absl::FromUnixSeconds(1606824023)};
   HostileAdmin service_;
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
@@ -299,6 +301,12 @@ TEST_F(CommandsTest, TablesKeepTheirColumns) {
   EXPECT_EQ(lines[0], absl::StrCat("leader ", kShown, " since -; replicas ", kShown, ", ", kShown));
   EXPECT_THAT(lines[3], StartsWith(absl::StrCat(kShown, "0  connected  ", kShown, "  ", kShown)));
   EXPECT_THAT(lines[4], StartsWith(absl::StrCat(kShown, "1  stale      ", kShown, "  ", kShown)));
+}
+
+TEST_F(CommandsTest, WatchStampsEachVersionWithTheClocksTime) {
+  const Printed printed = Run({"watch", "--count=1"});
+  ASSERT_THAT(printed.status, IsOk()) << printed.err;
+  EXPECT_THAT(printed.out, StartsWith("2020-12-01T12:00:23Z  version ")) << printed.out;
 }
 
 TEST_F(CommandsTest, ConfigurationTextEscapesItsStrings) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/mutex.h"
 #include "ctl/unary_call.h"
 
@@ -22,12 +23,13 @@ PolicyWatch::~PolicyWatch() {
   while (!done_) changed_.Wait(&mu_);
 }
 
-absl::StatusOr<v1::Policy> PolicyWatch::Next(absl::Time deadline) {
+absl::StatusOr<v1::Policy> PolicyWatch::Next(absl::Duration timeout) {
   MutexLock lock(&mu_);
-  while (received_.empty() && !done_) {
-    if (changed_.WaitUntil(&mu_, deadline) && received_.empty() && !done_) {
-      return absl::DeadlineExceededError("no policy arrived before the deadline");
-    }
+  if (!changed_.Await(&mu_, timeout, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !received_.empty() || done_;
+      })) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("no policy arrived within ", absl::FormatDuration(timeout)));
   }
   if (!received_.empty()) {
     v1::Policy policy = std::move(received_.front());

@@ -31,8 +31,8 @@ class PolicyWatch : public grpc::ClientReadReactor<breaker::v1::Policy> {
 
   // The next policy received, in order. Waits until one arrives, the call ends (its error; an
   // end without error is UNAVAILABLE, since breakerd ends a watch only when it stops), or
-  // `deadline` passes (DEADLINE_EXCEEDED; the call goes on).
-  absl::StatusOr<breaker::v1::Policy> Next(absl::Time deadline = absl::InfiniteFuture());
+  // `timeout` passes (DEADLINE_EXCEEDED; the call goes on).
+  absl::StatusOr<breaker::v1::Policy> Next(absl::Duration timeout = absl::InfiniteDuration());
 
  private:
   void OnReadDone(bool ok) override;

@@ -14,9 +14,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/channel_security.h"
+#include "common/grpc_deadline.h"
 #include "common/grpc_status.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
@@ -30,8 +30,9 @@ inline absl::Status DescribedStatus(const grpc::Status& status) {
 }
 
 // Calls `method` of `stub` (e.g. &breaker::v1::Admin::Stub::async::GetPolicy) with `request`
-// and a deadline `timeout` from now, and waits for the answer. Returns the service's error, or
-// UNAVAILABLE / DEADLINE_EXCEEDED from gRPC itself when the service cannot be reached in time.
+// and a deadline `timeout` after the call starts, and waits for the answer. Returns the service's
+// error, or UNAVAILABLE / DEADLINE_EXCEEDED from gRPC itself when the service cannot be reached in
+// time.
 // (`Async` is the stub's nested `async` class, deduced from `method`: clang does not name it
 // as `Stub::async` in a template, where the stub's member function async() hides it.)
 template <typename Stub, typename Async, typename Request, typename Response>
@@ -41,7 +42,7 @@ absl::StatusOr<Response> CallUnary(Stub& stub,
                                                          std::function<void(grpc::Status)>),
                                    const Request& request, absl::Duration timeout) {
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  context.set_deadline(GrpcDeadlineIn(timeout));
   Response response;
   std::promise<absl::Status> done;
   (stub.async()->*method)(&context, &request, &response, [&done](grpc::Status status) {

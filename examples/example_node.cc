@@ -49,6 +49,7 @@
 #include "breaker/v1/breaker.pb.h"
 #include "client/channel_security.h"
 #include "client/client.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "core/chain_time.h"
 #include "core/config.h"
@@ -129,7 +130,8 @@ std::string Describe(const PolicySnapshot& snapshot) {
                       absl::StrJoin(banned, ","), "] reason=\"", snapshot.policy.reason, "\"");
 }
 
-// The node's chain and client options, from the flags.
+// The node's chain and client options, from the flags. The node reads time on the client's
+// clock (options.clock), so that its slots are the library's.
 struct NodeSetup {
   core::ChainSpec chain;
   ClientOptions options;
@@ -181,8 +183,9 @@ void ReportRandomly(BreakerClient& client, const NodeSetup& setup, absl::Time de
   std::uniform_real_distribution<double> unit(0, 1);
   const double rate = absl::GetFlag(FLAGS_observations_per_second);
   uint32_t root = 0;
-  while (!stop_requested && absl::Now() < deadline) {
-    const core::Slot slot = core::SlotAt(absl::Now(), setup.chain);
+  const breaker::Clock& clock = *setup.options.clock;
+  while (!stop_requested && clock.Now() < deadline) {
+    const core::Slot slot = core::SlotAt(clock.Now(), setup.chain);
     const uint64_t b = builder(random);
     if (unit(random) < absl::GetFlag(FLAGS_failure_fraction)) {
       const std::string bytes = absl::StrCat(setup.options.node_id, ++root);
@@ -234,7 +237,7 @@ void ReportScriptLine(BreakerClient& client, const NodeSetup& setup, absl::strin
     return;
   }
   const v1::Observation expanded = breaker::codec::ExpandScriptedObservation(
-      std::move(scripted), core::SlotAt(absl::Now(), setup.chain));
+      std::move(scripted), core::SlotAt(setup.options.clock->Now(), setup.chain));
   absl::StatusOr<core::Observation> observation =
       breaker::codec::ObservationFromProto(expanded, setup.options.node_id);
   if (!observation.ok()) {
@@ -268,14 +271,15 @@ class AckProgress {
 };
 
 // Calls `on_line` with every line of `fd` (without its newline) until the end of the input, a
-// read error, a stop request or `deadline`; calls `on_idle` at least every kIdlePoll. Returns
-// true at the end of the input. Polls instead of blocking in read(), which SIGINT would not
-// interrupt.
-bool ReadLines(int fd, absl::Time deadline, absl::FunctionRef<void(absl::string_view)> on_line,
+// read error, a stop request or `deadline` of `clock`; calls `on_idle` at least every kIdlePoll.
+// Returns true at the end of the input. Polls instead of blocking in read(), which SIGINT would
+// not interrupt.
+bool ReadLines(int fd, const breaker::Clock& clock, absl::Time deadline,
+               absl::FunctionRef<void(absl::string_view)> on_line,
                absl::FunctionRef<void()> on_idle) {
   std::string pending;
   char buffer[4096];
-  while (!stop_requested && absl::Now() < deadline) {
+  while (!stop_requested && clock.Now() < deadline) {
     pollfd input{fd, POLLIN, 0};
     const int ready = poll(&input, 1, static_cast<int>(absl::ToInt64Milliseconds(kIdlePoll)));
     if (ready < 0 && errno != EINTR) return false;
@@ -302,7 +306,7 @@ void ReportScript(BreakerClient& client, const NodeSetup& setup, absl::Time dead
   AckProgress progress;
   int line_number = 0;
   const bool at_end = ReadLines(
-      STDIN_FILENO, deadline,
+      STDIN_FILENO, *setup.options.clock, deadline,
       [&](absl::string_view raw) {
         ++line_number;
         const absl::string_view line = absl::StripAsciiWhitespace(raw);
@@ -313,7 +317,7 @@ void ReportScript(BreakerClient& client, const NodeSetup& setup, absl::Time dead
       [&] { progress.PrintIfMoved(client); });
   if (!at_end) return;
   // The script is over, the node is not: it keeps its stream and prints what changes.
-  while (!stop_requested && absl::Now() < deadline) {
+  while (!stop_requested && setup.options.clock->Now() < deadline) {
     progress.PrintIfMoved(client);
     absl::SleepFor(kIdlePoll);
   }
@@ -345,6 +349,7 @@ int main(int argc, char** argv) {
     std::cerr << "example_node: " << setup.status().message() << std::endl;
     return 2;
   }
+  setup->options.clock = &breaker::SystemClock();
   auto client = breaker::client::StartGrpcClient(setup->options);
   if (!client.ok()) {
     std::cerr << "example_node: " << client.status().message() << std::endl;
@@ -355,7 +360,7 @@ int main(int argc, char** argv) {
 
   const absl::Time deadline =
       absl::GetFlag(FLAGS_duration_seconds) > 0
-          ? absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_duration_seconds))
+          ? setup->options.clock->Now() + absl::Seconds(absl::GetFlag(FLAGS_duration_seconds))
           : absl::InfiniteFuture();
   if (absl::GetFlag(FLAGS_script)) {
     ReportScript(**client, *setup, deadline);

@@ -1,7 +1,6 @@
 #include "service/ticker.h"
 
 #include <algorithm>
-#include <chrono>
 #include <utility>
 
 namespace breaker::service {
@@ -43,12 +42,10 @@ void Ticker::Loop() {
       MutexLock lock(&mu_);
       // The clock may be a test's: wait by real time for as long as it says, then read it
       // again.
-      const absl::Duration wait = std::min(at - clock_.Now(), kMaxWait);
-      const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
-      bool timed_out = wait <= absl::ZeroDuration();
-      while (!timed_out && !stopping_ && wakes_ == wakes) {
-        timed_out = changed_.WaitUntil(&mu_, deadline);
-      }
+      changed_.Await(&mu_, std::min(at - clock_.Now(), kMaxWait),
+                     [this, wakes]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                       return stopping_ || wakes_ != wakes;
+                     });
       if (stopping_) return;
       if (wakes_ != wakes) continue;  // woken: ask `next` again
     }

@@ -1,5 +1,6 @@
 #include "service/rpc/restore_gate.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -58,7 +59,8 @@ class RestoreGate::InterceptorFactoryImpl
   RestoreGate* const gate_;
 };
 
-RestoreGate::RestoreGate(absl::Duration max_hold) : max_hold_(max_hold) {
+RestoreGate::RestoreGate(const Clock& clock, absl::Duration max_hold)
+    : clock_(clock), max_hold_(max_hold) {
   expirer_ = std::thread([this] { ExpireLoop(); });
 }
 
@@ -131,8 +133,7 @@ int RestoreGate::held() const {
 bool RestoreGate::Hold(InterceptorBatchMethods* methods) {
   MutexLock lock(&mu_);
   if (state_ != State::kClosed || !refusal_.ok()) return false;
-  held_.push_back(
-      Held{std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(max_hold_), methods});
+  held_.push_back(Held{clock_.Monotonic() + max_hold_, methods});
   changed_.SignalAll();
   return true;
 }
@@ -144,9 +145,9 @@ void RestoreGate::ExpireLoop() {
       changed_.Wait(&mu_);
       continue;
     }
-    const std::chrono::steady_clock::time_point until = held_.front().until;
-    if (std::chrono::steady_clock::now() < until) {
-      changed_.WaitUntil(&mu_, until);
+    const absl::Duration left = held_.front().until - clock_.Monotonic();
+    if (left > absl::ZeroDuration()) {
+      changed_.WaitFor(&mu_, std::min(left, kMaxWait));
       continue;
     }
     InterceptorBatchMethods* methods = held_.front().methods;

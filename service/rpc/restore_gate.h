@@ -9,11 +9,11 @@
 // Once the state is restored, Open() lets every held call on to its service as if it had just
 // arrived, and a node's hello is answered then.
 //
-// Every hold is bounded: a call waits at most `max_hold`, after which it goes on to its
-// service, which has no fleet yet and ends it with UNAVAILABLE ("still restoring"; see
-// ServedFleet), and the client retries; Fail() (the restore failed) lets every held call on,
-// to be ended with the failure; a client that cancels, or whose deadline passes, ends its call
-// as usual.
+// Every hold is bounded: a call waits at most `max_hold` (by the injected clock's
+// Monotonic()), after which it goes on to its service, which has no fleet yet and ends it with
+// UNAVAILABLE ("still restoring"; see ServedFleet), and the client retries; Fail() (the restore
+// failed) lets every held call on, to be ended with the failure; a client that cancels, or
+// whose deadline passes, ends its call as usual.
 //
 // A standby (breakerd on etcd while another replica leads) has no state to restore yet: it
 // makes the closed gate refuse instead of hold (Refuse), so that a node learns at once where
@@ -21,7 +21,6 @@
 // while it restores.
 
 #include <atomic>
-#include <chrono>
 #include <deque>
 #include <memory>
 #include <string>
@@ -30,6 +29,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_interceptor.h"
@@ -39,8 +39,8 @@ namespace breaker::service {
 // This class is thread-safe.
 class RestoreGate {
  public:
-  // Closed. REQUIRES: max_hold > 0.
-  explicit RestoreGate(absl::Duration max_hold);
+  // Closed. REQUIRES: max_hold > 0; `clock` outlives the gate.
+  RestoreGate(const Clock& clock, absl::Duration max_hold);
   RestoreGate(const RestoreGate&) = delete;
   RestoreGate& operator=(const RestoreGate&) = delete;
   // Fails the gate if it is still closed (UNAVAILABLE, breakerd is stopping), so that no call
@@ -84,9 +84,13 @@ class RestoreGate {
   class InterceptorFactoryImpl;
   enum class State { kClosed, kOpen, kFailed };
   struct Held {
-    std::chrono::steady_clock::time_point until;
+    absl::Duration until;  // on clock_.Monotonic()
     grpc::experimental::InterceptorBatchMethods* methods;
   };
+
+  // The longest the expirer waits before it reads the clock again: a test's clock moves
+  // without telling it.
+  static constexpr absl::Duration kMaxWait = absl::Milliseconds(100);
 
   // Holds the call whose first batch `methods` is; false when the gate is not closed (the
   // call goes on at once).
@@ -97,6 +101,7 @@ class RestoreGate {
   // Ends the closed state with `state` and lets every held call go on.
   void Release(State state, const absl::Status& status);
 
+  const Clock& clock_;
   const absl::Duration max_hold_;
   mutable Mutex mu_;
   CondVar changed_;

@@ -138,7 +138,8 @@ struct PendingGetPolicy {
 
 TEST(RestoreGateTest, HoldsCallsUntilItOpensAndLetsHealthThrough) {
   FakeAdmin admin;
-  RestoreGate gate(kLongHold);
+  ::breaker::testing::FakeClock clock(absl::UnixEpoch());
+  RestoreGate gate(clock, kLongHold);
   GatedServer server(gate, {&admin});
   std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(server.channel());
   PendingGetPolicy held(*stub);
@@ -163,7 +164,8 @@ TEST(RestoreGateTest, HoldsCallsUntilItOpensAndLetsHealthThrough) {
 }
 
 TEST(RestoreGateTest, AFailureEndsTheHeldCallsAndLaterOnesWithItsStatus) {
-  RestoreGate gate(kLongHold);
+  ::breaker::testing::FakeClock clock(absl::UnixEpoch());
+  RestoreGate gate(clock, kLongHold);
   GatedServices services(gate);
   std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(services.channel());
   PendingGetPolicy held(*stub);
@@ -184,7 +186,8 @@ TEST(RestoreGateTest, AFailureEndsTheHeldCallsAndLaterOnesWithItsStatus) {
 }
 
 TEST(RestoreGateTest, AHeldNodeStreamEndsWithTheFailure) {
-  RestoreGate gate(kLongHold);
+  ::breaker::testing::FakeClock clock(absl::UnixEpoch());
+  RestoreGate gate(clock, kLongHold);
   GatedServices services(gate);
   std::unique_ptr<v1::Breaker::Stub> stub = v1::Breaker::NewStub(services.channel());
   grpc::ClientContext context;
@@ -205,11 +208,17 @@ TEST(RestoreGateTest, AHeldNodeStreamEndsWithTheFailure) {
 }
 
 TEST(RestoreGateTest, ACallWhoseHoldRunsOutIsToldToRetry) {
-  // The shortest hold: the call goes on at once, the gate still closed.
-  RestoreGate gate(absl::Nanoseconds(1));
+  ::breaker::testing::FakeClock clock(absl::UnixEpoch());
+  RestoreGate gate(clock, kLongHold);
   GatedServices services(gate);
   std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(services.channel());
   PendingGetPolicy call(*stub);
+  ASSERT_TRUE(WaitFor([&] { return gate.held() == 1; }));
+  // Held until its hold has run out on the gate's clock, not a moment before.
+  clock.Advance(kLongHold - absl::Seconds(1));
+  EXPECT_FALSE(call.done.WaitForNotificationWithTimeout(absl::Milliseconds(300)));
+  EXPECT_EQ(gate.held(), 1);
+  clock.Advance(absl::Seconds(1));
   ASSERT_TRUE(call.Done());
   EXPECT_THAT(call.status,
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("still restoring its state")));
@@ -225,7 +234,8 @@ std::string LeaderTrailer(const grpc::ClientContext& context) {
 }
 
 TEST(RestoreGateTest, ARefusingGateEndsCallsAtOnceUntilItHoldsThemAgain) {
-  RestoreGate gate(kLongHold);
+  ::breaker::testing::FakeClock clock(absl::UnixEpoch());
+  RestoreGate gate(clock, kLongHold);
   GatedServices services(gate);
   std::unique_ptr<v1::Admin::Stub> stub = v1::Admin::NewStub(services.channel());
   PendingGetPolicy held(*stub);
@@ -278,7 +288,8 @@ TEST(RestoreGateTest, ARefusingGateEndsCallsAtOnceUntilItHoldsThemAgain) {
 }
 
 TEST(RestoreGateTest, DestroyedClosedItEndsTheHeldCalls) {
-  auto gate = std::make_unique<RestoreGate>(kLongHold);
+  ::breaker::testing::FakeClock clock(absl::UnixEpoch());
+  auto gate = std::make_unique<RestoreGate>(clock, kLongHold);
   const Authorizer authorizer(std::nullopt);
   AdminService admin(std::make_shared<ServedFleet>(gate.get()), &authorizer);
   GatedServer server(*gate, {&admin});

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_deadline.h"
 #include "core/input_bounds.h"
 #include "glog/logging.h"
 #include "google/protobuf/util/time_util.h"
@@ -156,7 +156,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   // Bound before the state is restored, so that nodes reconnecting meanwhile find breakerd
   // listening; the gate holds their calls until the services have the fleet.
-  server->gate_ = std::make_unique<RestoreGate>(kMaxRestoreHold);
+  server->gate_ = std::make_unique<RestoreGate>(*options.clock, kMaxRestoreHold);
   server->served_fleet_ = std::make_shared<ServedFleet>(server->gate_.get());
   server->authorizer_ = std::make_unique<Authorizer>(std::move(access), options.access_file);
   server->node_service_ =
@@ -386,24 +386,18 @@ void Server::ReportLeading(bool leading) {
 }
 
 bool Server::WaitForShutdown(absl::Duration timeout) {
-  const absl::Time until = absl::Now() + timeout;
   MutexLock lock(&replica_mu_);
-  while (!stopping_) {
-    const absl::Duration left = until - absl::Now();
-    if (left <= absl::ZeroDuration()) return false;
-    replica_changed_.WaitFor(&replica_mu_, left);
-  }
-  return true;
+  return replica_changed_.Await(
+      &replica_mu_, timeout,
+      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(replica_mu_) { return stopping_; });
 }
 
 bool Server::WaitUntilLeading(absl::Duration timeout) {
-  const absl::Time until = absl::Now() + timeout;
   MutexLock lock(&replica_mu_);
-  while (role_ == Role::kStandby && !stopping_) {
-    const absl::Duration left = until - absl::Now();
-    if (left <= absl::ZeroDuration()) return false;
-    replica_changed_.WaitFor(&replica_mu_, left);
-  }
+  replica_changed_.Await(&replica_mu_, timeout,
+                         [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(replica_mu_) {
+                           return role_ != Role::kStandby || stopping_;
+                         });
   return role_ == Role::kLeading && !stopping_ && deposed_.ok();
 }
 
@@ -474,7 +468,7 @@ void Server::Shutdown() {
       node_service_->Shutdown();
       admin_service_->Shutdown();
     }
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    server_->Shutdown(GrpcDeadlineIn(absl::Seconds(5)));
   }
   if (fleet_ != nullptr) {
     if (metrics_ != nullptr) metrics_->SetFleet(nullptr);  // scrapes stop reading the fleet

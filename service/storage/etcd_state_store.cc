@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/grpc_deadline.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
@@ -101,7 +102,7 @@ std::string PrefixEnd(std::string prefix) {
 }
 
 void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  context.set_deadline(GrpcDeadlineIn(timeout));
 }
 
 // The error of a failed call to etcd at `endpoint` while `what` ("appending entries 3..4").
