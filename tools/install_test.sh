@@ -58,6 +58,17 @@ $(tail -n 20 "$1" 2>/dev/null)"
     sleep 0.2
   done
 }
+# succeeds_within SECONDS COMMAND...: until COMMAND succeeds; fails after SECONDS with its last
+# output. For a server that has said it listens but may not answer its first call yet.
+succeeds_within() {
+  local deadline=$((SECONDS + $1)) output
+  shift
+  until output="$("$@" 2>&1)"; do
+    [ $SECONDS -lt $deadline ] || fail "'$*' did not succeed within the time: $output"
+    echo "  not yet: ${output//$'\n'/ }"
+    sleep 0.5
+  done
+}
 # Runs a command in the network namespace. (A program to run in the background is started with
 # `ip netns exec` itself, so that its pid is the program's, not a subshell's.)
 in_netns() { ip netns exec "$netns" "$@"; }
@@ -193,6 +204,7 @@ try_suite() {
   local breakerd_pid=$!
   pids+=("$breakerd_pid")
   wait_for "$work/$suite-breakerd.log" "breakerd listening on 127.0.0.1:50051" 30
+  succeeds_within 15 in_netns chroot "$root" /usr/bin/breakerctl status
 
   local sidecar=0 sidecar_pid=""
   if [ -f "$root/usr/bin/breaker-sidecar" ]; then
