@@ -34,19 +34,29 @@ trap 'rm -rf "$work"' EXIT
 rm -rf "$out"
 mkdir -p "$out"
 
-# The programs link gRPC, Protobuf, Abseil, glog and SQLite statically (--config=release). The
-# client library's objects are built against the shared ones (--config=opt), then merged with
-# the static archives themselves: Debian's, and for the shared object the few that
-# tools/pic_deps.sh rebuilds position-independent.
+# The programs link gRPC, Protobuf, Abseil, glog and SQLite statically (--config=release), and
+# cpp-httplib from the archive tools/httplib_archive.sh builds from Debian's source (Debian
+# ships none). The client library's objects are built against the shared ones (--config=opt),
+# then merged with the static archives themselves: Debian's, and for the shared object the few
+# that tools/pic_deps.sh rebuilds position-independent.
 # --symlink_prefix=/ leaves the bazel-* links alone; each output is read from its own
 # configuration's bazel-bin.
+echo "package: cpp-httplib's static archive"
+httplib_dir="$(bash tools/httplib_archive.sh)"
 echo "package: building the programs (--config=release)"
-bazel build --config=release --symlink_prefix=/ //:breakerd //:breaker-sidecar //:breakerctl
+bazel build --config=release --symlink_prefix=/ "--define=breaker_httplib=$httplib_dir" \
+  //:breakerd //:breaker-sidecar //:breakerctl
 release_bin="$(bazel info --config=release bazel-bin 2>/dev/null)"
 mkdir -p "$work/bin"
 for program in service/breakerd sidecar/breaker-sidecar ctl/breakerctl; do
   cp "$release_bin/$program" "$work/bin/"
 done
+# Debian 13 has no libcpp-httplib0.11: the sidecar must not need it.
+if readelf -d "$work/bin/breaker-sidecar" | grep -q 'NEEDED.*libcpp-httplib'; then
+  echo "package: breaker-sidecar needs the shared libcpp-httplib; the release build did not" \
+    "link tools/httplib_archive.sh's archive (--define=breaker_httplib=DIR)" >&2
+  exit 1
+fi
 echo "package: the position-independent archives the shared client library needs"
 pic_deps="$(bash tools/pic_deps.sh)"
 # The self-contained shared object and archive, optimised, and the shared object's tests: it

@@ -39,8 +39,9 @@ packages=(
   python3-yaml              # packaging/container:examples_test reads the compose and Kubernetes examples
   dpkg-dev                  # tools/package.sh: dpkg-shlibdeps computes the packages' Depends; apt-get source
   cmake                     # tools/pic_deps.sh: rebuilds Abseil's and Protobuf's archives position-independent
-  ninja-build               # tools/pic_deps.sh: their build
+  ninja-build               # tools/pic_deps.sh and tools/httplib_archive.sh: their builds
   unicode-data              # tools/pic_deps.sh: RE2's tables, from Debian's Unicode data as Debian's build does
+  meson                     # tools/httplib_archive.sh: cpp-httplib's static archive, built as Debian builds its library
   lintian                   # tools/install_test.sh: the packages pass lintian
   mmdebstrap                # tools/install_test.sh and the image: minimal Debian 12 and 13 roots
   podman                    # the container image: built, loaded and run by tools/install_test.sh
