@@ -163,8 +163,11 @@ bindings_programs() {
   done
 }
 
-# A stand-in relay, as in the README's tour: every request gets one header.
+# A stand-in relay, as in the README's tour: every request gets one header. Started once, for
+# the sidecars of both roots.
+relay_pid=""
 start_relay() {
+  [ -z "$relay_pid" ] || return 0
   ip netns exec "$netns" python3 -c '
 import http.server
 class Relay(http.server.BaseHTTPRequestHandler):
@@ -176,7 +179,8 @@ class Relay(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 http.server.HTTPServer(("127.0.0.1", 28545), Relay).serve_forever()' 2>"$work/relay.log" &
-  pids+=($!)
+  relay_pid=$!
+  pids+=("$relay_pid")
 }
 
 # try_suite SUITE BINDINGS PACKAGE...: installs the packages in a fresh SUITE root and runs the
@@ -267,9 +271,7 @@ $(tail -n 20 "$work/$suite-sidecar.log") $(cat "$work/relay.log")"
 }
 
 try_suite bookworm 1 breakerd breaker-sidecar breakerctl libbreaker-client libbreaker-client-dev
-# Debian 13 has cpp-httplib 0.18, not the sidecar's 0.11 (no static archive exists to link
-# instead).
-try_suite trixie 0 breakerd breakerctl libbreaker-client libbreaker-client-dev
+try_suite trixie 0 breakerd breaker-sidecar breakerctl libbreaker-client libbreaker-client-dev
 
 step "the image under podman"
 image_tar="$dist/breaker-image-$version-$arch.tar"
