@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "client/fake_client.h"
+#include "common/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -431,25 +432,13 @@ class RawNode {
     listen(listener_, 16);
     thread_ = std::thread([this, close_after_answer] {
       int connection;
-      // One connection at a time: the port sends one request at a time here.
+      // Each connection on a thread of its own: the port may open a second one while its first
+      // is still on its way back to the pool.
       while ((connection = accept(listener_, nullptr, nullptr)) >= 0) {
         ++connections_;
-        std::string received;
-        char buffer[4096];
-        ssize_t got;
-        while ((got = read(connection, buffer, sizeof(buffer))) > 0) {
-          received.append(buffer, got);
-          size_t end;
-          while ((end = received.find("\r\n\r\n")) != std::string::npos) {
-            received.erase(0, end + 4);
-            const std::string answer =
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                "Content-Length: 2\r\n\r\n{}";
-            if (write(connection, answer.data(), answer.size()) < 0) break;
-          }
-          if (close_after_answer) break;
-        }
-        close(connection);
+        MutexLock lock(&mu_);
+        serving_.emplace_back(
+            [connection, close_after_answer] { Serve(connection, close_after_answer); });
       }
     });
   }
@@ -457,15 +446,39 @@ class RawNode {
     shutdown(listener_, SHUT_RDWR);
     close(listener_);
     thread_.join();
+    MutexLock lock(&mu_);
+    for (std::thread& serving : serving_) serving.join();
   }
   std::string url() const { return absl::StrCat("http://127.0.0.1:", port_); }
   int connections() const { return connections_; }
 
  private:
+  // Answers every request on `connection` until the port closes it (or after one answer).
+  static void Serve(int connection, bool close_after_answer) {
+    std::string received;
+    char buffer[4096];
+    ssize_t got;
+    while ((got = read(connection, buffer, sizeof(buffer))) > 0) {
+      received.append(buffer, got);
+      size_t end;
+      while ((end = received.find("\r\n\r\n")) != std::string::npos) {
+        received.erase(0, end + 4);
+        const std::string answer =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            "Content-Length: 2\r\n\r\n{}";
+        if (write(connection, answer.data(), answer.size()) < 0) break;
+      }
+      if (close_after_answer) break;
+    }
+    close(connection);
+  }
+
   int listener_ = -1;
   int port_ = 0;
   std::atomic<int> connections_{0};
   std::thread thread_;
+  Mutex mu_;
+  std::vector<std::thread> serving_ ABSL_GUARDED_BY(mu_);
 };
 
 // Requests through a port in front of `node` until one goes on a kept connection, then three
