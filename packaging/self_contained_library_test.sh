@@ -10,6 +10,14 @@ root="$runfiles/${TEST_WORKSPACE:-breaker}"
 archive="$root/packaging/libbreaker_client.a"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 
+# Under a sanitizer (tools/sanitize.sh) the archive's objects call the sanitizer's runtime, which
+# a program linked as breaker-client.pc says cannot have: what is shipped is never sanitized,
+# and the ordinary build checks it.
+if nm -u "$archive" | grep -qE '__(asan|ubsan|tsan)_'; then
+  echo "SKIP: libbreaker_client.a was built with a sanitizer; the ordinary build checks it"
+  exit 0
+fi
+
 cpp -P "$root/client/c_api.h" |
   grep -oE '\bbreaker_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$tmp/declared"
 # Global, weak, GNU unique and common definitions: anything another object could bind to.

@@ -150,7 +150,10 @@ TEST_F(EnforcerTest, ARevealFailureOnAMinimalPresetChainIsReportedWithTheNodesPr
   for (const auto& [body, content_type] : {std::pair(vector.json, "application/json"),
                                            std::pair(vector.ssz, "application/octet-stream")}) {
     ASSERT_TRUE(enforcer_.OnBlindedBlockAnswered(0, body, content_type, /*failed=*/true));
-    const auto* missing = std::get_if<core::RelayRevealMissing>(&client_.reports().back().event);
+    // reports() is a copy: keep it while pointing into it.
+    const std::vector<client::FakeClient::Reported> reports = client_.reports();
+    ASSERT_FALSE(reports.empty());
+    const auto* missing = std::get_if<core::RelayRevealMissing>(&reports.back().event);
     ASSERT_NE(missing, nullptr);
     EXPECT_EQ(missing->root, core::BlockRootFromBytes(vector.root)) << content_type;
   }
