@@ -23,6 +23,8 @@
 # apt configuration is left alone).
 # Usage: tools/httplib_archive.sh   (progress on stderr, the directory on stdout)
 set -euo pipefail
+# shellcheck source=tools/debian_sources.sh
+source "$(dirname "$0")/debian_sources.sh"
 
 version="$(dpkg-query -W -f='${source:Version}' libcpp-httplib-dev)"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/breaker/pic-deps"
@@ -38,26 +40,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 log "fetching the source of cpp-httplib $version"
-mkdir -p "$work/apt/lists/partial"
-codename="$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)"
-cat >"$work/apt/sources.list" <<EOF
-deb-src http://deb.debian.org/debian $codename main
-deb-src http://deb.debian.org/debian $codename-updates main
-deb-src http://deb.debian.org/debian-security $codename-security main
-EOF
-apt_options=(-o "Dir::Etc::SourceList=$work/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-  -o "Dir::State::Lists=$work/apt/lists" -o "Dir::Cache=$work/apt/cache" -q)
-if ! apt-get "${apt_options[@]}" update >"$work/apt.log" 2>&1; then
-  cat "$work/apt.log" >&2
-  log "cannot read Debian's source index; is deb.debian.org reachable?"
-  exit 1
-fi
-(cd "$work" && apt-get "${apt_options[@]}" source --only-source "cpp-httplib=$version") \
-  >"$work/source.log" 2>&1 || {
-  cat "$work/source.log" >&2
-  log "apt-get source failed: the installed version must still be in Debian's archive"
-  exit 1
-}
+fetch_debian_sources "$work" "cpp-httplib=$version"
 src="$(find "$work" -maxdepth 1 -type d -name 'cpp-httplib-*')"
 
 # debian/rules' flags: its maintainer options, each checked to be still there.

@@ -24,6 +24,8 @@
 # configuration is left alone).
 # Usage: tools/pic_deps.sh   (progress on stderr, the directory on stdout)
 set -euo pipefail
+# shellcheck source=tools/debian_sources.sh
+source "$(dirname "$0")/debian_sources.sh"
 
 # The source packages, each with its installed version and the archives to rebuild.
 source_version() { dpkg-query -W -f='${source:Version}' "$1"; }
@@ -53,27 +55,8 @@ cppflags="$(dpkg-buildflags --get CPPFLAGS)"
 
 log "fetching the sources of abseil $abseil_version, protobuf $protobuf_version, re2" \
   "$re2_version, gflags $gflags_version"
-mkdir -p "$work/apt/lists/partial"
-codename="$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)"
-cat >"$work/apt/sources.list" <<EOF
-deb-src http://deb.debian.org/debian $codename main
-deb-src http://deb.debian.org/debian $codename-updates main
-deb-src http://deb.debian.org/debian-security $codename-security main
-EOF
-apt_options=(-o "Dir::Etc::SourceList=$work/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-  -o "Dir::State::Lists=$work/apt/lists" -o "Dir::Cache=$work/apt/cache" -q)
-if ! apt-get "${apt_options[@]}" update >"$work/apt.log" 2>&1; then
-  cat "$work/apt.log" >&2
-  log "cannot read Debian's source index; is deb.debian.org reachable?"
-  exit 1
-fi
-(cd "$work" && apt-get "${apt_options[@]}" source --only-source "abseil=$abseil_version" \
-  "protobuf=$protobuf_version" "re2=$re2_version" "gflags=$gflags_version") \
-  >"$work/source.log" 2>&1 || {
-  cat "$work/source.log" >&2
-  log "apt-get source failed: the installed versions must still be in Debian's archive"
-  exit 1
-}
+fetch_debian_sources "$work" "abseil=$abseil_version" "protobuf=$protobuf_version" \
+  "re2=$re2_version" "gflags=$gflags_version"
 out="$work/out"
 mkdir -p "$out"
 
