@@ -188,6 +188,13 @@ class NodeStateTest : public ::testing::Test {
     client_ = *std::move(client);
   }
 
+  // The fake breakerd, owned here: it must outlive the server that runs its calls, which
+  // TearDown shuts down after the test's own locals are gone.
+  FakeBreaker& NewBreaker(std::optional<uint64_t> last_sequence) {
+    breaker_ = std::make_unique<FakeBreaker>(last_sequence);
+    return *breaker_;
+  }
+
   void Report(core::BuilderIndex builder) {
     const core::Slot slot =
         core::SlotAt(clock_.Now(), core::ChainSpecForNetwork("mainnet").value());
@@ -197,6 +204,7 @@ class NodeStateTest : public ::testing::Test {
   FakeClock clock_;
   // The client numbers its observations from its clock's Unix microseconds at start.
   const uint64_t first_sequence_;
+  std::unique_ptr<FakeBreaker> breaker_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<BreakerClient> client_;
 };
@@ -206,7 +214,7 @@ class NodeStateTest : public ::testing::Test {
 TEST_F(NodeStateTest, AnAddressThatDoesNotAnswerSendsTheClientToTheNextAtOnce) {
   // The first address refuses connections (a replica down); the backoff is longer than any
   // test: the client gets to the second only if it does not wait between addresses.
-  FakeBreaker breaker(/*last_sequence=*/std::nullopt);
+  FakeBreaker& breaker = NewBreaker(/*last_sequence=*/std::nullopt);
   breaker.Answer();
   Start(breaker, {absl::StrCat("127.0.0.1:", ::breaker::testing::ClosedPort())}, absl::Hours(1));
   EXPECT_TRUE(WaitFor([&] { return breaker.hellos() == 1; }, absl::Seconds(60)));
@@ -214,7 +222,7 @@ TEST_F(NodeStateTest, AnAddressThatDoesNotAnswerSendsTheClientToTheNextAtOnce) {
 
 TEST_F(NodeStateTest, ObservationsNotSentAreRenumberedAboveBreakerdsLast) {
   const uint64_t last = first_sequence_ + 1000;
-  FakeBreaker breaker(last);
+  FakeBreaker& breaker = NewBreaker(last);
   ASSERT_NO_FATAL_FAILURE(Start(breaker));
   ASSERT_TRUE(WaitFor([&] { return breaker.hellos() == 1; }));
   for (core::BuilderIndex builder = 1; builder <= 3; ++builder) Report(builder);
@@ -229,7 +237,7 @@ TEST_F(NodeStateTest, ObservationsNotSentAreRenumberedAboveBreakerdsLast) {
 // What breakerd would refuse for its shape is refused at the call, in breakerd's words, queues
 // nothing, and is kept as the last refusal; the window is the client's clock's.
 TEST_F(NodeStateTest, ReportRefusesWhatBreakerdWouldRefuse) {
-  FakeBreaker breaker(/*last_sequence=*/std::nullopt);
+  FakeBreaker& breaker = NewBreaker(/*last_sequence=*/std::nullopt);
   ASSERT_NO_FATAL_FAILURE(Start(breaker));
   const core::Slot now = core::SlotAt(clock_.Now(), core::ChainSpecForNetwork("mainnet").value());
   EXPECT_THAT(
@@ -252,7 +260,7 @@ TEST_F(NodeStateTest, ReportRefusesWhatBreakerdWouldRefuse) {
 }
 
 TEST_F(NodeStateTest, NumbersAboveBreakerdsLastStay) {
-  FakeBreaker breaker(first_sequence_ - 1);
+  FakeBreaker& breaker = NewBreaker(first_sequence_ - 1);
   ASSERT_NO_FATAL_FAILURE(Start(breaker));
   ASSERT_TRUE(WaitFor([&] { return breaker.hellos() == 1; }));
   Report(1);
@@ -266,7 +274,7 @@ TEST_F(NodeStateTest, NumbersAboveBreakerdsLastStay) {
 // says so in its stats and keeps them, unsent, under their own numbers (not renumbered past
 // the last), for after the operator's reset.
 TEST_F(NodeStateTest, AtTheLastSequenceNumberObservationsAreHeldBack) {
-  FakeBreaker breaker(core::bounds::kMaxSequence);
+  FakeBreaker& breaker = NewBreaker(core::bounds::kMaxSequence);
   ASSERT_NO_FATAL_FAILURE(Start(breaker));
   ASSERT_TRUE(WaitFor([&] { return breaker.hellos() == 1; }));
   Report(1);
@@ -282,7 +290,7 @@ TEST_F(NodeStateTest, AtTheLastSequenceNumberObservationsAreHeldBack) {
 // A breakerd older than NodeState answers the hello with the configuration: the client sends
 // on as before, under its own numbers.
 TEST_F(NodeStateTest, WithoutANodeStateTheClientSendsUnderItsOwnNumbers) {
-  FakeBreaker breaker(std::nullopt);
+  FakeBreaker& breaker = NewBreaker(std::nullopt);
   ASSERT_NO_FATAL_FAILURE(Start(breaker));
   ASSERT_TRUE(WaitFor([&] { return breaker.hellos() == 1; }));
   Report(1);
