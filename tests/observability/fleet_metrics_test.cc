@@ -122,6 +122,9 @@ class FleetMetricsTest : public ReplicaFleetTest {
   // Replica `i` with its metrics on a port of its own that stays the same across restarts,
   // as Prometheus's targets do.
   void StartReplicaWithMetrics(size_t i) {
+    // The test counts leadership changes: under a sanitizer's slowdown a 5 s lease could run
+    // out between two keepalives and add one.
+    lease_ttl_seconds_ = 5 * kSanitizerSlowdown;
     while (replica_metrics_ports_.size() <= i) replica_metrics_ports_.push_back(FreeLoopbackPort());
     breakerd_flags_ = {absl::StrCat("--metrics_listen=127.0.0.1:", replica_metrics_ports_[i])};
     StartReplica(i);

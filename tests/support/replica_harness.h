@@ -28,7 +28,6 @@
 #include "tests/support/etcd_cluster.h"
 #include "tests/support/fleet_harness.h"
 #include "tests/support/subprocess.h"
-#include "tests/support/test_util.h"
 
 namespace breaker::testing {
 
@@ -95,10 +94,8 @@ class ReplicaFleetTest : public FleetTest {
   // The leader key (<prefix>/leader); nullopt when no replica holds it.
   absl::StatusOr<std::optional<mvccpb::KeyValue>> LeaderKey();
 
-  // Seconds of the replicas' lease (--etcd_lease_ttl), set before StartReplica. Under a
-  // sanitizer's slowdown a 5 s lease can run out between two keepalives, and a test that counts
-  // leadership changes would count one more.
-  int lease_ttl_seconds_ = 5 * kSanitizerSlowdown;
+  // Seconds of the replicas' lease (--etcd_lease_ttl), set before StartReplica.
+  int lease_ttl_seconds_ = 5;
   const std::string prefix_ = "/breaker/e2e";
   std::unique_ptr<EtcdCluster> etcd_;
   std::vector<Replica> replicas_;
