@@ -95,6 +95,25 @@ def _self_contained_archive_impl(ctx):
         mnemonic = "SelfContainedArchive",
         progress_message = "Archiving %s" % ctx.outputs.out.short_path,
     )
+    return _provide_out(ctx)
+
+# What both rules merge: the deps whole, with the archives they need, behind the API's symbols.
+_MERGE_ATTRS = {
+    "deps": attr.label_list(providers = [CcInfo], doc = "The libraries to merge, whole."),
+    "export_pattern": attr.string(doc = "The global symbols that stay global (a wildcard)."),
+    "runtime_libraries": attr.string_list(
+        doc = "-l names left out of the merge: the C and C++ runtimes.",
+    ),
+    "static_deps": attr.string_list(
+        doc = "Static archives the deps' archives need in turn (gRPC's c-ares, RE2, ...).",
+    ),
+    "_weaken_unique": attr.label(
+        default = "weaken_unique_symbols.py",
+        allow_single_file = True,
+    ),
+}
+
+def _provide_out(ctx):
     return [DefaultInfo(
         files = depset([ctx.outputs.out]),
         runfiles = ctx.runfiles(files = [ctx.outputs.out]),
@@ -102,21 +121,10 @@ def _self_contained_archive_impl(ctx):
 
 self_contained_archive = rule(
     implementation = _self_contained_archive_impl,
-    attrs = {
-        "deps": attr.label_list(providers = [CcInfo], doc = "The libraries to merge, whole."),
-        "export_pattern": attr.string(doc = "The global symbols that stay global (a wildcard)."),
-        "out": attr.output(doc = "The archive."),
-        "runtime_libraries": attr.string_list(
-            doc = "-l names left to the program's own link: the C and C++ runtimes.",
-        ),
-        "static_deps": attr.string_list(
-            doc = "Static archives the deps' archives need in turn (gRPC's c-ares, RE2, ...).",
-        ),
-        "_weaken_unique": attr.label(
-            default = "weaken_unique_symbols.py",
-            allow_single_file = True,
-        ),
-    },
+    attrs = dict(
+        _MERGE_ATTRS,
+        out = attr.output(doc = "The archive."),
+    ),
 )
 
 def _self_contained_shared_library_impl(ctx):
@@ -145,31 +153,17 @@ g++ -shared -o "$4" "$1" -Wl,--version-script="$2" -Wl,-soname,"$3" \\
         use_default_shell_env = True,
         progress_message = "Linking %s" % ctx.outputs.out.short_path,
     )
-    return [DefaultInfo(
-        files = depset([ctx.outputs.out]),
-        runfiles = ctx.runfiles(files = [ctx.outputs.out]),
-    )]
+    return _provide_out(ctx)
 
 self_contained_shared_library = rule(
     implementation = _self_contained_shared_library_impl,
-    attrs = {
-        "deps": attr.label_list(providers = [CcInfo], doc = "The libraries to merge, whole."),
-        "export_pattern": attr.string(doc = "The global symbols that stay global (a wildcard)."),
-        "out": attr.output(doc = "The shared object, named by its SONAME."),
-        "runtime_libraries": attr.string_list(
-            doc = "-l names the link leaves out: the C and C++ runtimes.",
-        ),
-        "soname": attr.string(doc = "The shared object's SONAME."),
-        "static_deps": attr.string_list(
-            doc = "Static archives the deps' archives need in turn (gRPC's c-ares, RE2, ...).",
-        ),
-        "version_script": attr.label(
+    attrs = dict(
+        _MERGE_ATTRS,
+        out = attr.output(doc = "The shared object, named by its SONAME."),
+        soname = attr.string(doc = "The shared object's SONAME."),
+        version_script = attr.label(
             allow_single_file = True,
             doc = "The linker version script: which symbols the shared object exports.",
         ),
-        "_weaken_unique": attr.label(
-            default = "weaken_unique_symbols.py",
-            allow_single_file = True,
-        ),
-    },
+    ),
 )
