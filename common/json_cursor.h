@@ -9,8 +9,10 @@
 // The cursor accepts exactly what nlohmann::json::parse accepts (RFC 8259; strings' UTF-8 and
 // escapes checked, a leading UTF-8 byte order mark skipped, a number out of a double's range
 // refused), provided the reader consumes the whole text: every value read or skipped, then
-// AtEnd(). Nothing is recursive: the nesting is kept as one byte per open container, so a
-// text's memory is bounded by its size.
+// AtEnd(). One exception: nlohmann::json takes a NUL byte outside a string for the end of its
+// input and ignores what follows; the cursor refuses it, as JSON holds no NUL byte. Nothing is
+// recursive: the nesting is kept as one byte per open container, so a text's memory is bounded by
+// its size.
 //
 // The first error is kept (error()); every call after it returns false. Not thread-safe.
 

@@ -23,7 +23,8 @@ packages=(
   golang-github-gogo-googleapis-dev  # google/api/annotations.proto, likewise
   libssl-dev                # libcrypto: bearer-token digests, TLS key checks (gRPC uses it too)
   prometheus-cpp-dev        # breakerd's /metrics endpoint (prometheus-cpp 1.0: core and pull)
-  libcpp-httplib-dev        # breaker-sidecar: the builder API's HTTP server and client (cpp-httplib 0.11)
+  libcpp-httplib-dev        # breaker-sidecar: the validator port's HTTP server, the Beacon API client (cpp-httplib 0.11)
+  libmicrohttpd-dev         # breaker-sidecar: the builder API ports' HTTP server (libmicrohttpd 0.9.75)
   libcurl4-openssl-dev      # breaker-sidecar: its pooled HTTP/1.1 and TLS client towards relays (libcurl 7.88)
   nlohmann-json3-dev        # breaker-sidecar: JSON of the builder API (header-only)
   prometheus                # tests/observability: a real Prometheus 2.42 scrapes a live fleet; promtool tests the alert rules

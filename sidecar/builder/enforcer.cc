@@ -46,16 +46,19 @@ bool Enforcer::OnHeaderAnswered(size_t index, core::Slot slot, int status, absl:
   if (status != 200) return true;
   // An SSZ header (mev-boost may ask for one) gives no block hash: matched by slot alone.
   const bool ssz = IsSsz(content_type);
-  const bool readable = ssz || IsReadableJson(body);
-  Header header{slot, ssz ? std::string() : HeaderBlockHash(body)};
+  std::optional<std::string> block_hash;
+  if (ssz)
+    block_hash.emplace();
+  else
+    block_hash = HeaderBlockHash(body);
   MutexLock lock(&mu_);
   PerUpstream& upstream = state_.at(index);
-  if (!readable) {
+  if (!block_hash.has_value()) {
     ++upstream.counters.malformed_answers;
     return false;
   }
   ++upstream.counters.headers_seen;
-  upstream.headers.push_back(std::move(header));
+  upstream.headers.push_back(Header{slot, *std::move(block_hash)});
   while (upstream.headers.size() > kMaxRememberedHeaders) upstream.headers.pop_front();
   return true;
 }

@@ -5,7 +5,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/types/span.h"
 #include "common/bounded_json.h"
+#include "common/json_cursor.h"
 #include "nlohmann/json.hpp"
 #include "sidecar/beacon/beacon_api.h"
 #include "sidecar/ssz/beacon_block.h"
@@ -56,15 +58,40 @@ absl::StatusOr<BlindedBlock> ParseBlindedBlock(absl::string_view body,
   return block;
 }
 
-bool IsReadableJson(absl::string_view body) { return !ParseBoundedJson(body).is_discarded(); }
+namespace {
 
-std::string HeaderBlockHash(absl::string_view body) {
-  const Json json = ParseBoundedJson(body);
-  if (json.is_discarded()) return "";
-  const Json* data = JsonMember(json, "data");
-  const Json* message = data == nullptr ? nullptr : JsonMember(*data, "message");
-  const Json* header = message == nullptr ? nullptr : JsonMember(*message, "header");
-  return header == nullptr ? "" : absl::AsciiStrToLower(StringMember(*header, "block_hash"));
+// Reads the value at `cursor` whole, and when `path` leads from it through objects to a string,
+// that string into `found`. False when the text is not JSON. The recursion is as deep as `path`
+// is long, whatever the text.
+bool ReadStringAtPath(JsonCursor& cursor, absl::Span<const absl::string_view> path,
+                      std::string* found) {
+  const std::optional<JsonCursor::Kind> kind = cursor.Peek();
+  if (!kind.has_value()) return false;
+  if (path.empty() && *kind == JsonCursor::Kind::kString) return cursor.ReadString(found);
+  if (path.empty() || *kind != JsonCursor::Kind::kObject) return cursor.SkipValue();
+  cursor.EnterObject();
+  std::string name;
+  while (cursor.NextMember(&name)) {
+    if (name != path.front()) {
+      if (!cursor.SkipValue()) return false;
+      continue;
+    }
+    // A later member of the same name replaces an earlier one, as in a document.
+    found->clear();
+    if (!ReadStringAtPath(cursor, path.subspan(1), found)) return false;
+  }
+  return cursor.ok();
+}
+
+}  // namespace
+
+std::optional<std::string> HeaderBlockHash(absl::string_view body) {
+  static constexpr absl::string_view kPath[] = {"data", "message", "header", "block_hash"};
+  JsonCursor cursor(body);
+  std::string hash;
+  if (!ReadStringAtPath(cursor, kPath, &hash) || !cursor.AtEnd()) return std::nullopt;
+  absl::AsciiStrToLower(&hash);
+  return hash;
 }
 
 std::optional<core::BuilderIndex> BidBuilderIndex(absl::string_view body,

@@ -40,12 +40,11 @@ absl::StatusOr<BlindedBlock> ParseBlindedBlock(absl::string_view body,
                                                absl::string_view content_type,
                                                const ssz::Preset& preset);
 
-// Whether a getHeader answer in JSON parses as JSON (within the nesting bound).
-bool IsReadableJson(absl::string_view body);
-
-// The block hash of a getHeader answer in JSON (data.message.header.block_hash), lower-case;
-// empty when the body has none (e.g. SSZ).
-std::string HeaderBlockHash(absl::string_view body);
+// A getHeader answer in JSON, read in one pass without a document (it is on the proposer's
+// path): nullopt when the body is not JSON; else its block hash (data.message.header.block_hash,
+// of the last member of each name, as a document would keep it), lower-case, or empty when it
+// has none.
+std::optional<std::string> HeaderBlockHash(absl::string_view body);
 
 // The builder index of a getExecutionPayloadBid answer: data.message.builder_index (a decimal
 // string, or a number) of JSON, optionally without the {"version", "data"} envelope; or, when

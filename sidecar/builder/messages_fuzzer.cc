@@ -17,6 +17,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "common/bounded_json.h"
+#include "nlohmann/json.hpp"
 #include "sidecar/builder/messages.h"
 #include "sidecar/ssz/beacon_block.h"
 #include "sidecar/ssz/builder_messages.h"
@@ -80,8 +82,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 4: {
-      const std::string hash = HeaderBlockHash(body);
-      if (absl::AsciiStrToLower(hash) != hash) Fail("a header's block hash is not lower-case");
+      // The one-pass reading against a document's: the same readability (but for nesting past
+      // the document's bound, which the one pass does not need) and the same hash.
+      const std::optional<std::string> hash = HeaderBlockHash(body);
+      // nlohmann::json takes a NUL byte for the end of its input; JSON holds none.
+      if (absl::StrContains(body, '\0')) {
+        if (hash.has_value()) Fail("a body with a NUL byte was read as a header");
+        break;
+      }
+      const nlohmann::json json = breaker::ParseBoundedJson(body);
+      if (!json.is_discarded()) {
+        if (!hash.has_value()) Fail("a JSON header was not read");
+        const nlohmann::json* data = breaker::JsonMember(json, "data");
+        const nlohmann::json* message =
+            data == nullptr ? nullptr : breaker::JsonMember(*data, "message");
+        const nlohmann::json* header =
+            message == nullptr ? nullptr : breaker::JsonMember(*message, "header");
+        const nlohmann::json* field =
+            header == nullptr ? nullptr : breaker::JsonMember(*header, "block_hash");
+        const std::string expected = field != nullptr && field->is_string()
+                                         ? absl::AsciiStrToLower(field->get<std::string>())
+                                         : std::string();
+        if (*hash != expected) Fail("a header's block hash is not the document's");
+      } else if (hash.has_value() && !breaker::JsonTooDeep(body, breaker::kMaxJsonDepth)) {
+        Fail("a body that is not JSON was read as a header");
+      }
       break;
     }
     case 5:

@@ -1,6 +1,7 @@
 #include "sidecar/builder/messages.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -52,6 +53,30 @@ TEST(ParseBlindedBlockTest, SszGivesTheSlotAndTheRoot) {
                                  ssz::Preset::kMainnet)
                    .ok());
   EXPECT_FALSE(ParseBlindedBlock("", "application/octet-stream", ssz::Preset::kMainnet).ok());
+}
+
+TEST(HeaderBlockHashTest, ReadsTheHashLowerCaseAndTellsJsonFromNot) {
+  EXPECT_EQ(
+      HeaderBlockHash(R"({"version":"deneb","data":{"message":{"header":{"parent_hash":"0x1",)"
+                      R"("block_hash":"0xAbC"},"value":"1"},"signature":"0x2"}})"),
+      "0xabc");
+  EXPECT_EQ(HeaderBlockHash(R"({"data":{"message":{"header":{}}}})"), "");
+  EXPECT_EQ(HeaderBlockHash(R"({"data":{"message":{"header":{"block_hash":7}}}})"), "");
+  EXPECT_EQ(HeaderBlockHash("[1,2]"), "");
+  // A later member of a name replaces an earlier one, as a document keeps it.
+  EXPECT_EQ(HeaderBlockHash(R"({"data":{"message":{"header":{"block_hash":"0x1"}}},)"
+                            R"("data":{"message":{"header":{}}}})"),
+            "");
+  EXPECT_EQ(HeaderBlockHash(R"({"data":{"message":{"header":{"block_hash":"0x1",)"
+                            R"("block_hash":"0x2"}}}})"),
+            "0x2");
+
+  EXPECT_EQ(HeaderBlockHash(R"({"data":{"message":{"header":{"block_hash":"0x1"}}})"), std::nullopt)
+      << "truncated";
+  EXPECT_EQ(HeaderBlockHash(R"({"data":1} trailing)"), std::nullopt);
+  EXPECT_EQ(HeaderBlockHash(""), std::nullopt);
+  // Nesting a document could not hold is read without recursion.
+  EXPECT_EQ(HeaderBlockHash(std::string(1000000, '[') + std::string(1000000, ']')), "");
 }
 
 TEST(BidBuilderIndexTest, JsonAndSsz) {

@@ -15,8 +15,6 @@
 #include "common/mutex.h"
 #include "common/port_holder.h"
 #include "glog/logging.h"
-#include "httplib.h"
-#include "sidecar/http/connection_threads.h"
 #include "sidecar/http/headers.h"
 
 namespace breaker::sidecar {
@@ -136,51 +134,30 @@ absl::Status Proxy::Start() {
     pools_.push_back(*std::move(pool));
   }
   for (size_t i = 0; i < settings_.upstreams.size(); ++i) {
-    auto server = std::make_unique<httplib::Server>();
-    server->set_payload_max_length(settings_.max_body_bytes);
-    server->set_read_timeout(5, 0);
-    server->set_write_timeout(5, 0);
-    server->set_keep_alive_max_count(1000);
-    // An idle connection of the node holds a server thread this long at a stop.
-    server->set_keep_alive_timeout(1);
-    // The library writes an answer's head and body apart; with Nagle's algorithm the body then
-    // waits for the peer's delayed acknowledgement, about 40 ms on Linux.
-    server->set_tcp_nodelay(true);
-    auto handler = [this, i](const httplib::Request& request, httplib::Response& response) {
-      Handle(i, request, response);
-    };
-    server->Get(".*", handler);
-    server->Post(".*", handler);
-    server->Put(".*", handler);
-    server->Delete(".*", handler);
-    server->Patch(".*", handler);
-    const uint16_t port = settings_.upstreams[i].listen_port;
-    const int bound =
-        http::BindOwnPort(*server, settings_.listen_host, port, kMaxConnectionsPerPort);
-    if (bound <= 0) {
+    http::ServerOptions options;
+    options.host = settings_.listen_host;
+    options.port = settings_.upstreams[i].listen_port;
+    options.max_connections = kMaxConnectionsPerPort;
+    options.max_body_bytes = settings_.max_body_bytes;
+    // A caller that stalls mid-request, or a connection idle between requests, is closed after
+    // this long.
+    options.timeout = absl::Seconds(5);
+    absl::StatusOr<std::unique_ptr<http::Server>> server = http::Server::Start(
+        options, [this, i](const http::Request& request, http::Response& response) {
+          Handle(i, request, response);
+        });
+    if (!server.ok()) {
       servers_.clear();
       ports_.clear();
       return absl::UnavailableError(absl::StrCat(
-          "cannot listen on ", settings_.listen_host, ":", port, " (upstreams[", i, "], ",
-          settings_.upstreams[i].relay_id, "): the port is taken", PortHolderSuffix(port),
+          "cannot listen on ", settings_.listen_host, ":", options.port, " (upstreams[", i, "], ",
+          settings_.upstreams[i].relay_id, "): the port is taken", PortHolderSuffix(options.port),
           " or the address is not this host's; stop the other process or pick another "
-          "listen_port"));
+          "listen_port (",
+          server.status().message(), ")"));
     }
-    servers_.push_back(std::move(server));
-    ports_.push_back(bound);
-  }
-  for (auto& server : servers_) {
-    httplib::Server* raw = server.get();
-    threads_.emplace_back([raw] { raw->listen_after_bind(); });
-  }
-  // cpp-httplib's stop() does nothing to a server whose loop has not started yet, which would
-  // then serve forever: Stop() may come right after Start() (a later part of the start failed).
-  // Bounded: a loop that ended at once (an accept error) never shows as running.
-  const absl::Duration give_up = clock_.Monotonic() + absl::Seconds(1);
-  for (auto& server : servers_) {
-    while (!server->is_running() && clock_.Monotonic() < give_up) {
-      absl::SleepFor(absl::Milliseconds(1));
-    }
+    ports_.push_back((*server)->port());
+    servers_.push_back(*std::move(server));
   }
   maintenance_ = std::make_unique<Maintenance>(pools_);
   return absl::OkStatus();
@@ -189,7 +166,7 @@ absl::Status Proxy::Start() {
 void Proxy::Stop(absl::Duration grace) {
   // New connections are refused from here on; requests on connections already open are still
   // answered.
-  for (auto& server : servers_) server->stop();
+  for (auto& server : servers_) server->StopAccepting();
   {
     MutexLock lock(&mu_);
     stopping_ = true;
@@ -205,13 +182,12 @@ void Proxy::Stop(absl::Duration grace) {
     MutexLock lock(&mu_);
     while (in_flight_ > 0) answered_.Wait(&mu_);
   }
-  for (std::thread& thread : threads_) thread.join();
-  threads_.clear();
+  // Each server lets the answers leave, then closes its connections.
   servers_.clear();
   maintenance_ = nullptr;
 }
 
-void Proxy::Handle(size_t index, const httplib::Request& request, httplib::Response& response) {
+void Proxy::Handle(size_t index, const http::Request& request, http::Response& response) {
   {
     MutexLock lock(&mu_);
     ++in_flight_;
@@ -221,7 +197,7 @@ void Proxy::Handle(size_t index, const httplib::Request& request, httplib::Respo
   if (--in_flight_ == 0) answered_.SignalAll();
 }
 
-void Proxy::Forward(size_t index, const httplib::Request& request, httplib::Response& response) {
+void Proxy::Forward(size_t index, const http::Request& request, http::Response& response) {
   const UpstreamSettings& upstream = settings_.upstreams[index];
   const Route route = ClassifyRoute(request.method, request.path);
 
@@ -240,10 +216,9 @@ void Proxy::Forward(size_t index, const httplib::Request& request, httplib::Resp
   // block's reveal above all) is still worth its whole timeout.
   const bool auction =
       route.endpoint == Endpoint::kGetHeader || route.endpoint == Endpoint::kGetExecutionPayloadBid;
-  const absl::Duration budget =
-      RequestBudget(request.get_header_value("X-Timeout-Ms"),
-                    auction ? request.get_header_value("Date-Milliseconds") : std::string(),
-                    settings_.upstream_timeout, start);
+  const absl::Duration budget = RequestBudget(
+      request.header("X-Timeout-Ms"), auction ? request.header("Date-Milliseconds") : std::string(),
+      settings_.upstream_timeout, start);
   UpstreamRequest out;
   out.method = request.method;
   out.target = upstream.path_prefix + request.target;
@@ -266,8 +241,8 @@ void Proxy::Forward(size_t index, const httplib::Request& request, httplib::Resp
   const bool failed = !answer.ok() || answer.status >= 500;
 
   if (route.endpoint == Endpoint::kSubmitBlindedBlock) {
-    if (enforcer_.OnBlindedBlockAnswered(index, request.body,
-                                         request.get_header_value("Content-Type"), failed)) {
+    if (enforcer_.OnBlindedBlockAnswered(index, request.body, request.header("Content-Type"),
+                                         failed)) {
       LOG(WARNING) << "relay " << upstream.relay_id
                    << " did not reveal a payload it signed for: reported";
     }
@@ -288,14 +263,14 @@ void Proxy::Forward(size_t index, const httplib::Request& request, httplib::Resp
     response.status = answer.failure == Failure::kTimeout   ? 504
                       : answer.failure == Failure::kStopped ? 503
                                                             : 502;
-    response.set_content(ErrorBody(response.status, absl::StrCat("upstream: ", what)),
-                         "application/json");
+    response.headers.emplace_back("Content-Type", "application/json");
+    response.body = ErrorBody(response.status, absl::StrCat("upstream: ", what));
     return;
   }
   std::string body = std::move(answer.body);
   if (route.endpoint == Endpoint::kRegisterValidators && registration_observer_ != nullptr &&
       answer.status < 300) {
-    registration_observer_(request.body, request.get_header_value("Content-Type"));
+    registration_observer_(request.body, request.header("Content-Type"));
   }
   std::string content_type = "application/octet-stream";
   for (const auto& [name, value] : answer.headers) {
@@ -319,10 +294,13 @@ void Proxy::Forward(size_t index, const httplib::Request& request, httplib::Resp
   response.status = answer.status;
   for (const auto& [name, value] : answer.headers) {
     if (!absl::EqualsIgnoreCase(name, "Content-Type") && !http::IsHopByHop(name)) {
-      response.headers.emplace(name, value);
+      response.headers.emplace_back(name, value);
     }
   }
-  if (!body.empty()) response.set_content(std::move(body), content_type.c_str());
+  if (!body.empty()) {
+    response.headers.emplace_back("Content-Type", content_type);
+    response.body = std::move(body);
+  }
 }
 
 }  // namespace breaker::sidecar

@@ -29,12 +29,7 @@
 #include "sidecar/builder/enforcer.h"
 #include "sidecar/builder/upstream_pool.h"
 #include "sidecar/config.h"
-
-namespace httplib {
-struct Request;
-struct Response;
-class Server;
-}  // namespace httplib
+#include "sidecar/http/server.h"
 
 namespace breaker::sidecar {
 
@@ -68,10 +63,10 @@ class Proxy {
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
 
-  // Binds every upstream's port (listen_port 0: one the kernel picks), then serves each on a
-  // thread of its own. Returns INVALID_ARGUMENT naming the upstream and the file for a TLS
-  // file that cannot be read, UNAVAILABLE naming the port, and the process holding it when it
-  // can be seen, when one cannot be bound (nothing is served then).
+  // Binds every upstream's port (listen_port 0: one the kernel picks), then serves each, every
+  // connection on a thread of its own (http/server.h). Returns INVALID_ARGUMENT naming the upstream
+  // and the file for a TLS file that cannot be read, UNAVAILABLE naming the port, and the process
+  // holding it when it can be seen, when one cannot be bound (nothing is served then).
   absl::Status Start();
 
   // Sets who is told of registrations. REQUIRES: called before Start().
@@ -96,16 +91,15 @@ class Proxy {
 
  private:
   class Maintenance;
-  void Handle(size_t index, const httplib::Request& request, httplib::Response& response);
-  void Forward(size_t index, const httplib::Request& request, httplib::Response& response);
+  void Handle(size_t index, const http::Request& request, http::Response& response);
+  void Forward(size_t index, const http::Request& request, http::Response& response);
 
   const SidecarSettings settings_;
   Enforcer& enforcer_;
   const Clock& clock_;
   std::vector<std::unique_ptr<UpstreamPool>> pools_;
-  std::vector<std::unique_ptr<httplib::Server>> servers_;
+  std::vector<std::unique_ptr<http::Server>> servers_;
   std::vector<int> ports_;
-  std::vector<std::thread> threads_;
   std::unique_ptr<Maintenance> maintenance_;
   RegistrationObserver registration_observer_;
   LatencyObserver latency_observer_;
