@@ -58,6 +58,15 @@ std::string ErrorBody(int status, absl::string_view message) {
   return absl::StrCat("{\"code\":", status, ",\"message\":\"", escaped, "\"}");
 }
 
+// The methods of the builder API and of REST: others (CONNECT, TRACE, OPTIONS, ...) have no
+// business at a relay and are answered 405.
+bool IsForwardedMethod(absl::string_view method) {
+  for (absl::string_view allowed : {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"}) {
+    if (method == allowed) return true;
+  }
+  return false;
+}
+
 // Connections served at once per port: each on its own thread, so that idle or slow ones
 // (a slowloris) hold up no other; far more than a node and its mev-boost open.
 constexpr size_t kMaxConnectionsPerPort = 1024;
@@ -199,6 +208,14 @@ void Proxy::Handle(size_t index, const http::Request& request, http::Response& r
 
 void Proxy::Forward(size_t index, const http::Request& request, http::Response& response) {
   const UpstreamSettings& upstream = settings_.upstreams[index];
+  if (!IsForwardedMethod(request.method)) {
+    response.status = 405;
+    response.headers.emplace_back("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH");
+    response.headers.emplace_back("Content-Type", "application/json");
+    response.body =
+        ErrorBody(405, absl::StrCat("method ", request.method, " is not forwarded to an upstream"));
+    return;
+  }
   const Route route = ClassifyRoute(request.method, request.path);
 
   if (std::optional<std::string> reason = enforcer_.Refuse(index, route)) {

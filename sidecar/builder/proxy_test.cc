@@ -439,6 +439,19 @@ TEST_F(ProxyTest, ARelayThatIsNotThereIs502AtOnce) {
   EXPECT_EQ(counters().upstream_errors, 1u);
 }
 
+TEST_F(ProxyTest, AMethodOutsideRestIsAnswered405WithoutReachingTheUpstream) {
+  HttpRelay relay;
+  std::atomic<int> reached{0};
+  relay.server().Options(".*", [&](const httplib::Request&, httplib::Response&) { ++reached; });
+  relay.Serve();
+  ASSERT_NO_FATAL_FAILURE(StartProxy(relay.url()));
+  httplib::Result result = Client().Options(kHeaderPath);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, 405);
+  EXPECT_EQ(result->get_header_value("Allow"), "GET, HEAD, POST, PUT, DELETE, PATCH");
+  EXPECT_EQ(reached.load(), 0);
+}
+
 TEST_F(ProxyTest, GloasBidsAreReportedAndABannedBuildersIsRefused) {
   HttpRelay relay;
   std::atomic<int> bids{0};

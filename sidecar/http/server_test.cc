@@ -140,7 +140,7 @@ TEST(ServerTest, ABodyPastTheLimitIsRefusedWithoutTheHandler) {
   EXPECT_EQ(handled.load(), 1);
 }
 
-TEST(ServerTest, AHeaderSectionPastTheLibrarysBoundIsRefused) {
+TEST(ServerTest, ARequestLineOrHeadersPastTheLibrarysBoundAreRefused) {
   std::atomic<int> handled{0};
   absl::StatusOr<std::unique_ptr<Server>> server =
       Server::Start(Options(), [&handled](const Request&, Response&) { ++handled; });
@@ -150,6 +150,12 @@ TEST(ServerTest, AHeaderSectionPastTheLibrarysBoundIsRefused) {
                                "\r\n\r\n"));
   const std::string answer = connection.ReadUntil("\r\n\r\n");
   EXPECT_TRUE(absl::StartsWith(answer, "HTTP/1.1 431")) << answer.substr(0, 100);
+
+  RawConnection long_line((*server)->port());
+  long_line.Send(
+      absl::StrCat("GET /", std::string(64 * 1024, 'a'), " HTTP/1.1\r\nHost: a\r\n\r\n"));
+  const std::string refused = long_line.ReadUntil("\r\n\r\n");
+  EXPECT_TRUE(absl::StartsWith(refused, "HTTP/1.1 414")) << refused.substr(0, 100);
   EXPECT_EQ(handled.load(), 0);
 }
 
