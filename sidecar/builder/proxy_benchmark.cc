@@ -19,7 +19,6 @@
 // Each iteration's latencies are kept; the benchmarks report percentiles as counters
 // (microseconds). Run with `bazel run --config=opt //sidecar/builder:proxy_benchmark`.
 
-#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -34,6 +33,7 @@
 #include "sidecar/builder/enforcer.h"
 #include "sidecar/builder/proxy.h"
 #include "sidecar/config.h"
+#include "tests/support/latency_report.h"
 #include "tests/support/tcp_proxy.h"
 
 namespace breaker::sidecar {
@@ -58,12 +58,6 @@ constexpr char kPath[] =
     "0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
     "aaaa";
 
-double Percentile(std::vector<double> values, double fraction) {
-  std::sort(values.begin(), values.end());
-  const size_t rank = std::min(values.size() - 1, static_cast<size_t>(fraction * values.size()));
-  return values[rank];
-}
-
 // One getHeader over `client`'s open connection; its wall time in microseconds, or a negative
 // value when it did not come back 200.
 template <typename Client>
@@ -73,6 +67,25 @@ double TimedGet(Client& client) {
   const auto end = std::chrono::steady_clock::now();
   if (!result || result->status != 200) return -1;
   return std::chrono::duration<double, std::micro>(end - start).count();
+}
+
+// A getHeader over `direct` then one over `sidecar` in each iteration, so that both see the same
+// load of a shared machine; reports what the sidecar adds.
+template <typename Direct, typename Sidecar>
+void TimeInterleaved(benchmark::State& state, Direct& direct, Sidecar& sidecar) {
+  std::vector<double> direct_us, sidecar_us;
+  for (auto _ : state) {
+    const double a = TimedGet(direct);
+    const double b = TimedGet(sidecar);
+    if (a < 0 || b < 0) {
+      state.SkipWithError("a getHeader failed");
+      break;
+    }
+    direct_us.push_back(a);
+    sidecar_us.push_back(b);
+    state.SetIterationTime((a + b) / 1e6);
+  }
+  testing::ReportAdded(state, direct_us, "sidecar", sidecar_us);
 }
 
 void BM_GetHeaderDirectAndThroughTheSidecar(benchmark::State& state) {
@@ -110,28 +123,7 @@ void BM_GetHeaderDirectAndThroughTheSidecar(benchmark::State& state) {
       TimedGet(direct);
       TimedGet(sidecar);
     }
-    std::vector<double> direct_us, sidecar_us;
-    for (auto _ : state) {
-      const double a = TimedGet(direct);
-      const double b = TimedGet(sidecar);
-      if (a < 0 || b < 0) {
-        state.SkipWithError("a getHeader failed");
-        break;
-      }
-      direct_us.push_back(a);
-      sidecar_us.push_back(b);
-      state.SetIterationTime((a + b) / 1e6);
-    }
-    if (!direct_us.empty()) {
-      for (double fraction : {0.5, 0.99}) {
-        const std::string p = fraction == 0.5 ? "p50" : "p99";
-        const double d = Percentile(direct_us, fraction);
-        const double s = Percentile(sidecar_us, fraction);
-        state.counters["direct_" + p + "_us"] = d;
-        state.counters["sidecar_" + p + "_us"] = s;
-        state.counters["added_" + p + "_us"] = s - d;
-      }
-    }
+    TimeInterleaved(state, direct, sidecar);
   }
   proxy.Stop();
   relay.stop();
@@ -145,13 +137,6 @@ BENCHMARK(BM_GetHeaderDirectAndThroughTheSidecar)
 
 constexpr absl::Duration kOneWayDelay = absl::Milliseconds(20);
 constexpr char kTls[] = "tests/support/testdata/tls/";
-
-void ReportPercentiles(benchmark::State& state, const std::string& name,
-                       const std::vector<double>& values) {
-  if (values.empty()) return;
-  state.counters[name + "_p50_us"] = Percentile(values, 0.5);
-  state.counters[name + "_p99_us"] = Percentile(values, 0.99);
-}
 
 // A client of the TLS relay at localhost:`port`, verifying it against the tests' CA.
 std::unique_ptr<httplib::SSLClient> RelayClient(int port, bool keep_alive) {
@@ -207,6 +192,23 @@ class RelayOverTheNetwork {
   int sidecar_port() const { return proxy_->port(0); }
   Proxy& proxy() { return *proxy_; }
 
+  // A client of the relay and one of the sidecar, each keeping its connection open, warmed.
+  struct Clients {
+    std::unique_ptr<httplib::SSLClient> relay;
+    std::unique_ptr<httplib::Client> sidecar;
+  };
+  Clients WarmClients() const {
+    Clients clients{RelayClient(far_port(), /*keep_alive=*/true),
+                    std::make_unique<httplib::Client>("127.0.0.1", sidecar_port())};
+    clients.sidecar->set_keep_alive(true);
+    clients.sidecar->set_tcp_nodelay(true);
+    for (int i = 0; i < 3; ++i) {
+      TimedGet(*clients.relay);
+      TimedGet(*clients.sidecar);
+    }
+    return clients;
+  }
+
   // Every pooled connection idle past the timeout, and closed: the hours between proposals.
   void ExpireThePool() {
     clock_.Advance(settings_.upstream_idle_timeout + absl::Seconds(1));
@@ -232,19 +234,14 @@ void BM_GetHeaderOverTheNetwork(benchmark::State& state) {
     state.SkipWithError("the delay line or the proxy did not start");
     return;
   }
-  auto kept = RelayClient(network.far_port(), /*keep_alive=*/true);
-  httplib::Client sidecar("127.0.0.1", network.sidecar_port());
-  sidecar.set_keep_alive(true);
-  sidecar.set_tcp_nodelay(true);
-  for (int i = 0; i < 3; ++i) {
-    TimedGet(*kept);
-    TimedGet(sidecar);
-  }
+  RelayOverTheNetwork::Clients clients = network.WarmClients();
+  httplib::SSLClient& kept = *clients.relay;
+  httplib::Client& sidecar = *clients.sidecar;
   std::vector<double> direct_new, direct_kept, sidecar_warm, sidecar_proposal;
   for (auto _ : state) {
     auto fresh = RelayClient(network.far_port(), /*keep_alive=*/false);
     const double a = TimedGet(*fresh);
-    const double b = TimedGet(*kept);
+    const double b = TimedGet(kept);
     const double c = TimedGet(sidecar);
     network.ExpireThePool();
     const bool warmed =
@@ -262,10 +259,10 @@ void BM_GetHeaderOverTheNetwork(benchmark::State& state) {
     sidecar_proposal.push_back(d);
     state.SetIterationTime((a + b + c + d) / 1e6);
   }
-  ReportPercentiles(state, "1_direct_new", direct_new);
-  ReportPercentiles(state, "2_direct_kept", direct_kept);
-  ReportPercentiles(state, "3_sidecar_warm", sidecar_warm);
-  ReportPercentiles(state, "4_sidecar_proposal", sidecar_proposal);
+  testing::ReportPercentiles(state, "1_direct_new", direct_new);
+  testing::ReportPercentiles(state, "2_direct_kept", direct_kept);
+  testing::ReportPercentiles(state, "3_sidecar_warm", sidecar_warm);
+  testing::ReportPercentiles(state, "4_sidecar_proposal", sidecar_proposal);
   state.counters["warmed_used"] = static_cast<double>(network.proxy().pool(0).stats().warmed_used);
 }
 
@@ -278,35 +275,10 @@ void BM_WarmGetHeaderOverTheNetwork(benchmark::State& state) {
     state.SkipWithError("the delay line or the proxy did not start");
     return;
   }
-  auto kept = RelayClient(network.far_port(), /*keep_alive=*/true);
-  httplib::Client sidecar("127.0.0.1", network.sidecar_port());
-  sidecar.set_keep_alive(true);
-  sidecar.set_tcp_nodelay(true);
-  for (int i = 0; i < 3; ++i) {
-    TimedGet(*kept);
-    TimedGet(sidecar);
-  }
-  std::vector<double> direct, through;
-  for (auto _ : state) {
-    const double a = TimedGet(*kept);
-    const double b = TimedGet(sidecar);
-    if (a < 0 || b < 0) {
-      state.SkipWithError("a getHeader failed");
-      break;
-    }
-    direct.push_back(a);
-    through.push_back(b);
-    state.SetIterationTime((a + b) / 1e6);
-  }
-  if (direct.empty()) return;
-  for (double fraction : {0.5, 0.99}) {
-    const std::string p = fraction == 0.5 ? "p50" : "p99";
-    const double d = Percentile(direct, fraction);
-    const double s = Percentile(through, fraction);
-    state.counters["direct_" + p + "_us"] = d;
-    state.counters["sidecar_" + p + "_us"] = s;
-    state.counters["added_" + p + "_us"] = s - d;
-  }
+  RelayOverTheNetwork::Clients clients = network.WarmClients();
+  httplib::SSLClient& kept = *clients.relay;
+  httplib::Client& sidecar = *clients.sidecar;
+  TimeInterleaved(state, kept, sidecar);
 }
 
 BENCHMARK(BM_GetHeaderOverTheNetwork)->UseManualTime()->Iterations(150)->Repetitions(2);

@@ -28,6 +28,7 @@
 #include "sidecar/validator/block_production.h"
 #include "sidecar/validator/validator_port.h"
 #include "tests/support/fake_beacon_node.h"
+#include "tests/support/latency_report.h"
 
 namespace breaker::sidecar::validator {
 namespace {
@@ -37,27 +38,8 @@ using Clock = std::chrono::steady_clock;
 constexpr char kDutiesPath[] = "/eth/v1/validator/duties/proposer/3";
 constexpr char kV4Path[] = "/eth/v4/validator/blocks/24?include_payload=true&randao_reveal=0x1";
 
-double Percentile(std::vector<double> values, double fraction) {
-  std::sort(values.begin(), values.end());
-  const size_t rank = std::min(values.size() - 1, static_cast<size_t>(fraction * values.size()));
-  return values[rank];
-}
-
 double Micros(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double, std::micro>(end - start).count();
-}
-
-void ReportAdded(benchmark::State& state, const std::vector<double>& direct,
-                 const std::vector<double>& port) {
-  if (direct.empty()) return;
-  for (double fraction : {0.5, 0.99}) {
-    const std::string p = fraction == 0.5 ? "p50" : "p99";
-    const double d = Percentile(direct, fraction);
-    const double s = Percentile(port, fraction);
-    state.counters["direct_" + p + "_us"] = d;
-    state.counters["port_" + p + "_us"] = s;
-    state.counters["added_" + p + "_us"] = s - d;
-  }
 }
 
 core::ChainSpec Chain() {
@@ -121,7 +103,7 @@ void BM_SmallGet(benchmark::State& state) {
     port_us.push_back(b);
     state.SetIterationTime((a + b) / 1e6);
   }
-  ReportAdded(state, direct_us, port_us);
+  testing::ReportAdded(state, direct_us, "port", port_us);
 }
 BENCHMARK(BM_SmallGet)->UseManualTime()->Iterations(5000)->Repetitions(3);
 
@@ -194,8 +176,8 @@ void BM_EventDelay(benchmark::State& state) {
     ++n;
   }
   if (added_us.empty()) return;
-  state.counters["added_p50_us"] = Percentile(added_us, 0.5);
-  state.counters["added_p99_us"] = Percentile(added_us, 0.99);
+  state.counters["added_p50_us"] = testing::Percentile(added_us, 0.5);
+  state.counters["added_p99_us"] = testing::Percentile(added_us, 0.99);
 }
 BENCHMARK(BM_EventDelay)->UseManualTime()->Iterations(2000)->Repetitions(3);
 
@@ -224,7 +206,7 @@ void BM_LargeSszAnswer(benchmark::State& state) {
     port_us.push_back(b);
     state.SetIterationTime((a + b) / 1e6);
   }
-  ReportAdded(state, direct_us, port_us);
+  testing::ReportAdded(state, direct_us, "port", port_us);
 }
 BENCHMARK(BM_LargeSszAnswer)->UseManualTime()->Iterations(50)->Repetitions(3);
 
@@ -268,8 +250,8 @@ void BM_RewriteV4(benchmark::State& state) {
     state.SetIterationTime(elapsed / 1e6);
   }
   state.counters["body_bytes"] = static_cast<double>(body.size());
-  state.counters["p50_us"] = Percentile(us, 0.5);
-  state.counters["p99_us"] = Percentile(us, 0.99);
+  state.counters["p50_us"] = testing::Percentile(us, 0.5);
+  state.counters["p99_us"] = testing::Percentile(us, 0.99);
 }
 BENCHMARK(BM_RewriteV4)->Arg(0)->Arg(1)->UseManualTime()->Iterations(2000)->Repetitions(3);
 
