@@ -242,7 +242,8 @@ Server::~Server() { Stop(); }
 void Server::StopAccepting() {
   {
     MutexLock lock(&mu_);
-    if (!accepting_) return;
+    // A server whose library failed to start has nothing to stop.
+    if (!accepting_ || daemon_ == nullptr) return;
     accepting_ = false;
   }
   const MHD_socket listening = MHD_quiesce_daemon(daemon_);
@@ -258,7 +259,7 @@ void Server::Stop() {
   StopAccepting();
   {
     MutexLock lock(&mu_);
-    if (stopped_) return;
+    if (stopped_ || daemon_ == nullptr) return;
     stopped_ = true;
     // An answer handed to the library is the caller's: it leaves before the connections close,
     // unless the caller stopped reading.
