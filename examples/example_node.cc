@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
@@ -108,9 +109,13 @@ using ::breaker::client::PolicySnapshot;
 // acknowledgements.
 constexpr absl::Duration kIdlePoll = absl::Milliseconds(100);
 
-volatile std::sig_atomic_t stop_requested = 0;
+// SIGINT and SIGTERM run the handler on whichever thread the kernel picks, often one of the
+// client library's, while the main thread reads the flag: a volatile sig_atomic_t is safe only
+// for a handler on the reading thread, a lock-free atomic for any thread.
+std::atomic<bool> stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
 
-void RequestStop(int) { stop_requested = 1; }
+void RequestStop(int) { stop_requested.store(true); }
 
 // Policy lines come from the library's thread, progress lines from the main one: one line at
 // a time, each flushed, so that a reader of the pipe never sees half of one.

@@ -20,6 +20,16 @@
 namespace {
 
 TEST(GrpcCoexistence, ProgramsOwnGrpcServesBesideTheLibrary) {
+#if defined(__SANITIZE_THREAD__)
+  // The gRPC, Abseil and Protobuf inside the library are Debian's static archives, built
+  // without -fsanitize=thread and linked into this program itself. ThreadSanitizer sees their
+  // memory accesses where it intercepts them (memmove, free) but not the locks that order them
+  // (Abseil's SpinLock, gRPC's own), so it reports races between the library's gRPC threads
+  // inside those copies; its suppressions name the system's shared libraries, which these
+  // frames are not in. The client's threads are checked under ThreadSanitizer by //client's
+  // tests, against the shared libraries; the ordinary and AddressSanitizer builds run this one.
+  GTEST_SKIP() << "the library's gRPC and Abseil are not instrumented for ThreadSanitizer";
+#endif
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);

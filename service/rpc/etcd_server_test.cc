@@ -79,6 +79,19 @@ class EtcdServerTest : public ServerTest {
     server_->fleet()->Sync();
   }
 
+  // GetPolicy from the server on 127.0.0.1:`port`: a standby's refusal names the leader, or
+  // why it cannot campaign.
+  absl::StatusOr<v1::Policy> PolicyFrom(int port) {
+    std::unique_ptr<v1::Admin::Stub> admin = v1::Admin::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    v1::Policy answer;
+    const absl::Status status =
+        FromGrpc(admin->GetPolicy(&context, v1::GetPolicyRequest(), &answer));
+    return status.ok() ? absl::StatusOr<v1::Policy>(answer) : absl::StatusOr<v1::Policy>(status);
+  }
+
   std::unique_ptr<EtcdCluster> cluster_;
 };
 
@@ -197,6 +210,37 @@ TEST_F(EtcdServerTest, AStandbyNamesTheLeaderThenTakesOverWithItsState) {
   ASSERT_THAT(taken_over, IsOk());
   EXPECT_TRUE(MessageDifferencer::Equals(*taken_over, policy)) << taken_over->DebugString();
   EXPECT_EQ(CheckHealth((*standby)->port()), "SERVING");
+}
+
+// A standby's campaign that lost its lease (its clock ran past the TTL while the leader held
+// the key) failed, and the next campaign has a lease of its own: when that one leads, the
+// old loss must not end the lead as soon as it starts.
+TEST_F(EtcdServerTest, AStandbyWhoseCampaignLostItsLeaseLeadsWhenTheLeaderStops) {
+  ServerOptions leader_options = EtcdOptions();
+  leader_options.advertise_address = "leader.example:50051";
+  ASSERT_NO_FATAL_FAILURE(StartLeader(leader_options));
+
+  ::breaker::testing::FakeClock standby_clock(clock_.Now());
+  ServerOptions standby_options = EtcdOptions(/*lease_ttl_seconds=*/60);
+  standby_options.advertise_address = "standby.example:50052";
+  standby_options.clock = &standby_clock;
+  absl::StatusOr<std::unique_ptr<Server>> standby = Server::Start(standby_options);
+  ASSERT_THAT(standby, IsOk());
+  const int port = (*standby)->port();
+  // Naming the leader, it campaigns with a lease.
+  ASSERT_TRUE(WaitFor([&] {
+    return absl::StrContains(PolicyFrom(port).status().message(), "leader.example:50051");
+  }));
+  standby_clock.Advance(absl::Seconds(60));
+  ASSERT_TRUE(WaitFor([&] {
+    return absl::StrContains(PolicyFrom(port).status().message(), "lost the etcd lease");
+  })) << "the standby's campaign did not lose its lease";
+
+  StopServer();
+  ASSERT_TRUE((*standby)->WaitUntilLeading(absl::Seconds(60)))
+      << "the standby did not lead, or stepped down at once";
+  EXPECT_THAT(PolicyFrom(port), IsOk());
+  EXPECT_EQ(CheckHealth(port), "SERVING");
 }
 
 TEST_F(EtcdServerTest, BadStoreFlagsNameTheFlag) {

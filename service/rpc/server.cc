@@ -304,6 +304,12 @@ void Server::RunReplica(const ServerOptions& options, const ServiceConfig& confi
     }
     store = OpenEtcdStore(Selection(options), options.clock, std::move(hooks));
     if (store.ok() || absl::IsCancelled(store.status())) break;
+    {
+      // A store that lost its lease while it campaigned never led, and is gone (its keepalive
+      // with it): its deposition is this failure, which must not end the next lead at once.
+      MutexLock lock(&replica_mu_);
+      deposed_ = absl::OkStatus();
+    }
     // What waiting cures: etcd out of reach, or no quorum. Anything else (what is stored is
     // not a state breakerd wrote) an operator must see to.
     if (!absl::IsUnavailable(store.status())) {

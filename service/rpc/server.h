@@ -234,7 +234,7 @@ class Server {
   CondVar replica_changed_;
   Role role_ ABSL_GUARDED_BY(replica_mu_) = Role::kStandby;
   bool stopping_ ABSL_GUARDED_BY(replica_mu_) = false;
-  // Not OK once etcd deposed the store: why.
+  // Not OK once etcd deposed the store: why. Cleared when a campaign fails, whose store never led.
   absl::Status deposed_ ABSL_GUARDED_BY(replica_mu_);
 };
 
