@@ -219,12 +219,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   server->daemon_ = MHD_start_daemon(
       MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
           MHD_USE_ERROR_LOG,
-      0, nullptr, nullptr, &ServerCallbacks::OnRequest, server.get(), MHD_OPTION_LISTEN_SOCKET,
+      0, nullptr, nullptr, &ServerCallbacks::OnRequest, server.get(),
+      // First, so that the library's every message (those about the options too) reaches the log.
+      MHD_OPTION_EXTERNAL_LOGGER, &ServerCallbacks::Log, server.get(), MHD_OPTION_LISTEN_SOCKET,
       static_cast<MHD_socket>(fd), MHD_OPTION_CONNECTION_LIMIT,
       static_cast<unsigned int>(options.max_connections), MHD_OPTION_CONNECTION_TIMEOUT,
       timeout_seconds, MHD_OPTION_URI_LOG_CALLBACK, &ServerCallbacks::OnRequestLine, server.get(),
       MHD_OPTION_NOTIFY_COMPLETED, &ServerCallbacks::OnCompleted, server.get(),
-      MHD_OPTION_EXTERNAL_LOGGER, &ServerCallbacks::Log, server.get(),
       // Refuses what HTTP/1.1 forbids (a space in the target, a header line without a colon)
       // rather than guessing.
       MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
