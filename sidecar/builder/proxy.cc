@@ -15,6 +15,7 @@
 #include "common/mutex.h"
 #include "common/port_holder.h"
 #include "glog/logging.h"
+#include "sidecar/http/error_body.h"
 #include "sidecar/http/headers.h"
 
 namespace breaker::sidecar {
@@ -40,22 +41,6 @@ std::string UpstreamErrorText(const UpstreamAnswer& answer) {
       return absl::StrCat("the connection failed or closed before the whole answer came: ",
                           answer.error);
   }
-}
-
-// The JSON error body of builder-specs (code, message); `message` may quote the upstream.
-std::string ErrorBody(int status, absl::string_view message) {
-  std::string escaped;
-  for (const char c : message) {
-    if (c == '"' || c == '\\') {
-      escaped.push_back('\\');
-      escaped.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      escaped.push_back(' ');
-    } else {
-      escaped.push_back(c);
-    }
-  }
-  return absl::StrCat("{\"code\":", status, ",\"message\":\"", escaped, "\"}");
 }
 
 // The methods of the builder API and of REST: others (CONNECT, TRACE, OPTIONS, ...) have no
@@ -212,8 +197,8 @@ void Proxy::Forward(size_t index, const http::Request& request, http::Response& 
     response.status = 405;
     response.headers.emplace_back("Allow", "GET, HEAD, POST, PUT, DELETE, PATCH");
     response.headers.emplace_back("Content-Type", "application/json");
-    response.body =
-        ErrorBody(405, absl::StrCat("method ", request.method, " is not forwarded to an upstream"));
+    response.body = http::ErrorBody(
+        405, absl::StrCat("method ", request.method, " is not forwarded to an upstream"));
     return;
   }
   const Route route = ClassifyRoute(request.method, request.path);
@@ -281,7 +266,7 @@ void Proxy::Forward(size_t index, const http::Request& request, http::Response& 
                       : answer.failure == Failure::kStopped ? 503
                                                             : 502;
     response.headers.emplace_back("Content-Type", "application/json");
-    response.body = ErrorBody(response.status, absl::StrCat("upstream: ", what));
+    response.body = http::ErrorBody(response.status, absl::StrCat("upstream: ", what));
     return;
   }
   std::string body = std::move(answer.body);

@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -187,17 +188,22 @@ class RelayOverTheNetwork {
     relay_thread_.join();
   }
 
-  bool started() const { return started_; }
   int far_port() const { return line_->port(); }
   int sidecar_port() const { return proxy_->port(0); }
   Proxy& proxy() { return *proxy_; }
 
-  // A client of the relay and one of the sidecar, each keeping its connection open, warmed.
+  // A client of the relay and one of the sidecar, each keeping its connection open, warmed;
+  // nullopt, the benchmark skipped with the reason, when the delay line or the proxy did not
+  // start.
   struct Clients {
     std::unique_ptr<httplib::SSLClient> relay;
     std::unique_ptr<httplib::Client> sidecar;
   };
-  Clients WarmClients() const {
+  std::optional<Clients> WarmClients(benchmark::State& state) const {
+    if (!started_) {
+      state.SkipWithError("the delay line or the proxy did not start");
+      return std::nullopt;
+    }
     Clients clients{RelayClient(far_port(), /*keep_alive=*/true),
                     std::make_unique<httplib::Client>("127.0.0.1", sidecar_port())};
     clients.sidecar->set_keep_alive(true);
@@ -230,13 +236,10 @@ class RelayOverTheNetwork {
 
 void BM_GetHeaderOverTheNetwork(benchmark::State& state) {
   RelayOverTheNetwork network;
-  if (!network.started()) {
-    state.SkipWithError("the delay line or the proxy did not start");
-    return;
-  }
-  RelayOverTheNetwork::Clients clients = network.WarmClients();
-  httplib::SSLClient& kept = *clients.relay;
-  httplib::Client& sidecar = *clients.sidecar;
+  std::optional<RelayOverTheNetwork::Clients> clients = network.WarmClients(state);
+  if (!clients.has_value()) return;
+  httplib::SSLClient& kept = *clients->relay;
+  httplib::Client& sidecar = *clients->sidecar;
   std::vector<double> direct_new, direct_kept, sidecar_warm, sidecar_proposal;
   for (auto _ : state) {
     auto fresh = RelayClient(network.far_port(), /*keep_alive=*/false);
@@ -271,13 +274,10 @@ void BM_GetHeaderOverTheNetwork(benchmark::State& state) {
 // second of 150.
 void BM_WarmGetHeaderOverTheNetwork(benchmark::State& state) {
   RelayOverTheNetwork network;
-  if (!network.started()) {
-    state.SkipWithError("the delay line or the proxy did not start");
-    return;
-  }
-  RelayOverTheNetwork::Clients clients = network.WarmClients();
-  httplib::SSLClient& kept = *clients.relay;
-  httplib::Client& sidecar = *clients.sidecar;
+  std::optional<RelayOverTheNetwork::Clients> clients = network.WarmClients(state);
+  if (!clients.has_value()) return;
+  httplib::SSLClient& kept = *clients->relay;
+  httplib::Client& sidecar = *clients->sidecar;
   TimeInterleaved(state, kept, sidecar);
 }
 

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "glog/logging.h"
+#include "sidecar/http/error_body.h"
 
 namespace breaker::sidecar::http {
 namespace {
@@ -31,11 +32,6 @@ struct Call {
   // The handler ran: the answer is the caller's to receive.
   bool answered = false;
 };
-
-// The JSON error body of the builder API and the Beacon API (code, message).
-std::string ErrorBody(int status, absl::string_view message) {
-  return absl::StrCat("{\"code\":", status, ",\"message\":\"", message, "\"}");
-}
 
 MHD_Result AddHeader(void* headers, MHD_ValueKind, const char* name, size_t name_size,
                      const char* value, size_t value_size) {

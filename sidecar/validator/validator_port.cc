@@ -14,6 +14,7 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "sidecar/http/connection_threads.h"
+#include "sidecar/http/error_body.h"
 #include "sidecar/http/headers.h"
 #include "sidecar/ssz/builder_messages.h"
 
@@ -24,11 +25,6 @@ namespace {
 constexpr size_t kMaxQueuedBytes = 1 << 20;
 // The event stream is quiet for as long as the chain is: its reads wait this long.
 constexpr absl::Duration kEventStreamReadTimeout = absl::Hours(1);
-
-// The Beacon API's error body (code, message).
-std::string ErrorBody(int status, absl::string_view message) {
-  return nlohmann::json{{"code", status}, {"message", std::string(message)}}.dump();
-}
 
 size_t ModeIndex(core::Mode mode) { return static_cast<size_t>(mode); }
 
@@ -372,7 +368,7 @@ void ValidatorPort::Handle(const void* request_ptr, void* response_ptr) {
   }
   if (exchange == nullptr) {
     response.status = 503;
-    response.set_content(ErrorBody(503, "breaker-sidecar is stopping"), "application/json");
+    response.set_content(http::ErrorBody(503, "breaker-sidecar is stopping"), "application/json");
     return;
   }
   auto release = [this, exchange](bool) {
@@ -392,7 +388,7 @@ void ValidatorPort::Handle(const void* request_ptr, void* response_ptr) {
             : absl::StrCat("the beacon node at ", options_.beacon_node_url, " sent no answer in ",
                            absl::FormatDuration(options_.answer_timeout));
     LOG(WARNING) << request.method << " " << request.path << ": " << message;
-    response.set_content(ErrorBody(response.status, message), "application/json");
+    response.set_content(http::ErrorBody(response.status, message), "application/json");
     MutexLock lock(&mu_);
     ++counters_.beacon_node_unreachable;
     return;
