@@ -16,9 +16,20 @@
 //
 // BM_WarmGetHeaderOverTheNetwork: paths 2 and 3 alone, a thousand times, for their tail.
 //
+// The network benchmarks also time the floor of any local hop on the host (LocalHop): a
+// request-sized message to a thread that waits on its socket and answers at once, parsing
+// nothing. It pays what every hop pays, the two thread wake-ups and two loopback traversals, so
+// that what the sidecar adds beyond it is the sidecar's own work.
+//
 // Each iteration's latencies are kept; the benchmarks report percentiles as counters
 // (microseconds). Run with `bazel run --config=opt //sidecar/builder:proxy_benchmark`.
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -136,6 +147,82 @@ BENCHMARK(BM_GetHeaderDirectAndThroughTheSidecar)
     ->Iterations(20000)
     ->Repetitions(3);
 
+// A thread on loopback that answers each request-sized message with an answer-sized one at once;
+// the floor of any local hop (see the top of this file).
+class LocalHop {
+ public:
+  // The size of the getHeader request the clients send, and of the sidecar's answer to it.
+  static constexpr size_t kRequestBytes = 296;
+  static constexpr size_t kAnswerBytes = 1433;
+
+  LocalHop() {
+    const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (listener < 0 || bind(listener, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        listen(listener, 1) != 0 ||
+        getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      if (listener >= 0) close(listener);
+      return;
+    }
+    caller_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (caller_ >= 0 && connect(caller_, reinterpret_cast<sockaddr*>(&address), length) == 0) {
+      answerer_ = accept(listener, nullptr, nullptr);
+    }
+    close(listener);
+    if (answerer_ < 0) return;
+    const int yes = 1;
+    setsockopt(caller_, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+    setsockopt(answerer_, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+    thread_ = std::thread([this] { Answer(); });
+  }
+
+  ~LocalHop() {
+    if (caller_ >= 0) shutdown(caller_, SHUT_RDWR);  // the answering thread sees the end
+    if (thread_.joinable()) thread_.join();
+    if (caller_ >= 0) close(caller_);
+    if (answerer_ >= 0) close(answerer_);
+  }
+
+  // One exchange's wall time in microseconds; negative when the hop did not start or failed.
+  double Time() {
+    if (!thread_.joinable()) return -1;
+    const std::string request(kRequestBytes, 'q');
+    const auto start = std::chrono::steady_clock::now();
+    if (send(caller_, request.data(), request.size(), MSG_NOSIGNAL) !=
+            static_cast<ssize_t>(request.size()) ||
+        !Receive(caller_, kAnswerBytes)) {
+      return -1;
+    }
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+        .count();
+  }
+
+ private:
+  static bool Receive(int fd, size_t bytes) {
+    char buffer[4096];
+    while (bytes > 0) {
+      const ssize_t n = recv(fd, buffer, std::min(bytes, sizeof(buffer)), 0);
+      if (n <= 0) return false;
+      bytes -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  void Answer() {
+    const std::string answer(kAnswerBytes, 'a');
+    while (Receive(answerer_, kRequestBytes) &&
+           send(answerer_, answer.data(), answer.size(), MSG_NOSIGNAL) > 0) {
+    }
+  }
+
+  int caller_ = -1;
+  int answerer_ = -1;
+  std::thread thread_;
+};
+
 constexpr absl::Duration kOneWayDelay = absl::Milliseconds(20);
 constexpr char kTls[] = "tests/support/testdata/tls/";
 
@@ -240,11 +327,14 @@ void BM_GetHeaderOverTheNetwork(benchmark::State& state) {
   if (!clients.has_value()) return;
   httplib::SSLClient& kept = *clients->relay;
   httplib::Client& sidecar = *clients->sidecar;
-  std::vector<double> direct_new, direct_kept, sidecar_warm, sidecar_proposal;
+  LocalHop hop;
+  std::vector<double> direct_new, direct_kept, hop_floor, sidecar_warm, sidecar_proposal;
   for (auto _ : state) {
     auto fresh = RelayClient(network.far_port(), /*keep_alive=*/false);
     const double a = TimedGet(*fresh);
     const double b = TimedGet(kept);
+    // Its thread has waited as long as the sidecar's since its last request.
+    const double h = hop.Time();
     const double c = TimedGet(sidecar);
     network.ExpireThePool();
     const bool warmed =
@@ -252,18 +342,20 @@ void BM_GetHeaderOverTheNetwork(benchmark::State& state) {
     httplib::Client proposer("127.0.0.1", network.sidecar_port());
     proposer.set_tcp_nodelay(true);
     const double d = TimedGet(proposer);
-    if (a < 0 || b < 0 || c < 0 || d < 0 || !warmed) {
-      state.SkipWithError("a getHeader failed");
+    if (a < 0 || b < 0 || h < 0 || c < 0 || d < 0 || !warmed) {
+      state.SkipWithError("a getHeader or the local hop failed");
       break;
     }
     direct_new.push_back(a);
     direct_kept.push_back(b);
+    hop_floor.push_back(h);
     sidecar_warm.push_back(c);
     sidecar_proposal.push_back(d);
     state.SetIterationTime((a + b + c + d) / 1e6);
   }
   testing::ReportPercentiles(state, "1_direct_new", direct_new);
   testing::ReportPercentiles(state, "2_direct_kept", direct_kept);
+  testing::ReportPercentiles(state, "3_local_hop", hop_floor);
   testing::ReportPercentiles(state, "3_sidecar_warm", sidecar_warm);
   testing::ReportPercentiles(state, "4_sidecar_proposal", sidecar_proposal);
   state.counters["warmed_used"] = static_cast<double>(network.proxy().pool(0).stats().warmed_used);
@@ -271,14 +363,30 @@ void BM_GetHeaderOverTheNetwork(benchmark::State& state) {
 
 // The warm path alone, for its tail: direct kept alive and through the sidecar with its pool
 // warm, interleaved, enough times that a p99 is the tenth slowest of a thousand rather than the
-// second of 150.
+// second of 150; with the local hop's floor between them.
 void BM_WarmGetHeaderOverTheNetwork(benchmark::State& state) {
   RelayOverTheNetwork network;
   std::optional<RelayOverTheNetwork::Clients> clients = network.WarmClients(state);
   if (!clients.has_value()) return;
   httplib::SSLClient& kept = *clients->relay;
   httplib::Client& sidecar = *clients->sidecar;
-  TimeInterleaved(state, kept, sidecar);
+  LocalHop hop;
+  std::vector<double> direct_us, hop_us, sidecar_us;
+  for (auto _ : state) {
+    const double a = TimedGet(kept);
+    const double h = hop.Time();
+    const double b = TimedGet(sidecar);
+    if (a < 0 || h < 0 || b < 0) {
+      state.SkipWithError("a getHeader or the local hop failed");
+      break;
+    }
+    direct_us.push_back(a);
+    hop_us.push_back(h);
+    sidecar_us.push_back(b);
+    state.SetIterationTime((a + h + b) / 1e6);
+  }
+  testing::ReportAdded(state, direct_us, "sidecar", sidecar_us);
+  testing::ReportPercentiles(state, "local_hop", hop_us);
 }
 
 BENCHMARK(BM_GetHeaderOverTheNetwork)->UseManualTime()->Iterations(150)->Repetitions(2);
