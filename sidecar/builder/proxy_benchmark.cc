@@ -1,5 +1,7 @@
 // What the sidecar adds to a getHeader, and what it saves at a proposal.
 //
+// The relay is a QuietRelay (tests/support/quiet_relay.h), which adds no wait of its own.
+//
 // BM_GetHeaderDirectAndThroughTheSidecar: the same request to a fake relay on loopback, once
 // directly and once through the sidecar's proxy, interleaved, so that both see the same load of
 // a shared machine. The caller keeps one connection open (as mev-boost's HTTP client does), and
@@ -46,6 +48,7 @@
 #include "sidecar/builder/proxy.h"
 #include "sidecar/config.h"
 #include "tests/support/latency_report.h"
+#include "tests/support/quiet_relay.h"
 #include "tests/support/tcp_proxy.h"
 
 namespace breaker::sidecar {
@@ -101,15 +104,13 @@ void TimeInterleaved(benchmark::State& state, Direct& direct, Sidecar& sidecar) 
 }
 
 void BM_GetHeaderDirectAndThroughTheSidecar(benchmark::State& state) {
-  const std::string body = HeaderBody();
-  httplib::Server relay;
-  // As relays' HTTP servers (Go's among them) do.
-  relay.set_tcp_nodelay(true);
-  relay.Get(".*", [&body](const httplib::Request&, httplib::Response& response) {
-    response.set_content(body, "application/json");
-  });
-  const int relay_port = relay.bind_to_any_port("127.0.0.1");
-  std::thread relay_thread([&relay] { relay.listen_after_bind(); });
+  absl::StatusOr<std::unique_ptr<testing::QuietRelay>> relay =
+      testing::QuietRelay::Start(HeaderBody(), std::nullopt);
+  if (!relay.ok()) {
+    state.SkipWithError(std::string(relay.status().message()).c_str());
+    return;
+  }
+  const int relay_port = (*relay)->port();
 
   const std::string url = absl::StrCat("http://127.0.0.1:", relay_port);
   SidecarSettings settings;
@@ -138,8 +139,6 @@ void BM_GetHeaderDirectAndThroughTheSidecar(benchmark::State& state) {
     TimeInterleaved(state, direct, sidecar);
   }
   proxy.Stop();
-  relay.stop();
-  relay_thread.join();
 }
 
 BENCHMARK(BM_GetHeaderDirectAndThroughTheSidecar)
@@ -240,20 +239,15 @@ std::unique_ptr<httplib::SSLClient> RelayClient(int port, bool keep_alive) {
 class RelayOverTheNetwork {
  public:
   RelayOverTheNetwork()
-      : body_(HeaderBody()),
-        relay_(absl::StrCat(kTls, "server.pem").c_str(), absl::StrCat(kTls, "server.key").c_str()),
-        // Idleness is this clock's: advanced past the idle timeout to expire the pool at will.
-        clock_(absl::Now()) {
-    relay_.set_tcp_nodelay(true);
-    relay_.set_keep_alive_max_count(100000);
-    relay_.set_keep_alive_timeout(300);
-    relay_.Get(".*", [this](const httplib::Request&, httplib::Response& response) {
-      response.set_content(body_, "application/json");
-    });
-    const int relay_port = relay_.bind_to_any_port("127.0.0.1");
-    relay_thread_ = std::thread([this] { relay_.listen_after_bind(); });
+      // Idleness is this clock's: advanced past the idle timeout to expire the pool at will.
+      : clock_(absl::Now()) {
+    absl::StatusOr<std::unique_ptr<testing::QuietRelay>> relay = testing::QuietRelay::Start(
+        HeaderBody(),
+        testing::QuietRelayTls{absl::StrCat(kTls, "server.pem"), absl::StrCat(kTls, "server.key")});
+    if (!relay.ok()) return;
+    relay_ = *std::move(relay);
     absl::StatusOr<std::unique_ptr<testing::TcpProxy>> line =
-        testing::TcpProxy::Start(relay_port, kOneWayDelay);
+        testing::TcpProxy::Start(relay_->port(), kOneWayDelay);
     if (!line.ok()) return;
     line_ = *std::move(line);
     const std::string url = absl::StrCat("https://localhost:", line_->port());
@@ -271,8 +265,6 @@ class RelayOverTheNetwork {
   ~RelayOverTheNetwork() {
     if (proxy_ != nullptr) proxy_->Stop();
     line_ = nullptr;
-    relay_.stop();
-    relay_thread_.join();
   }
 
   int far_port() const { return line_->port(); }
@@ -309,9 +301,7 @@ class RelayOverTheNetwork {
   }
 
  private:
-  const std::string body_;
-  httplib::SSLServer relay_;
-  std::thread relay_thread_;
+  std::unique_ptr<testing::QuietRelay> relay_;
   std::unique_ptr<testing::TcpProxy> line_;
   SidecarSettings settings_;
   client::FakeClient breaker_;
