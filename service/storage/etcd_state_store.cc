@@ -595,7 +595,9 @@ absl::Duration EtcdStateStore::LeaseLeftLocked() const {
 
 void EtcdStateStore::KeepAliveLoop() {
   const absl::Duration interval = KeepAliveInterval();
-  absl::Duration next_keepalive = options_.clock->Monotonic() + interval;
+  // From when the lease was asked for, as its TTL counts: a grant answered late (etcd without a
+  // quorum meanwhile) is renewed at once, not an interval after the answer, past its end.
+  absl::Duration next_keepalive = last_keepalive() + interval;
   while (true) {
     {
       // Awake for the next keepalive, and when the lease runs out by this store's clock, so

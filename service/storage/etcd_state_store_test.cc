@@ -317,6 +317,39 @@ TEST_F(EtcdStateStoreTest, KeepalivesKeepTheLeaderLeading) {
   EXPECT_THAT(store->leadership(), IsOk());
 }
 
+// A grant answered late (etcd had no quorum when it was asked) leaves less than an interval of
+// the lease by the store's clock, which counts from when it was asked: the first keepalive goes
+// at once, not an interval after the answer, so that the new leader does not step down as soon
+// as it leads.
+TEST_F(EtcdStateStoreTest, ALeaseGrantedLateIsRenewedAtOnce) {
+  FakeClock clock(absl::FromUnixSeconds(1'000'000));
+  const absl::Duration asked = clock.Monotonic();
+  DeposedRecorder deposed;
+  EtcdStateStore::Options options = StoreOptions("leader");
+  options.clock = &clock;
+  options.lease_ttl = absl::Seconds(30);
+  options.lease_margin = absl::Seconds(5);
+  options.keepalive_interval = absl::Seconds(10);
+  options.on_deposed = deposed.Callback();
+  bool granted = false;
+  // The first call is the grant: its answer comes 24 s after it was asked, 1 s before the lease
+  // runs out by the store's clock.
+  options.on_answered = [&](bool) {
+    if (granted) return;
+    granted = true;
+    clock.Advance(absl::Seconds(24));
+  };
+  std::unique_ptr<EtcdStateStore> store = OpenStore(options);
+  ASSERT_NE(store, nullptr);
+
+  EXPECT_TRUE(
+      breaker::testing::WaitFor([&] { return store->last_keepalive() > asked; }, absl::Seconds(10)))
+      << "no keepalive within the lease's last second";
+  clock.Advance(absl::Seconds(1));
+  EXPECT_THAT(store->Append({"still leading"}), IsOk());
+  EXPECT_TRUE(deposed.calls().empty());
+}
+
 // Without a quorum etcd answers nothing and expires no lease. The store counts its lease on its
 // own clock and is deposed once the TTL less the margin has passed since its last keepalive, at
 // that moment: a write waiting on etcd then ends with it, long before its own deadline, later
