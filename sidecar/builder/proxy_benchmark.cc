@@ -18,25 +18,18 @@
 //
 // BM_WarmGetHeaderOverTheNetwork: paths 2 and 3 alone, a thousand times, for their tail.
 //
-// The network benchmarks also time the floor of any local hop on the host (LocalHop): a
-// request-sized message to a thread that waits on its socket and answers at once, parsing
-// nothing. It pays what every hop pays, the two thread wake-ups and two loopback traversals, so
-// that what the sidecar adds beyond it is the sidecar's own work.
+// The network benchmarks also time the floor of any local hop on the host (`local_hop`): the
+// same request from the same client to a QuietRelay on loopback, which answers at once. It pays
+// what every hop pays, the two thread wake-ups and two loopback traversals, so that what the
+// sidecar adds beyond it is the sidecar's own work.
 //
 // Each iteration's latencies are kept; the benchmarks report percentiles as counters
 // (microseconds). Run with `bazel run --config=opt //sidecar/builder:proxy_benchmark`.
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -146,82 +139,6 @@ BENCHMARK(BM_GetHeaderDirectAndThroughTheSidecar)
     ->Iterations(20000)
     ->Repetitions(3);
 
-// A thread on loopback that answers each request-sized message with an answer-sized one at once;
-// the floor of any local hop (see the top of this file).
-class LocalHop {
- public:
-  // The size of the getHeader request the clients send, and of the sidecar's answer to it.
-  static constexpr size_t kRequestBytes = 296;
-  static constexpr size_t kAnswerBytes = 1433;
-
-  LocalHop() {
-    const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(address);
-    if (listener < 0 || bind(listener, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
-        listen(listener, 1) != 0 ||
-        getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      if (listener >= 0) close(listener);
-      return;
-    }
-    caller_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (caller_ >= 0 && connect(caller_, reinterpret_cast<sockaddr*>(&address), length) == 0) {
-      answerer_ = accept(listener, nullptr, nullptr);
-    }
-    close(listener);
-    if (answerer_ < 0) return;
-    const int yes = 1;
-    setsockopt(caller_, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
-    setsockopt(answerer_, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
-    thread_ = std::thread([this] { Answer(); });
-  }
-
-  ~LocalHop() {
-    if (caller_ >= 0) shutdown(caller_, SHUT_RDWR);  // the answering thread sees the end
-    if (thread_.joinable()) thread_.join();
-    if (caller_ >= 0) close(caller_);
-    if (answerer_ >= 0) close(answerer_);
-  }
-
-  // One exchange's wall time in microseconds; negative when the hop did not start or failed.
-  double Time() {
-    if (!thread_.joinable()) return -1;
-    const std::string request(kRequestBytes, 'q');
-    const auto start = std::chrono::steady_clock::now();
-    if (send(caller_, request.data(), request.size(), MSG_NOSIGNAL) !=
-            static_cast<ssize_t>(request.size()) ||
-        !Receive(caller_, kAnswerBytes)) {
-      return -1;
-    }
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-        .count();
-  }
-
- private:
-  static bool Receive(int fd, size_t bytes) {
-    char buffer[4096];
-    while (bytes > 0) {
-      const ssize_t n = recv(fd, buffer, std::min(bytes, sizeof(buffer)), 0);
-      if (n <= 0) return false;
-      bytes -= static_cast<size_t>(n);
-    }
-    return true;
-  }
-
-  void Answer() {
-    const std::string answer(kAnswerBytes, 'a');
-    while (Receive(answerer_, kRequestBytes) &&
-           send(answerer_, answer.data(), answer.size(), MSG_NOSIGNAL) > 0) {
-    }
-  }
-
-  int caller_ = -1;
-  int answerer_ = -1;
-  std::thread thread_;
-};
-
 constexpr absl::Duration kOneWayDelay = absl::Milliseconds(20);
 constexpr char kTls[] = "tests/support/testdata/tls/";
 
@@ -244,8 +161,11 @@ class RelayOverTheNetwork {
     absl::StatusOr<std::unique_ptr<testing::QuietRelay>> relay = testing::QuietRelay::Start(
         HeaderBody(),
         testing::QuietRelayTls{absl::StrCat(kTls, "server.pem"), absl::StrCat(kTls, "server.key")});
-    if (!relay.ok()) return;
+    absl::StatusOr<std::unique_ptr<testing::QuietRelay>> local_hop =
+        testing::QuietRelay::Start(HeaderBody(), std::nullopt);
+    if (!relay.ok() || !local_hop.ok()) return;
     relay_ = *std::move(relay);
+    local_hop_ = *std::move(local_hop);
     absl::StatusOr<std::unique_ptr<testing::TcpProxy>> line =
         testing::TcpProxy::Start(relay_->port(), kOneWayDelay);
     if (!line.ok()) return;
@@ -277,19 +197,24 @@ class RelayOverTheNetwork {
   struct Clients {
     std::unique_ptr<httplib::SSLClient> relay;
     std::unique_ptr<httplib::Client> sidecar;
+    std::unique_ptr<httplib::Client> local_hop;
   };
   std::optional<Clients> WarmClients(benchmark::State& state) const {
     if (!started_) {
-      state.SkipWithError("the delay line or the proxy did not start");
+      state.SkipWithError("the relays, the delay line or the proxy did not start");
       return std::nullopt;
     }
     Clients clients{RelayClient(far_port(), /*keep_alive=*/true),
-                    std::make_unique<httplib::Client>("127.0.0.1", sidecar_port())};
-    clients.sidecar->set_keep_alive(true);
-    clients.sidecar->set_tcp_nodelay(true);
+                    std::make_unique<httplib::Client>("127.0.0.1", sidecar_port()),
+                    std::make_unique<httplib::Client>("127.0.0.1", local_hop_->port())};
+    for (httplib::Client* local : {clients.sidecar.get(), clients.local_hop.get()}) {
+      local->set_keep_alive(true);
+      local->set_tcp_nodelay(true);
+    }
     for (int i = 0; i < 3; ++i) {
       TimedGet(*clients.relay);
       TimedGet(*clients.sidecar);
+      TimedGet(*clients.local_hop);
     }
     return clients;
   }
@@ -302,6 +227,7 @@ class RelayOverTheNetwork {
 
  private:
   std::unique_ptr<testing::QuietRelay> relay_;
+  std::unique_ptr<testing::QuietRelay> local_hop_;
   std::unique_ptr<testing::TcpProxy> line_;
   SidecarSettings settings_;
   client::FakeClient breaker_;
@@ -317,14 +243,13 @@ void BM_GetHeaderOverTheNetwork(benchmark::State& state) {
   if (!clients.has_value()) return;
   httplib::SSLClient& kept = *clients->relay;
   httplib::Client& sidecar = *clients->sidecar;
-  LocalHop hop;
   std::vector<double> direct_new, direct_kept, hop_floor, sidecar_warm, sidecar_proposal;
   for (auto _ : state) {
     auto fresh = RelayClient(network.far_port(), /*keep_alive=*/false);
     const double a = TimedGet(*fresh);
     const double b = TimedGet(kept);
     // Its thread has waited as long as the sidecar's since its last request.
-    const double h = hop.Time();
+    const double h = TimedGet(*clients->local_hop);
     const double c = TimedGet(sidecar);
     network.ExpireThePool();
     const bool warmed =
@@ -360,11 +285,10 @@ void BM_WarmGetHeaderOverTheNetwork(benchmark::State& state) {
   if (!clients.has_value()) return;
   httplib::SSLClient& kept = *clients->relay;
   httplib::Client& sidecar = *clients->sidecar;
-  LocalHop hop;
   std::vector<double> direct_us, hop_us, sidecar_us;
   for (auto _ : state) {
     const double a = TimedGet(kept);
-    const double h = hop.Time();
+    const double h = TimedGet(*clients->local_hop);
     const double b = TimedGet(sidecar);
     if (a < 0 || h < 0 || b < 0) {
       state.SkipWithError("a getHeader or the local hop failed");
