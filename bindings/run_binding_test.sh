@@ -26,7 +26,9 @@ library_dir="$(dirname "$library")"
 # Under --config=asan or tsan the library needs its sanitizer's runtime loaded before anything
 # else, which a Go or Rust test binary does not do (and Go's -race brings a runtime of its
 # own): these runs leave the C side to //client:c_api_test and //client:c_api_cycle_test.
-if readelf -d "$library" | grep -qE 'NEEDED.*lib(asan|tsan)\.so'; then
+# (grep reads the whole listing: with -q it would stop at the first match, and readelf, writing
+# into the closed pipe, would fail the check under pipefail.)
+if readelf -d "$library" | grep -E 'NEEDED.*lib(asan|tsan)\.so' >/dev/null; then
   echo "bindings: skipped: libbreaker_client.so is built with ASan or TSan;" \
     "the C API's own tests run under it instead" >&2
   exit 0
@@ -87,7 +89,7 @@ func main() {
 	fmt.Println("vendored package:", c.Policy().Source)
 }
 GO
-    (cd "$node" && GOFLAGS=-mod=vendor go build -o node . && ./node) | grep -q "vendored package: local" ||
+    (cd "$node" && GOFLAGS=-mod=vendor go build -o node . && ./node) | grep "vendored package: local" >/dev/null ||
       fail "the vendored copy of the Go package does not build or run"
     echo "bindings: a vendored copy of the Go package builds and runs"
     ;;

@@ -18,7 +18,7 @@ if [ -n "$unexpected" ]; then
     "packaging/BUILD.bazel)" >&2
   exit 1
 fi
-if readelf -d "$library" | grep -qE 'TEXTREL|STATIC_TLS'; then
+if readelf -d "$library" | grep -E 'TEXTREL|STATIC_TLS' >/dev/null; then
   echo "FAIL: libbreaker_client.so.1 has text relocations or static TLS: an archive in it is" \
     "not position-independent (tools/pic_deps.sh rebuilds such archives):" \
     "$(readelf -d "$library" | grep -E 'TEXTREL|FLAGS')" >&2

@@ -155,7 +155,7 @@ bindings_programs() {
     fail "$suite: building the Rust program failed: $(tail -n 30 "$work/$suite-rust.log")"
   local program
   for program in go-node rust-node; do
-    if readelf -d "$root/tmp/$program" | grep -q 'RPATH\|RUNPATH'; then
+    if readelf -d "$root/tmp/$program" | grep 'RPATH\|RUNPATH' >/dev/null; then
       fail "$suite: /tmp/$program has an rpath; the installed library needs none"
     fi
     in_netns chroot --userspec=nobody "$root" "/tmp/$program" 127.0.0.1:50051 42 ||
@@ -290,7 +290,7 @@ done
 echo "  health check: healthy; user $(podman exec "$container" id -un)"
 podman exec "$container" breakerctl ban 42 --reason="from the image" >/dev/null ||
   fail "the image's breakerctl could not ban"
-podman exec "$container" breakerctl builders --banned | grep -q "from the image" ||
+podman exec "$container" breakerctl builders --banned | grep "from the image" >/dev/null ||
   fail "the image's breakerd does not list the ban"
 # The stop is timed by breakerd's own log, from the signal's arrival to its last line: podman's
 # commands alone take a second or more on a loaded machine.

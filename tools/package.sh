@@ -52,7 +52,7 @@ for program in service/breakerd sidecar/breaker-sidecar ctl/breakerctl; do
   cp "$release_bin/$program" "$work/bin/"
 done
 # Debian 13 has no libcpp-httplib0.11: the sidecar must not need it.
-if readelf -d "$work/bin/breaker-sidecar" | grep -q 'NEEDED.*libcpp-httplib'; then
+if readelf -d "$work/bin/breaker-sidecar" | grep 'NEEDED.*libcpp-httplib' >/dev/null; then
   echo "package: breaker-sidecar needs the shared libcpp-httplib; the release build did not" \
     "link tools/httplib_archive.sh's archive (--define=breaker_httplib=DIR)" >&2
   exit 1
@@ -112,7 +112,7 @@ deb() {
   fi
   # A shared library: ldconfig runs after it is installed, and shlibs tells dpkg-shlibdeps
   # which package provides its soname (libbreaker_client.so.1) to packages built against it.
-  if find "$root" -name '*.so.*' | grep -q .; then
+  if find "$root" -name '*.so.*' | grep . >/dev/null; then
     echo "activate-noawait ldconfig" >"$root/DEBIAN/triggers"
     echo "libbreaker_client 1 $name (>= $version)" >"$root/DEBIAN/shlibs"
   fi

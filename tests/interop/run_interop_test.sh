@@ -70,7 +70,8 @@ trap stop_breakerd EXIT
 # breakerd logs "breakerd listening on 127.0.0.1:0 (port N)" once it serves.
 port=""
 for _ in $(seq 300); do
-  port=$(sed -n 's/.*breakerd listening on .* (port \([0-9][0-9]*\)).*/\1/p' "$log" | head -n 1)
+  # The first match only, from sed itself: a head closing the pipe early would fail it.
+  port=$(sed -n 's/.*breakerd listening on .* (port \([0-9][0-9]*\)).*/\1/;T;p;q' "$log")
   [ -n "$port" ] && break
   if ! kill -0 "$breakerd_pid" 2>/dev/null; then
     cat "$log" >&2
